@@ -1,0 +1,393 @@
+"""The pipeline: records from the reader → parsers → numbered outputs written as they come → pages.
+
+`build_report()` is the whole run. Per record it asks the registered parsers for outputs, gives each
+output tlparse's global number and file name, renders it if it is a page, and hands it to the writer
+at once; payloads never stay in memory after their record. Per-record summaries go to a spool file
+so the compile-id pages can be written at the end, one compile id at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from . import pages, parsers
+from .model import Artifact, CompileId, Record, Stats, cache_suffix
+from .parsers import FILE, GLOBAL, LINK, PAYLOAD, REFORMAT, Output
+from .reader import DiagnosticLog, LogReader, open_log
+from .render import STATIC_DIR, pygments_css, render
+from .report import InputInfo, Report
+from .stacks import frames_from_json
+from .writer import ReportWriter, safe_component
+
+MD5_HEX = re.compile(r"[0-9a-f]{32}")
+RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
+STACK_TRACES_PREFIX = "inductor_provenance_tracking_kernel_stack_traces"
+
+
+@dataclass
+class Options:
+    plain_text: bool = False
+    custom_header_html: str = ""
+
+
+class ParseContext:
+    """What a parser may use: field access with type checks, the report's facts, page helpers."""
+
+    def __init__(self, builder: ReportBuilder):
+        self.builder = builder
+        self.report = builder.report
+        self.plain_text = builder.options.plain_text
+        self.current_kind: str = ""
+
+    # -- fields ------------------------------------------------------------------------------
+
+    def problem(self, record: Record, counter: str | None, problem: str, detail: str = "") -> None:
+        if counter:
+            self.report.stats.add(counter)
+        self.report.diagnostics.add(self.builder.label, record.lineno, problem, detail)
+
+    def dict_field(self, record: Record, kind: str) -> dict[str, Any]:
+        """The record's metadata object; anything else counts as a field-type problem and reads as {}."""
+        value = record.envelope.get(kind)
+        if isinstance(value, dict):
+            return value
+        if value is not None:
+            self.problem(record, "fail_field_type", f"`{kind}` metadata is not an object", repr(value)[:80])
+        return {}
+
+    def text_field(self, record: Record, kind: str, name: str) -> str | None:
+        value = self.dict_field(record, kind).get(name)
+        if value is None or isinstance(value, str):
+            return value
+        self.problem(record, "fail_field_type", f"`{kind}.{name}` is not a string", repr(value)[:80])
+        return str(value)
+
+    def resolve_filename(self, filename: int | str | None) -> str:
+        return self.report.resolve_filename(filename)
+
+    # -- page contexts -----------------------------------------------------------------------
+
+    def code_page(self, record: Record, lang: str, title: str) -> dict[str, Any]:
+        return pages.code_context(record, lang, title, self.builder.payload_path(record))
+
+    def metrics_page(self, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:
+        return pages.metrics_context(self.report, record, meta, title)
+
+    def report_chromium_event(self, record: Record) -> None:
+        self.builder.add_chromium_event(record)
+
+
+class ReportBuilder:
+    def __init__(self, report: Report, writer: ReportWriter, options: Options):
+        self.report = report
+        self.writer = writer
+        self.options = options
+        self.context = ParseContext(self)
+        self.label = Path(report.source.path).name
+        self.counter = 0
+        self.payloads_written: set[str] = set()
+        self.raw_body = writer.scratch()
+        self.spool = writer.scratch()
+        self.chromium = writer.open("chromium_events.json")
+        self.chromium.write(b"[")
+
+    # -- per record --------------------------------------------------------------------------
+
+    def add(self, record: Record) -> None:
+        if record.other_rank:
+            self._raw_jsonl(record, None)
+            return
+        self.report.records += 1
+        key = record.compile_id.directory_key() if record.compile_id is not None else None
+        self.report.directory.setdefault(key, [])
+        folder = record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}"
+        payload_file, urls = self._run_parsers(record, key, folder)
+        self._note_kinds(record, key)
+        if "stack" in record.envelope:
+            frames = frames_from_json(record.envelope["stack"])
+            if frames:
+                self.report.unknown_stacks.insert(frames, None)
+        is_chromium = "chromium_event" in record.envelope
+        if payload_file is None and record.payload and not is_chromium:
+            payload_file = self._write_payload(record)
+        if not is_chromium:
+            self._raw_jsonl(record, payload_file)
+            self._spool(record, key, payload_file, urls)
+
+    def _run_parsers(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[str]]:
+        payload_file = None
+        urls: list[str] = []
+        for info in parsers.parsers_for(record):
+            self.context.current_kind = info.kind
+            try:
+                outputs = list(info.parse(record, self.context))
+                for output in outputs:
+                    url = self._emit(output, record, key, folder)
+                    urls.append(url)
+                    if output.kind in (PAYLOAD, REFORMAT):
+                        payload_file = url
+            except Exception as exc:  # a parser bug must cost one record, not the report
+                self.context.problem(record, "fail_parser", f"parser {info.kind} failed", f"{type(exc).__name__}: {exc}")
+        return payload_file, urls
+
+    def _note_kinds(self, record: Record, key: CompileId | None) -> None:
+        kinds = self.report.kinds.setdefault(key, Counter())
+        for kind in record.kinds or ["(no kind)"]:
+            kinds[kind] += 1
+            if not parsers.known(kind) and kind != "(no kind)":
+                self.report.stats.add("unknown")
+                self.report.unknown_kinds[kind] += 1
+
+    # -- outputs -----------------------------------------------------------------------------
+
+    def _next_number(self) -> int:
+        number = self.counter
+        self.counter += 1
+        return number
+
+    def _emit(self, output: Output, record: Record, key: CompileId | None, folder: str) -> str:
+        """Number one output, render/write it, list it in the directory; return its url."""
+        number = self._next_number()
+        entries = self.report.directory[key]
+        if output.kind == LINK:
+            entries.append(Artifact(url=output.url, name=output.name, number=number, kind=self.context.current_kind, is_link=True))
+            return output.url
+        if output.kind == GLOBAL:
+            folder_part, _, name = output.name.rpartition("/")
+            stem, dot, ext = name.rpartition(".")
+            url = f"{folder_part}/{safe_component(stem)}{dot}{ext}" if folder_part else f"{safe_component(stem)}{dot}{ext}"
+        else:
+            url = f"{folder}/{numbered(output.name, number)}"
+        artifact = Artifact(url=url, name=url.rpartition("/")[2], number=number, suffix=cache_suffix(url), kind=self.context.current_kind)
+        if artifact.name.startswith(STACK_TRACES_PREFIX) and artifact.name.endswith(".json"):
+            # tlparse gives the readable companion its own number (before the JSON's entry)
+            artifact.readable_url = self._stack_traces_companion(record, url)
+        self.writer.write(url, self._content(output, record, url))
+        entries.append(artifact)
+        if output.kind == FILE and self.context.current_kind == "compilation_metrics":
+            self.report.metrics_page_written(record, url)
+        return url
+
+    def _content(self, output: Output, record: Record, url: str) -> bytes | str:
+        payload = record.payload or b""
+        if output.kind == PAYLOAD:
+            return payload
+        if output.kind == REFORMAT:
+            assert output.reformat is not None
+            return output.reformat(payload)
+        context = dict(output.context or {})
+        context.setdefault("root", "../" * url.count("/"))
+        context.setdefault("source", self.report.source)
+        context.setdefault("title", self.context.current_kind)
+        context.setdefault("compile_id", record.compile_id)
+        context.setdefault("kind", self.context.current_kind)
+        context.setdefault("lineno", record.lineno)
+        context.setdefault("compile_page", pages.compile_page_url(record.compile_id))
+        return render(output.template, context)
+
+    def _stack_traces_companion(self, record: Record, url: str) -> str:
+        self._next_number()
+        readable = url[: -len(".json")] + "_readable.html"
+        try:
+            traces = json.loads(record.payload_text())
+            if not isinstance(traces, dict):
+                raise ValueError("not an object")
+        except (ValueError, RecursionError):
+            return ""
+        context = pages.stack_traces_context(traces)
+        context.update(
+            root="../" * readable.count("/"),
+            source=self.report.source,
+            compile_id=record.compile_id,
+            compile_page=pages.compile_page_url(record.compile_id),
+            kind=self.context.current_kind,
+            lineno=record.lineno,
+        )
+        self.writer.write(readable, render("stack_traces.html.j2", context))
+        return readable
+
+    def payload_path(self, record: Record) -> str:
+        """Where the raw payload of a record lives: `payloads/<md5>.txt` (md5 from the envelope, if sane)."""
+        md5 = record.payload_md5 if record.payload_md5 and MD5_HEX.fullmatch(record.payload_md5) else None
+        if md5 is None:
+            md5 = hashlib.md5(record.payload or b"").hexdigest()
+        return f"payloads/{md5}.txt"
+
+    def _write_payload(self, record: Record) -> str:
+        path = self.payload_path(record)
+        if path not in self.payloads_written:
+            self.writer.write(path, record.payload or b"")
+            self.payloads_written.add(path)
+        return path
+
+    def add_chromium_event(self, record: Record) -> None:
+        """Append one event to chromium_events.json (pretty, sorted keys, as tlparse writes it)."""
+        try:
+            event = orjson.loads(record.payload or b"")
+        except orjson.JSONDecodeError:
+            try:
+                event = json.loads(record.payload_text())
+            except (ValueError, RecursionError):
+                self.context.problem(record, None, "chromium_event payload is not JSON (skipped)")
+                return
+        try:
+            text = orjson.dumps(event, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            self.report.stats.add("fail_json_serialization")
+            return
+        self.chromium.write(b"\n" if not self.report.chromium_events else b",\n")
+        self.chromium.write(b"  " + text.replace(b"\n", b"\n  "))
+        self.report.chromium_events += 1
+
+    # -- raw.jsonl and the record spool ------------------------------------------------------
+
+    def _raw_jsonl(self, record: Record, payload_file: str | None) -> None:
+        conflict = next((k for k in RAW_JSONL_KEYS if k in record.envelope), None)
+        if conflict:
+            self.context.problem(record, "fail_key_conflict", f"envelope already has `{conflict}`; left out of raw.jsonl")
+            return
+        line = dict(record.envelope)
+        line.update(timestamp=record.timestamp, thread=record.pid, pathname=record.pathname, lineno=record.source_line)
+        if payload_file is not None:
+            line["payload_filename"] = payload_file
+        data = _dumps(line)
+        if data is None:
+            self.context.problem(record, "fail_json_serialization", "record could not be written to raw.jsonl")
+            return
+        self.raw_body.write(data + b"\n")
+
+    def _spool(self, record: Record, key: CompileId | None, payload_file: str | None, urls: list[str]) -> None:
+        summary = {
+            "line": record.lineno,
+            "kinds": record.kinds,
+            "meta": {kind: record.envelope[kind] for kind in record.kinds},
+            "context": {k: record.envelope[k] for k in ("subgraph_name", "rank") if k in record.envelope},
+            "payload": payload_file,
+            "payload_bytes": len(record.payload) if record.payload is not None else None,
+            "outputs": urls,
+        }
+        data = _dumps(summary)
+        if data is None:
+            data = _dumps({**summary, "meta": {kind: repr(record.envelope[kind])[:2000] for kind in record.kinds}}) or b"{}"
+        offsets = self.report.record_offsets.get(key)
+        if offsets is None:
+            offsets = self.report.record_offsets[key] = array("Q")
+        offsets.append(self.spool.tell())
+        self.spool.write(data + b"\n")
+
+    def spooled_records(self, key: CompileId | None) -> list[dict[str, Any]]:
+        """The summaries of one compile id's records, read back from the spool."""
+        records = []
+        for offset in self.report.record_offsets.get(key, ()):
+            self.spool.seek(offset)
+            records.append(_loads(self.spool.readline()))
+        self.spool.seek(0, 2)
+        return records
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def finish(self, input_path: Path) -> None:
+        self.chromium.write(b"\n]" if self.report.chromium_events else b"]")
+        self.chromium.close()
+        self._write_raw_jsonl()
+        self._write_raw_log(input_path)
+        self.writer.write("compile_directory.json", compile_directory_json(self.report))
+        self._write_static()
+        for key in self.report.directory:
+            self.report.pages[key] = pages.compile_page_url(key)
+        keys = list(self.report.directory)
+        for position, key in enumerate(keys):
+            context = pages.compile_context(self.report, keys, position, self.spooled_records(key))
+            self.writer.write(self.report.pages[key], render("compile.html.j2", context))
+        self.writer.write("failures_and_restarts.html", render("failures.html.j2", pages.failures_context(self.report)))
+        self.writer.write("index.html", render("index.html.j2", pages.index_context(self.report)))
+        self.spool.close()
+
+    def _write_raw_jsonl(self) -> None:
+        with self.writer.open("raw.jsonl") as out:
+            out.write(orjson.dumps({"string_table": self.report.strings.as_list()}) + b"\n")
+            self.raw_body.seek(0)
+            shutil.copyfileobj(self.raw_body, out, 1 << 20)
+        self.raw_body.close()
+
+    def _write_raw_log(self, input_path: Path) -> None:
+        with open_log(input_path) as source, self.writer.open("raw.log") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+
+    def _write_static(self) -> None:
+        for item in sorted(STATIC_DIR.iterdir()):
+            if item.is_file():
+                self.writer.write(f"static/{item.name}", item.read_bytes())
+        self.writer.write("static/pygments.css", pygments_css())
+
+
+def numbered(name: str, number: int) -> str:
+    """`dynamo_guards.html` → `dynamo_guards_4.html`: tlparse's unique suffix before the extension."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        return f"{safe_component(name)}_{number}"
+    return f"{safe_component(stem)}_{number}.{safe_component(ext)}"
+
+
+def compile_directory_json(report: Report) -> bytes:
+    """compile_directory.json with tlparse's schema: sorted keys, 2-space indent, raw UTF-8."""
+    data = {
+        ("unknown" if key is None else str(key)): {"artifacts": [a.to_json() for a in entries]}
+        for key, entries in report.directory.items()
+    }
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def _dumps(value: Any) -> bytes | None:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        try:  # integers beyond 64 bits: the standard library copes
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, default=repr).encode()
+        except (TypeError, ValueError):
+            return None
+
+
+def build_report(
+    input_path: Path,
+    writer: ReportWriter,
+    stats: Stats,
+    diagnostics: DiagnosticLog,
+    options: Options,
+    source: InputInfo,
+    on_rank: Any = None,
+) -> Report:
+    """Read one log and write its whole report into the writer's staging folder."""
+    reader = LogReader(input_path, stats, diagnostics)
+    reader.on_rank_detected = on_rank
+    report = Report(
+        source=source,
+        stats=stats,
+        diagnostics=diagnostics,
+        strings=reader.strings,
+        plain_text=options.plain_text,
+        custom_header_html=options.custom_header_html,
+    )
+    builder = ReportBuilder(report, writer, options)
+    for record in reader.records():
+        builder.add(record)
+    report.rank = reader.expected_rank
+    builder.finish(input_path)
+    return report

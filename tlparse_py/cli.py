@@ -1,0 +1,176 @@
+"""`tlparse-py PATH`: the command line. Flags and meanings follow tlparse 0.4.3.
+
+Exit codes: 0 report written; 1 report written but `--strict`/`--strict-compile-id` found problems
+(or writing failed); 2 the input or output cannot be used (nothing is written).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import webbrowser
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .build import Options, build_report
+from .inputs import ChosenInput, InputError, choose_input
+from .model import Diagnostic, Stats
+from .reader import DiagnosticLog
+from .report import InputInfo
+from .writer import OutputError, ReportWriter
+
+
+class CliError(click.ClickException):
+    """One clear line on stderr and a chosen exit code; never a traceback."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _echo_err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _echo_diagnostic(diagnostic: Diagnostic) -> None:
+    detail = f": {diagnostic.detail}" if diagnostic.detail else ""
+    _echo_err(f"{diagnostic.path}:{diagnostic.lineno}: {diagnostic.problem}{detail}")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--out", default="tl_out", show_default=True, type=click.Path(path_type=Path), help="Output folder.")
+@click.option("--overwrite", is_flag=True, help="Replace the output folder if it exists (only once the new report is complete).")
+@click.option("--latest", is_flag=True, help="PATH is a folder: read its most recently modified log.")
+@click.option("--strict", is_flag=True, help="Exit 1 if any line or payload could not be read (the report is still written).")
+@click.option("--strict-compile-id", is_flag=True, help="Exit 1 if some record has a malformed compile id.")
+@click.option("--no-browser", is_flag=True, help="Do not open the report in a web browser.")
+@click.option("--custom-header-html", default="", metavar="HTML", help="HTML inserted at the top of the index page.")
+@click.option("-v", "--verbose", is_flag=True, help="Name every skipped or damaged line on stderr.")
+@click.option("-p", "--plain-text", is_flag=True, help="Write inductor output code as plain .txt instead of highlighted HTML.")
+@click.option("-e", "--export", is_flag=True, help="Export report (draft_export failures). [not available yet]")
+@click.option("-i", "--inductor-provenance", is_flag=True, help="Inductor provenance tracking pages. [not available yet]")
+@click.option("--all-ranks-html", is_flag=True, help="One report over every rank's log in PATH. [not available yet]")
+@click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
+def main(
+    path: Path | None,
+    out: Path,
+    overwrite: bool,
+    latest: bool,
+    strict: bool,
+    strict_compile_id: bool,
+    no_browser: bool,
+    custom_header_html: str,
+    verbose: bool,
+    plain_text: bool,
+    export: bool,
+    inductor_provenance: bool,
+    all_ranks_html: bool,
+) -> None:
+    """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
+
+    PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
+    """
+    for flag, name in ((export, "--export"), (inductor_provenance, "--inductor-provenance"), (all_ranks_html, "--all-ranks-html")):
+        if flag:
+            raise CliError(f"{name} is not available yet in tlparse-py {__version__}; run without it for the compile report")
+    if latest and all_ranks_html:
+        raise CliError("--latest cannot be used with --all-ranks-html")
+    path = _path_or_env(path)
+    chosen = _choose(path, latest)
+    started = time.perf_counter()
+    report = _write(chosen, out, overwrite, verbose, Options(plain_text, custom_header_html))
+    _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
+    _check_strict(report, strict, strict_compile_id, out)
+    if not no_browser:
+        _open_browser(out)
+
+
+def _path_or_env(path: Path | None) -> Path:
+    if path is not None:
+        return path
+    env = os.environ.get("TORCH_TRACE")
+    if env:
+        return Path(env)
+    raise click.UsageError("missing PATH (a trace log or the TORCH_TRACE folder); $TORCH_TRACE is not set either")
+
+
+def _choose(path: Path, latest: bool) -> ChosenInput:
+    try:
+        chosen = choose_input(path, latest)
+        with open(chosen.log, "rb") as handle:
+            handle.read(1)
+    except InputError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot read {exc.filename or path}: {exc.strerror or exc}") from None
+    if chosen.note:
+        _echo_err(chosen.note)
+    return chosen
+
+
+def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options):
+    try:
+        writer = ReportWriter(out, overwrite)
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+    stats = Stats()
+    diagnostics = DiagnosticLog(echo=_echo_diagnostic if verbose else None)
+    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others])
+    try:
+        report = build_report(chosen.log, writer, stats, diagnostics, options, source, on_rank=_rank_detected)
+        writer.commit()
+    except OSError as exc:
+        writer.abort()
+        target = exc.filename or out
+        raise CliError(f"could not write the report ({target}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
+    except BaseException:
+        writer.abort()
+        raise
+    return report
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _rank_detected(rank: int) -> None:
+    _echo_err(f"Detected rank: {rank}")
+
+
+def _summarise(stats: Stats, diagnostics: DiagnosticLog, unknown_kinds, out: Path, chosen: ChosenInput, started: float, verbose: bool) -> None:
+    _echo_err(stats.format())
+    if unknown_kinds:
+        names = ", ".join(f"{k} ({n})" for k, n in sorted(unknown_kinds.items()))
+        _echo_err(f"Unknown record kinds, shown generically in the report: {names}")
+    if diagnostics.total and not verbose:
+        _echo_err(f"{diagnostics.total} line(s) skipped or damaged; they are listed in the report (index.html#diagnostics), or run with -v")
+    seconds = time.perf_counter() - started
+    megabytes = _size(chosen.log) / 1e6
+    _echo_err(f"Report: {out / 'index.html'} ({stats['ok']} records, {seconds:.2f} s, {megabytes / max(seconds, 1e-6):.1f} MB/s)")
+
+
+def _check_strict(report, strict: bool, strict_compile_id: bool, out: Path) -> None:
+    if strict and report.stats.strict_failures():
+        raise CliError(f"--strict: the log had problems ({report.stats.format()}); the report is in {out}", 1)
+    if strict_compile_id and None in report.directory:
+        raise CliError(f"--strict-compile-id: some records have a malformed compile id (see '(unknown)' in {out / 'index.html'})", 1)
+
+
+def _open_browser(out: Path) -> None:
+    try:
+        webbrowser.open((out / "index.html").absolute().as_uri())
+    except Exception:  # no browser is not an error: the report is written
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Which log to read: a file, a `.gz`, or a TORCH_TRACE folder holding one or many logs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .reader import open_log
+
+TRACE_PREFIX = "dedicated_log_torch_trace"
+LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz")
+_RANK_IN_NAME = re.compile(r"rank_(\d+)(?:_|\.|$)")
+_RANK_IN_TEXT = re.compile(rb'"rank": ?(\d+)')
+PEEK_BYTES = 256 * 1024
+
+
+class InputError(Exception):
+    """The input cannot be used; the message says why and what to do."""
+
+
+@dataclass
+class ChosenInput:
+    log: Path
+    others: list[Path] = field(default_factory=list)  # logs in the same folder that were not chosen
+    note: str = ""  # told to the user on stderr when a choice was made for them
+
+
+def candidate_logs(folder: Path) -> list[Path]:
+    """Trace logs in a folder (not recursive): torch's own names first, any log-like file otherwise."""
+    try:
+        files = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    except OSError as exc:
+        raise InputError(f"cannot list {folder}: {exc.strerror or exc}") from None
+    traces = [p for p in files if p.name.startswith(TRACE_PREFIX) and p.name.endswith(LOG_SUFFIXES)]
+    return sorted(traces or [p for p in files if p.name.endswith(LOG_SUFFIXES)])
+
+
+def rank_of(log: Path) -> int | None:
+    """The rank a log belongs to: from its name (`..._rank_3_abc.log`) or else its first records."""
+    match = _RANK_IN_NAME.search(log.name)
+    if match:
+        return int(match.group(1))
+    try:
+        with open_log(log) as handle:
+            head = handle.read(PEEK_BYTES)
+    except (OSError, EOFError):
+        return None
+    match = _RANK_IN_TEXT.search(head)
+    return int(match.group(1)) if match else None
+
+
+def newest(paths: list[Path]) -> Path:
+    return max(paths, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def choose_input(path: Path, latest: bool = False) -> ChosenInput:
+    """Resolve the PATH argument to one log file, or explain why it cannot be done."""
+    if not path.exists():
+        raise InputError(f"{path} does not exist")
+    if path.is_file():
+        if latest:
+            raise InputError(f"{path} is a file; --latest picks the newest log in a folder")
+        return ChosenInput(path)
+    if not path.is_dir():
+        raise InputError(f"{path} is neither a file nor a folder")
+    logs = candidate_logs(path)
+    if not logs:
+        raise InputError(f"{path} holds no trace logs (expected {TRACE_PREFIX}_*.log, as written by TORCH_TRACE)")
+    if len(logs) == 1:
+        return ChosenInput(logs[0])
+    chosen = newest(logs)
+    others = [p for p in logs if p != chosen]
+    if latest:
+        return ChosenInput(chosen, others, f"--latest: reading {chosen.name}, the newest of {len(logs)} logs")
+    ranks = sorted({r for r in map(rank_of, logs) if r is not None})
+    if len(ranks) > 1:
+        raise InputError(
+            f"{path} holds logs of {len(ranks)} ranks ({', '.join(map(str, ranks))}); "
+            "--all-ranks-html will report on all of them (not available yet in this version); "
+            "pass one log file to report on one rank"
+        )
+    names = ", ".join(p.name for p in sorted(others))
+    return ChosenInput(chosen, others, f"{path} holds {len(logs)} logs; reading the newest, {chosen.name} (not read: {names})")

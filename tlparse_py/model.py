@@ -1,0 +1,181 @@
+"""Plain data shared by every stage: compile ids, records, counters, directory entries.
+
+Nothing here does I/O or knows about HTML; the reader fills `Record`s, the parsers and the
+report builder fill the rest, the renderers only read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+# Envelope keys that describe *where* a record belongs rather than *what* it is.
+CONTEXT_KEYS = frozenset(
+    {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "stack", "subgraph_name"}
+)
+COMPILE_ID_KEYS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+
+
+class CompileId(NamedTuple):
+    """`[!ca/frame/frame_compile_id_attempt]`; any part may be missing (None)."""
+
+    compiled_autograd_id: int | None = None
+    frame_id: int | None = None
+    frame_compile_id: int | None = None
+    attempt: int | None = None
+
+    def __str__(self) -> str:
+        ca = f"!{self.compiled_autograd_id}/" if self.compiled_autograd_id is not None else ""
+        attempt = f"_{self.attempt}" if self.attempt else ""
+        return f"[{ca}{_dash(self.frame_id)}/{_dash(self.frame_compile_id)}{attempt}]"
+
+    @property
+    def dirname(self) -> str:
+        """Folder name used by tlparse: `-_0_0_0` (no `!`, `-` for a missing part)."""
+        return "_".join(_dash(part) for part in self)
+
+    def directory_key(self) -> CompileId:
+        """The key records are grouped under: a missing attempt counts as 0 once a frame compile id is known."""
+        if self.frame_compile_id is not None and self.attempt is None:
+            return self._replace(attempt=0)
+        return self
+
+    def frame_key(self) -> CompileId:
+        """All attempts of one frame compile share metrics, stacks and specialisations."""
+        if self.frame_compile_id is not None:
+            return self._replace(attempt=0)
+        return self
+
+
+def _dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def display_key(key: CompileId | None) -> str:
+    """How a directory key is shown on pages: `[0/0]`, or `(unknown)` for malformed ids."""
+    return "(unknown)" if key is None else str(key)
+
+
+def json_key(key: CompileId | None) -> str:
+    """How a directory key is written in compile_directory.json."""
+    return "unknown" if key is None else str(key)
+
+
+# Counters, in the order tlparse prints them; ours (after `unknown`) only appear when non-zero.
+STAT_NAMES = (
+    "ok",
+    "other_rank",
+    "fail_glog",
+    "fail_json",
+    "fail_payload_md5",
+    "fail_dynamo_guards_json",
+    "fail_parser",
+    "fail_key_conflict",
+    "fail_json_serialization",
+    "unknown",
+    "fail_utf8",
+    "fail_field_type",
+    "fail_orphan_payload",
+)
+# Counters that make `--strict` fail (tlparse's set, plus the problems it could not see).
+STRICT_STATS = (
+    "fail_glog",
+    "fail_json",
+    "fail_payload_md5",
+    "other_rank",
+    "fail_dynamo_guards_json",
+    "fail_parser",
+    "fail_utf8",
+    "fail_field_type",
+    "fail_orphan_payload",
+)
+
+
+@dataclass
+class Stats:
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STAT_NAMES, 0))
+
+    def add(self, name: str, amount: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + amount
+
+    def __getitem__(self, name: str) -> int:
+        return self.counts.get(name, 0)
+
+    def strict_failures(self) -> int:
+        return sum(self[name] for name in STRICT_STATS)
+
+    def format(self) -> str:
+        """`Stats { ok: 64, fail_payload_md5: 1 }` exactly as tlparse prints it."""
+        parts = [f"{name}: {value}" for name, value in self.counts.items() if value]
+        return "Stats { " + ", ".join(parts) + (" }" if parts else "}")
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    """One problem found in the input, kept for stderr (-v) and the report."""
+
+    path: str
+    lineno: int
+    problem: str
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class Record:
+    """One envelope line and its payload, as read from the log."""
+
+    lineno: int  # physical line number of the envelope in the log file (1-based)
+    envelope: dict[str, Any]
+    kinds: list[str]  # envelope keys that are record types (usually exactly one)
+    compile_id: CompileId | None  # None: a compile-id field was present but malformed
+    rank: int | None
+    payload: bytes | None  # None when the envelope has no has_payload
+    payload_md5: str | None  # the md5 the envelope claims
+    timestamp: str  # ISO form of the glog time
+    pid: int
+    pathname: str
+    source_line: int
+    other_rank: bool = False
+
+    @property
+    def has_payload(self) -> bool:
+        return self.payload_md5 is not None
+
+    def payload_text(self) -> str:
+        return (self.payload or b"").decode("utf-8", "replace")
+
+    def meta(self, kind: str) -> Any:
+        return self.envelope.get(kind)
+
+
+@dataclass(slots=True)
+class Artifact:
+    """One entry of compile_directory.json: a numbered file (or external link) of a compile id."""
+
+    url: str
+    name: str
+    number: int
+    suffix: str = ""
+    readable_url: str | None = None
+    kind: str = ""  # the record kind that made it (for our pages; not in compile_directory.json)
+    is_link: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "number": self.number,
+            "readable_url": self.readable_url,
+            "suffix": self.suffix,
+            "url": self.url,
+        }
+
+
+def cache_suffix(path: str) -> str:
+    """The cache-status mark tlparse derives from an output's path."""
+    if "cache_miss" in path:
+        return "❌"
+    if "cache_hit" in path:
+        return "✅"
+    if "cache_bypass" in path:
+        return "❓"
+    return ""

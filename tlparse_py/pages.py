@@ -1,0 +1,313 @@
+"""Page contexts: the report model turned into the plain values each template shows.
+
+Pure functions of the model (and of spooled record summaries); URLs are relative to the report
+root, and templates prefix them with `root` so every page works from `file://` and from a zip.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from . import parsers
+from .model import Artifact, CompileId, Record
+from .render import highlight_lines, safe_href, trusted_html
+from .report import STATUS_LABELS, Report
+from .stacks import Frame, eval_with_key, frames_from_json, simplify_filename
+
+MAX_RECORDS_PER_KIND = 200
+MAX_VALUE_CHARS = 4000
+
+
+@dataclass(slots=True)
+class FrameView:
+    file: str
+    line: int
+    name: str
+    loc: str
+    href: str | None  # root-relative link to FX-generated source, when we have it
+
+
+def frame_view(frame: Frame, report: Report) -> FrameView:
+    filename = simplify_filename(report.resolve_filename(frame.filename))
+    key = eval_with_key(filename)
+    href = f"dump_file/eval_with_key_{key}.html#L{frame.line}" if key else None
+    return FrameView(filename, frame.line, frame.name, frame.loc, href)
+
+
+def anchor(key: CompileId | None) -> str:
+    return "cid-unknown" if key is None else f"cid-{key.dirname}"
+
+
+def compile_page_url(compile_id: CompileId | None) -> str:
+    if compile_id is None:
+        return "unknown/index.html"
+    return f"{compile_id.directory_key().dirname}/index.html"
+
+
+def label(key: CompileId | None) -> str:
+    return "(unknown)" if key is None else str(key)
+
+
+# ------------------------------------------------------------------------------------------------
+# pages rendered while reading
+
+
+def code_context(record: Record, lang: str, title: str, raw_url: str) -> dict[str, Any]:
+    lines, highlighted = highlight_lines(record.payload_text(), lang)
+    return {"title": title, "lines": lines, "highlighted": highlighted, "raw_url": raw_url, "lang": lang}
+
+
+def metrics_context(report: Report, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:
+    key = record.compile_id.directory_key() if record.compile_id is not None else None
+    stack = report.start_stacks.get(record.compile_id.frame_key()) if record.compile_id is not None else None
+    return {
+        "title": title,
+        "fields": field_rows(meta),
+        "meta": meta,
+        "stack": [frame_view(f, report) for f in stack or []],
+        "outputs": [artifact_view(a) for a in report.directory.get(key, [])],
+        "specializations": shape_fact_views(report, "symbolic_shape_specialization", record.compile_id),
+        "guards_added": shape_fact_views(report, "guard_added_fast", record.compile_id),
+        "restart_reasons": meta.get("restart_reasons") if isinstance(meta.get("restart_reasons"), list) else [],
+    }
+
+
+def shape_fact_views(report: Report, kind: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
+    """Specialisations / fast guards of a frame compile (every attempt), with readable stacks."""
+    views = []
+    for fact in report.shape_facts_for(kind, compile_id):
+        sources = fact.get("sources")
+        views.append(
+            {
+                "symbol": format_value(fact.get("symbol")) if fact.get("symbol") is not None else "",
+                "sources": [str(s) for s in sources] if isinstance(sources, list) else [],
+                "value": format_value(fact.get("value")) if fact.get("value") is not None else "",
+                "reason": format_value(fact.get("reason")) if fact.get("reason") is not None else "",
+                "expr": format_value(fact.get("expr")) if fact.get("expr") is not None else "",
+                "user_stack": [frame_view(f, report) for f in frames_from_json(fact.get("user_stack")) or []],
+                "stack": [frame_view(f, report) for f in frames_from_json(fact.get("stack")) or []],
+            }
+        )
+    return views
+
+
+def stack_traces_context(traces: dict[str, Any]) -> dict[str, Any]:
+    """Kernel → stack traces, with the escaped `\\n` sequences torch writes turned into real lines."""
+    kernels = []
+    for kernel, items in traces.items():
+        texts = items if isinstance(items, list) else [items]
+        kernels.append((kernel, [str(t).replace("\\n", "\n").rstrip("\n") for t in texts]))
+    return {"title": "Kernel stack traces", "kernels": kernels}
+
+
+# ------------------------------------------------------------------------------------------------
+# pages rendered at the end
+
+
+def artifact_view(artifact: Artifact) -> dict[str, Any]:
+    href = safe_href(artifact.url) if artifact.is_link else artifact.url
+    return {
+        "url": artifact.url,
+        "href": href,
+        "external": artifact.is_link,
+        "name": artifact.name,
+        "number": artifact.number,
+        "suffix": artifact.suffix,
+        "readable_url": artifact.readable_url or None,
+        "kind": artifact.kind,
+    }
+
+
+def field_rows(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(str(name), format_value(value)) for name, value in meta.items()]
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (int, float)):
+        text = repr(value)
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            text = repr(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} characters)"
+
+
+def trie_rows(report: Report, trie) -> list[dict[str, Any]]:
+    rows = []
+    for kind, frame, terminals in trie.rows():
+        rows.append(
+            {
+                "kind": kind,
+                "frame": frame_view(frame, report) if frame is not None else None,
+                "ids": [terminal_view(report, t) for t in terminals],
+            }
+        )
+    return rows
+
+
+def terminal_view(report: Report, compile_id: CompileId | None) -> dict[str, Any]:
+    if compile_id is None:
+        return {"label": "(unknown)", "url": None, "status": "missing"}
+    return {"label": str(compile_id), "url": compile_page_url(compile_id), "status": report.status_of(compile_id)}
+
+
+def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
+    return [
+        {"kind": kind, "count": count, "title": parsers.title_of(kind), "known": parsers.known(kind)}
+        for kind, count in counts.most_common()
+    ]
+
+
+def compile_entries(report: Report) -> list[dict[str, Any]]:
+    entries = []
+    for key, artifacts in report.directory.items():
+        metrics = report.metrics.get(key.frame_key() if key is not None else None, [])
+        entries.append(
+            {
+                "label": label(key),
+                "anchor": anchor(key),
+                "page": compile_page_url(key),
+                "status": report.status_of(key),
+                "artifacts": [artifact_view(a) for a in artifacts],
+                "kinds": kind_rows(report.kinds.get(key, Counter())),
+                "compile_time": next((m.get("entire_frame_compile_time_s") for m in metrics if m.get("entire_frame_compile_time_s") is not None), None),
+            }
+        )
+    return entries
+
+
+def summary(report: Report) -> dict[str, Any]:
+    keys = [k for k in report.directory if k is not None]
+    all_metrics = [m for entries in report.metrics.values() for m in entries]
+    suffixes = Counter(a.suffix for artifacts in report.directory.values() for a in artifacts if a.suffix)
+    return {
+        "frames": len({k.frame_id for k in keys if k.frame_id is not None}),
+        "compile_ids": len([k for k in keys if k.frame_id is not None or k.compiled_autograd_id is not None]),
+        "records": report.records,
+        "failures": sum(1 for m in all_metrics if m.get("fail_type")),
+        "restarts": sum(len(m.get("restart_reasons")) for m in all_metrics),
+        "compile_time": sum(
+            m.get("entire_frame_compile_time_s")
+            for m in all_metrics
+            if isinstance(m.get("entire_frame_compile_time_s"), (int, float))
+        ),
+        "cache_hits": suffixes.get("✅", 0),
+        "cache_misses": suffixes.get("❌", 0),
+        "cache_bypasses": suffixes.get("❓", 0),
+        "chromium_events": report.chromium_events,
+    }
+
+
+def base_context(report: Report, title: str, root: str = "") -> dict[str, Any]:
+    return {
+        "title": title,
+        "root": root,
+        "source": report.source,
+        "compile_id": None,
+        "kind": "",
+        "lineno": None,
+        "compile_page": None,
+    }
+
+
+def index_context(report: Report) -> dict[str, Any]:
+    context = base_context(report, "tlparse-py report")
+    context.update(
+        custom_header=trusted_html(report.custom_header_html),
+        stats=report.stats,
+        stats_line=report.stats.format(),
+        diagnostics=report.diagnostics,
+        summary=summary(report),
+        unknown_kinds=sorted(report.unknown_kinds.items()),
+        trie=trie_rows(report, report.trie),
+        unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],
+        failures=len(report.failures),
+        compiles=compile_entries(report),
+        status_labels=STATUS_LABELS,
+        rank=report.rank,
+    )
+    return context
+
+
+def failures_context(report: Report) -> dict[str, Any]:
+    context = base_context(report, "Failures and restarts")
+    context["rows"] = [
+        {
+            "label": label(row.compile_id),
+            "url": row.url,
+            "page": compile_page_url(row.compile_id),
+            "type": row.failure_type,
+            "description": row.description,
+            "source": row.source,
+        }
+        for row in report.failures
+    ]
+    return context
+
+
+def record_groups(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Spooled record summaries grouped by kind (first-appearance order), each record as a field table."""
+    groups: dict[str, dict[str, Any]] = {}
+    for record in records:
+        for kind in record["kinds"] or ["(no kind)"]:
+            group = groups.get(kind)
+            if group is None:
+                group = groups[kind] = {
+                    "kind": kind,
+                    "title": parsers.title_of(kind),
+                    "known": parsers.known(kind),
+                    "count": 0,
+                    "records": [],
+                }
+            group["count"] += 1
+            if len(group["records"]) < MAX_RECORDS_PER_KIND:
+                meta = record["meta"].get(kind)
+                group["records"].append(
+                    {
+                        "line": record["line"],
+                        "fields": field_rows(meta) if isinstance(meta, dict) else [("value", format_value(meta))],
+                        "context": field_rows(record.get("context") or {}),
+                        "payload": record["payload"],
+                        "payload_bytes": record["payload_bytes"],
+                        "outputs": record["outputs"],
+                    }
+                )
+    return list(groups.values())
+
+
+def compile_context(
+    report: Report, keys: list[CompileId | None], position: int, records: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The page of `keys[position]`, with links to its neighbours in log order."""
+    key = keys[position]
+    page = compile_page_url(key)
+    context = base_context(report, f"Compile {label(key)}", root="../")
+    metrics = report.metrics.get(key.frame_key() if key is not None else None, [])
+    stack = report.start_stacks.get(key.frame_key()) if key is not None else None
+    context.update(
+        label=label(key),
+        page=page,
+        anchor=anchor(key),
+        status=report.status_of(key),
+        status_labels=STATUS_LABELS,
+        artifacts=[artifact_view(a) for a in report.directory[key]],
+        metrics=[{"url": m.url, "fields": m.fields} for m in metrics],
+        stack=[frame_view(f, report) for f in stack or []],
+        groups=record_groups(records),
+        previous=compile_page_url(keys[position - 1]) if position > 0 else None,
+        next=compile_page_url(keys[position + 1]) if position + 1 < len(keys) else None,
+        previous_label=label(keys[position - 1]) if position > 0 else None,
+        next_label=label(keys[position + 1]) if position + 1 < len(keys) else None,
+    )
+    return context

@@ -1,0 +1,116 @@
+"""Templates and highlighting: model data in, HTML text out. No file I/O except reading templates.
+
+Autoescape is on for every template. The only trusted HTML comes from `highlight_lines` (Pygments
+output) and from the user's own `--custom-header-html`, both wrapped in `Markup` here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+from markupsafe import Markup, escape
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import CppLexer, JsonLexer, PythonLexer, TextLexer
+
+from . import __version__
+
+HERE = Path(__file__).resolve().parent
+# Installed wheels carry the templates inside the package; a source checkout (and `pip install -e`)
+# keeps them at the repository root, which wins so template edits show up without reinstalling.
+TEMPLATE_DIR = next(p for p in (HERE.parent / "templates", HERE / "templates") if (p / "base.html.j2").is_file())
+STATIC_DIR = TEMPLATE_DIR / "static"
+
+# Above this size a payload is shown as escaped text with line anchors, not highlighted.
+HIGHLIGHT_LIMIT = 2_000_000
+PYGMENTS_STYLE = "default"
+PYGMENTS_DARK_STYLE = "monokai"
+
+_LEXERS = {"python": PythonLexer, "json": JsonLexer, "cpp": CppLexer, "text": TextLexer}
+
+
+@functools.lru_cache(maxsize=None)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals["version"] = __version__
+    env.filters["safe_href"] = safe_href
+    env.filters["seconds"] = format_seconds
+    return env
+
+
+def render(template: str, context: dict[str, Any]) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def template_names() -> list[str]:
+    return environment().list_templates(extensions=["j2"])
+
+
+@functools.lru_cache(maxsize=8)
+def _formatter() -> HtmlFormatter:
+    return HtmlFormatter(nowrap=True)
+
+
+def highlight_lines(text: str, lang: str) -> tuple[list[Markup], bool]:
+    """The text as one HTML fragment per source line, and whether it was highlighted.
+
+    Pygments closes its spans at every line end, so each fragment stands alone and can carry its
+    own `#L<n>` anchor. Huge payloads skip highlighting (escaped text keeps pages fast to open).
+    """
+    if len(text) > HIGHLIGHT_LIMIT or lang not in _LEXERS:
+        return [escape(line) for line in text.split("\n")], False
+    lexer = _LEXERS[lang](stripnl=False, ensurenl=True)
+    html = pygments_highlight(text, lexer, _formatter())
+    lines = html.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    expected = text.count("\n") + 1
+    if len(lines) != expected:  # never let a lexer quirk shift the line anchors
+        return [escape(line) for line in text.split("\n")], False
+    return [Markup(line) for line in lines], True
+
+
+@functools.lru_cache(maxsize=1)
+def pygments_css() -> str:
+    """Light and dark token colours, so highlighted code follows the browser's colour scheme."""
+    light = HtmlFormatter(style=PYGMENTS_STYLE).get_style_defs(".code")
+    dark = HtmlFormatter(style=PYGMENTS_DARK_STYLE).get_style_defs(".code")
+    return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"
+
+
+SAFE_SCHEMES = {"http", "https"}
+
+
+def safe_href(url: str) -> str | None:
+    """A URL from a log, if it is safe to link to (http/https only); None otherwise."""
+    try:
+        scheme = urlsplit(url.strip()).scheme.lower()
+    except ValueError:
+        return None
+    return url if scheme in SAFE_SCHEMES else None
+
+
+def format_seconds(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    if value >= 100:
+        return f"{value:.0f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1000:.1f} ms"
+
+
+def trusted_html(text: str) -> Markup:
+    """The user's own --custom-header-html: inserted as HTML on purpose (it never comes from a log)."""
+    return Markup(text)

@@ -1,0 +1,171 @@
+"""The report model: what is known about a log once its records have been read.
+
+It keeps metadata only (directory entries, stacks, small metric summaries, counters); payloads
+and per-record details live on disk and are read back one compile id at a time.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Artifact, CompileId, Record, Stats
+from .reader import DiagnosticLog, StringTable
+from .stacks import Frame, StackTrie
+
+# Status of a compile id, as the stack trie colours it.
+STATUS_OK = "ok"
+STATUS_BREAK = "break"  # compiled, with restarts (graph breaks)
+STATUS_EMPTY = "empty"  # compiled to an empty graph
+STATUS_ERROR = "error"  # the compile failed
+STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
+STATUS_LABELS = {
+    STATUS_OK: "Success",
+    STATUS_BREAK: "Success with restart (e.g. graph break)",
+    STATUS_EMPTY: "Empty graph",
+    STATUS_ERROR: "Error",
+    STATUS_MISSING: "Metrics were missing",
+}
+
+# compilation_metrics fields summarised for the index and status (all fields stay on the page)
+METRIC_SUMMARY_FIELDS = (
+    "co_name",
+    "co_filename",
+    "co_firstlineno",
+    "fail_type",
+    "fail_reason",
+    "fail_user_frame_filename",
+    "fail_user_frame_lineno",
+    "restart_reasons",
+    "graph_op_count",
+    "graph_node_count",
+    "entire_frame_compile_time_s",
+    "backend_compile_time_s",
+    "inductor_compile_time_s",
+    "code_gen_time_s",
+    "dynamo_time_before_restart_s",
+    "recompile_reason",
+    "cache_size",
+    "accumulated_cache_size",
+    "guard_count",
+    "shape_env_guard_count",
+)
+
+
+@dataclass(slots=True)
+class MetricsEntry:
+    compile_id: CompileId | None
+    url: str  # the compilation_metrics page
+    fields: dict[str, Any]
+
+    def get(self, name: str) -> Any:
+        return self.fields.get(name)
+
+
+@dataclass(slots=True)
+class FailureRow:
+    compile_id: CompileId | None
+    url: str
+    failure_type: str  # "RestartAnalysis" for restarts, else the exception type
+    description: str
+    source: str  # "file:line" of the user frame, for failures
+
+
+@dataclass
+class InputInfo:
+    path: str
+    size: int
+    others: list[str] = field(default_factory=list)  # other logs in the folder we did not read
+
+
+@dataclass
+class Report:
+    source: InputInfo
+    stats: Stats
+    diagnostics: DiagnosticLog
+    strings: StringTable
+    plain_text: bool = False
+    custom_header_html: str = ""
+    rank: int | None = None
+    # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
+    directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
+    kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)
+    record_offsets: dict[CompileId | None, array] = field(default_factory=dict)
+    start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
+    trie: StackTrie = field(default_factory=StackTrie)
+    unknown_stacks: StackTrie = field(default_factory=StackTrie)
+    metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
+    backward_metrics: dict[CompileId | None, list[dict[str, Any]]] = field(default_factory=dict)
+    failures: list[FailureRow] = field(default_factory=list)
+    shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
+    unknown_kinds: Counter[str] = field(default_factory=Counter)
+    chromium_events: int = 0
+    records: int = 0
+    pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
+
+    # -- facts noted by parsers -------------------------------------------------------------
+
+    def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
+        self.start_stacks.setdefault(compile_id.frame_key(), frames)
+        self.trie.insert(frames, compile_id)
+
+    def note_metrics(self, record: Record, meta: dict[str, Any], ctx: Any) -> None:
+        """Remember a compilation_metrics record for statuses and the failures page.
+
+        The page url is filled in by the builder once the page is numbered (see `last_metrics`).
+        """
+        fields = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
+        if not isinstance(fields["restart_reasons"], list):
+            fields["restart_reasons"] = []
+        key = record.compile_id.frame_key() if record.compile_id is not None else None
+        self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields))
+
+    def note_backward_metrics(self, compile_id: CompileId | None, meta: dict[str, Any]) -> None:
+        key = compile_id.frame_key() if compile_id is not None else None
+        self.backward_metrics.setdefault(key, []).append(meta)
+
+    def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
+        self.shape_facts.setdefault((kind, compile_id.frame_key()), []).append(meta)
+
+    def metrics_page_written(self, record: Record, url: str) -> None:
+        """Attach the page url to the newest metrics entry and derive its failures-page rows."""
+        key = record.compile_id.frame_key() if record.compile_id is not None else None
+        entry = self.metrics[key][-1]
+        entry.url = url
+        for reason in entry.get("restart_reasons"):
+            self.failures.append(FailureRow(record.compile_id, url, "RestartAnalysis", str(reason), ""))
+        fail_type = entry.get("fail_type")
+        if fail_type:
+            filename = entry.get("fail_user_frame_filename") or "N/A"
+            lineno = entry.get("fail_user_frame_lineno") or 0
+            reason = entry.get("fail_reason")
+            self.failures.append(
+                FailureRow(record.compile_id, url, str(fail_type), str(reason) if reason else "(no reason logged)", f"{filename}:{lineno}")
+            )
+
+    # -- questions asked by renderers -------------------------------------------------------
+
+    def status_of(self, compile_id: CompileId | None) -> str:
+        """ok / break / empty / error / missing, pooled over every attempt of the frame compile."""
+        key = compile_id.frame_key() if compile_id is not None else None
+        entries = self.metrics.get(key)
+        if not entries:
+            return STATUS_MISSING
+        if any(e.get("fail_type") for e in entries):
+            return STATUS_ERROR
+        if any(not e.get("graph_op_count") for e in entries):
+            return STATUS_EMPTY
+        if any(e.get("restart_reasons") for e in entries):
+            return STATUS_BREAK
+        return STATUS_OK
+
+    def shape_facts_for(self, kind: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
+        if compile_id is None:
+            return []
+        return self.shape_facts.get((kind, compile_id.frame_key()), [])
+
+    def resolve_filename(self, filename: int | str | None) -> str:
+        name = self.strings.lookup(filename)
+        return name if name is not None else "(unknown)"

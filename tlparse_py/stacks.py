@@ -1,0 +1,139 @@
+"""User stacks: the frames torch logs with `dynamo_start` (and `stack`), and the trie they form.
+
+Frames are kept as logged (file names may be intern-table indices) and resolved only when a page
+is rendered, because `str` records can arrive after the stack that uses them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .model import CompileId
+
+
+class Frame(NamedTuple):
+    filename: int | str | None  # intern index, or the name itself (`uninterned_filename`)
+    line: int
+    name: str
+    loc: str
+
+
+def frames_from_json(value: Any) -> list[Frame] | None:
+    """Frames of a logged stack; None when it is not a list. Malformed frames are kept as best we can."""
+    if not isinstance(value, list):
+        return None
+    frames = []
+    for item in value:
+        if not isinstance(item, dict):
+            continue
+        filename = item.get("uninterned_filename")
+        if not isinstance(filename, str):
+            filename = item.get("filename")
+            if not isinstance(filename, (int, str)) or isinstance(filename, bool):
+                filename = None
+        line = item.get("line")
+        frames.append(
+            Frame(
+                filename=filename,
+                line=line if type(line) is int else 0,
+                name=str(item.get("name", "")),
+                loc=item.get("loc") if isinstance(item.get("loc"), str) else "",
+            )
+        )
+    return frames
+
+
+_SEED_NSPID = re.compile(r"[^/]+-seed-nspid[^/]+/")
+_EVAL_WITH_KEY = re.compile(r"<eval_with_key>\.(\d+)")
+
+
+def simplify_filename(filename: str) -> str:
+    """Drop build-system prefixes (fbcode link trees, sandbox dirs) so stacks stay readable."""
+    marker = filename.find("#link-tree/")
+    if marker >= 0:
+        return filename[marker + len("#link-tree/") :]
+    match = _SEED_NSPID.search(filename)
+    if match:
+        return filename[match.end() :]
+    return filename
+
+
+def eval_with_key(filename: str) -> str | None:
+    """`<eval_with_key>.7` → `7`: FX-generated code whose source a `dump_file` record carries."""
+    match = _EVAL_WITH_KEY.search(filename)
+    return match.group(1) if match else None
+
+
+def dump_file_path(name: str) -> str:
+    """Where a dump_file record's source page goes (relative to the report root)."""
+    key = eval_with_key(name)
+    return f"dump_file/eval_with_key_{key}.html" if key else f"dump_file/{name}.html"
+
+
+_CONVERT_FRAME_TAILS = (
+    ("catch_errors", "_convert_frame", "_convert_frame_assert"),
+    ("__call__", "__call__", "__call__"),
+)
+
+
+def strip_convert_frame(frames: list[Frame], resolve) -> list[Frame]:
+    """Drop the three Dynamo-internal frames that fbcode stacks end with (tlparse does the same)."""
+    if len(frames) < 3:
+        return frames
+    tail = frames[-3:]
+    files = {simplify_filename(resolve(f.filename)) for f in tail}
+    if files == {"torch/_dynamo/convert_frame.py"} and tuple(f.name for f in tail) in _CONVERT_FRAME_TAILS:
+        return frames[:-3]
+    return frames
+
+
+@dataclass
+class TrieNode:
+    children: dict[Frame, TrieNode] = field(default_factory=dict)
+    terminals: list[CompileId | None] = field(default_factory=list)
+
+
+class StackTrie:
+    """Stacks merged on their common prefix; a terminal marks where a compile id's stack ends."""
+
+    def __init__(self) -> None:
+        self.root = TrieNode()
+        self.size = 0
+
+    def insert(self, frames: list[Frame], terminal: CompileId | None) -> None:
+        node = self.root
+        for frame in frames:
+            child = node.children.get(frame)
+            if child is None:
+                child = node.children[frame] = TrieNode()
+            node = child
+        node.terminals.append(terminal)
+        self.size += 1
+
+    def rows(self) -> list[tuple[str, Frame | None, list[CompileId | None]]]:
+        """Flatten for templates without recursion: ("frame"|"open"|"close", frame, terminals).
+
+        A chain of single children renders as a flat list; only where stacks diverge does each
+        branch open a nested, collapsible block (so deep stacks never recurse in Python or Jinja).
+        """
+        rows: list[tuple[str, Frame | None, list[CompileId | None]]] = []
+        work: list[tuple[Any, ...]] = [("children", self.root)]
+        while work:
+            item = work.pop()
+            if item[0] == "close":
+                rows.append(("close", None, []))
+            elif item[0] == "row":
+                _, frame, child, branching = item
+                rows.append(("open" if branching else "frame", frame, child.terminals))
+            else:
+                children = list(item[1].children.items())
+                branching = len(children) > 1
+                # pushed in reverse so the first child comes out first: its row, its subtree, its close
+                for frame, child in reversed(children):
+                    if branching:
+                        work.append(("close",))
+                    work.append(("children", child))
+                    work.append(("row", frame, child, branching))
+        return rows

@@ -1,0 +1,138 @@
+"""The only code that touches the output folder.
+
+A report is built in a staging folder beside the target (`.tl_out.partial-XXXX`) and moved into
+place only when complete, so an interrupted or failed run never leaves a half report and
+`--overwrite` never loses the previous report before the new one exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=,@-]")
+MAX_COMPONENT = 150
+
+
+class OutputError(Exception):
+    """The output folder cannot be used (exists, is a file, is not a report...)."""
+
+
+def safe_component(name: str) -> str:
+    """A file-name component made from log text: no separators, no `..`, no hidden files, bounded length.
+
+    Names that had to change keep a short hash of the original so two different names never collide.
+    """
+    cleaned = _UNSAFE.sub("_", name)
+    if cleaned.startswith("."):
+        cleaned = "_" + cleaned[1:]
+    cleaned = cleaned or "_"
+    if len(cleaned) > MAX_COMPONENT:
+        digest = hashlib.md5(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        cleaned = f"{cleaned[:MAX_COMPONENT]}-{digest}"
+    return cleaned
+
+
+def looks_like_report(folder: Path) -> bool:
+    """A folder we may replace: an earlier tlparse or tlparse-py report (or nothing at all)."""
+    try:
+        entries = {p.name for p in folder.iterdir()}
+    except OSError:
+        return False
+    if not entries:
+        return True
+    return "index.html" in entries and bool(entries & {"compile_directory.json", "raw.jsonl", "rank_0", "chromium_events.json"})
+
+
+def check_target(out: Path, overwrite: bool) -> None:
+    """Refuse unusable targets before any work starts."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"output path {out} exists and is not a folder; choose another -o")
+    if out.is_dir():
+        if not overwrite:
+            raise OutputError(f"output folder {out} already exists; pass --overwrite to replace it or use -o OUTDIR")
+        if not looks_like_report(out):
+            raise OutputError(
+                f"refusing to overwrite {out}: it is not empty and does not look like a tlparse report; choose another -o"
+            )
+    parent = out.parent if str(out.parent) else Path(".")
+    if parent.exists() and not parent.is_dir():
+        raise OutputError(f"cannot create {out}: {parent} is not a folder")
+
+
+class ReportWriter:
+    """Writes files under a staging root; `commit()` moves the finished report to `out`."""
+
+    def __init__(self, out: Path, overwrite: bool):
+        check_target(out, overwrite)
+        self.out = out.absolute()
+        self.overwrite = overwrite
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+        self.files_written = 0
+        self.bytes_written = 0
+        self._dirs: set[Path] = {self.root}
+
+    def path(self, rel: str) -> Path:
+        """The staging path of a relative report path; anything that would leave the report is refused."""
+        parts = rel.split("/")
+        if not rel or rel.startswith("/") or any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
+            raise ValueError(f"unsafe report path {rel!r}")
+        target = self.root.joinpath(*parts)
+        parent = target.parent
+        if parent not in self._dirs:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(parent)
+        return target
+
+    def write(self, rel: str, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        with open(self.path(rel), "wb") as handle:
+            handle.write(data)
+        self.files_written += 1
+        self.bytes_written += len(data)
+
+    def open(self, rel: str) -> IO[bytes]:
+        """A binary stream for files written piece by piece (raw.jsonl, chromium_events.json)."""
+        self.files_written += 1
+        return open(self.path(rel), "wb")
+
+    def exists(self, rel: str) -> bool:
+        return self.path(rel).exists()
+
+    def scratch(self) -> IO[bytes]:
+        """An anonymous temporary file next to the report (same disk), gone when closed."""
+        return tempfile.TemporaryFile(dir=self.out.parent, prefix=f".{self.out.name}.spool-")
+
+    def commit(self) -> Path:
+        """Put the finished report in place, replacing the old one only now."""
+        old = None
+        if self.out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
+            os.replace(self.out, old / "report")
+        try:
+            os.replace(self.root, self.out)
+        except OSError:
+            if old is not None:
+                os.replace(old / "report", self.out)
+                shutil.rmtree(old, ignore_errors=True)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        os.chmod(self.out, 0o755 & ~_umask())
+        return self.out
+
+    def abort(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
