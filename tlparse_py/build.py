@@ -391,3 +391,32 @@ def build_report(
     report.rank = reader.expected_rank
     builder.finish(input_path)
     return report
+
+
+def write_report(
+    log: Path,
+    out: Path,
+    *,
+    overwrite: bool = False,
+    options: Options | None = None,
+    source: InputInfo | None = None,
+    echo: Any = None,
+    on_rank: Any = None,
+) -> Report:
+    """Read `log` and write its report to `out`, all or nothing (the library entry point).
+
+    Raises OutputError before any work if `out` cannot be used, OSError if writing fails; in both
+    cases an existing report at `out` is left as it was.
+    """
+    writer = ReportWriter(out, overwrite)
+    stats = Stats()
+    diagnostics = DiagnosticLog(echo=echo)
+    if source is None:
+        source = InputInfo(str(log), log.stat().st_size)
+    try:
+        report = build_report(log, writer, stats, diagnostics, options or Options(), source, on_rank)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return report

@@ -15,12 +15,12 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .build import Options, build_report
+from .build import Options, write_report
 from .inputs import ChosenInput, InputError, choose_input
 from .model import Diagnostic, Stats
 from .reader import DiagnosticLog
-from .report import InputInfo
-from .writer import OutputError, ReportWriter
+from .report import InputInfo, Report
+from .writer import OutputError
 
 
 class CliError(click.ClickException):
@@ -112,27 +112,23 @@ def _choose(path: Path, latest: bool) -> ChosenInput:
     return chosen
 
 
-def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options):
+def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Report:
+    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others])
     try:
-        writer = ReportWriter(out, overwrite)
+        return write_report(
+            chosen.log,
+            out,
+            overwrite=overwrite,
+            options=options,
+            source=source,
+            echo=_echo_diagnostic if verbose else None,
+            on_rank=_rank_detected,
+        )
     except OutputError as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
-        raise CliError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
-    stats = Stats()
-    diagnostics = DiagnosticLog(echo=_echo_diagnostic if verbose else None)
-    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others])
-    try:
-        report = build_report(chosen.log, writer, stats, diagnostics, options, source, on_rank=_rank_detected)
-        writer.commit()
-    except OSError as exc:
-        writer.abort()
         target = exc.filename or out
         raise CliError(f"could not write the report ({target}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
-    except BaseException:
-        writer.abort()
-        raise
-    return report
 
 
 def _size(path: Path) -> int:

@@ -172,7 +172,12 @@ def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
 def compile_entries(report: Report) -> list[dict[str, Any]]:
     entries = []
     for key, artifacts in report.directory.items():
-        metrics = report.metrics.get(key.frame_key() if key is not None else None, [])
+        # metrics are pooled per frame compile for the status; the time belongs to the attempt that logged it
+        metrics = [
+            m
+            for m in report.metrics.get(key.frame_key() if key is not None else None, [])
+            if (m.compile_id.directory_key() if m.compile_id is not None else None) == key
+        ]
         entries.append(
             {
                 "label": label(key),
@@ -193,7 +198,7 @@ def summary(report: Report) -> dict[str, Any]:
     suffixes = Counter(a.suffix for artifacts in report.directory.values() for a in artifacts if a.suffix)
     return {
         "frames": len({k.frame_id for k in keys if k.frame_id is not None}),
-        "compile_ids": len([k for k in keys if k.frame_id is not None or k.compiled_autograd_id is not None]),
+        "compile_ids": len({k.frame_key() for k in keys if k.frame_id is not None or k.compiled_autograd_id is not None}),
         "records": report.records,
         "failures": sum(1 for m in all_metrics if m.get("fail_type")),
         "restarts": sum(len(m.get("restart_reasons")) for m in all_metrics),

@@ -72,8 +72,11 @@ class ReportWriter:
         check_target(out, overwrite)
         self.out = out.absolute()
         self.overwrite = overwrite
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+        except OSError as exc:
+            raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
         self.files_written = 0
         self.bytes_written = 0
         self._dirs: set[Path] = {self.root}

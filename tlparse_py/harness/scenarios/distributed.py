@@ -36,13 +36,29 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class Stack(torch.nn.Module):
+    """A stack of Linear+ReLU layers.
+
+    A user-defined module on purpose: Dynamo does not start a frame inside torch.nn's own
+    files (nn.Sequential.forward), so DDP around a bare Sequential compiles nothing.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
 def make_model() -> torch.nn.Module:
-    """A stack of Linear+ReLU layers, identical on every rank (same seed)."""
+    """The same weights on every rank (same seed)."""
     torch.manual_seed(0)
-    layers = []
-    for _ in range(LAYERS):
-        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers)
+    return Stack()
 
 
 def run_rank(rank: int) -> None:

@@ -1,0 +1,188 @@
+"""The scenarios the harness knows: names, descriptions and what each must produce.
+
+Nothing here imports torch. Each scenario's program is a script in `scenarios/<name>.py`
+that the runner executes in a subprocess; this module only describes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One harness scenario.
+
+    `expect` lists byte strings that must occur somewhere in the scenario's logs; they are
+    the records the scenario exists to produce, so a torch release that stops emitting
+    them shows up as a failed scenario instead of a silently thinner fixture.
+    """
+
+    name: str
+    description: str
+    needs_cuda: bool = False
+    # draft_export and the export/fake-kernel records are only written under TORCH_DTRACE.
+    dtrace: bool = False
+    # `cache` runs its program twice, sharing one TORCHINDUCTOR_CACHE_DIR.
+    processes: int = 1
+    min_logs: int = 1
+    expect: tuple[str, ...] = ()
+
+    @property
+    def script(self) -> Path:
+        """The scenario program."""
+        return SCENARIO_DIR / f"{self.name}.py"
+
+    def runs_on(self, device: str) -> bool:
+        """Whether the scenario can run on `device` ("cpu" or "cuda")."""
+        return device == "cuda" or not self.needs_cuda
+
+
+def _kind(key: str) -> str:
+    """Marker for a record whose envelope key is `key` (the key always comes first)."""
+    return '{"%s": ' % key
+
+
+def _artifact(name: str) -> str:
+    """Marker for an `artifact` record (or chromium event) called `name`."""
+    return '"name": "%s"' % name
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "inference",
+        "one frame, no graph breaks, Inductor under torch.no_grad",
+        expect=(
+            _kind("dynamo_start"),
+            _kind("aot_inference_graph"),
+            _kind("inductor_output_code"),
+            _kind("compilation_metrics"),
+        ),
+    ),
+    Scenario(
+        "training",
+        "forward+backward of a small nn.Module: joint/forward/backward graphs",
+        expect=(
+            _kind("aot_joint_graph"),
+            _kind("aot_forward_graph"),
+            _kind("aot_backward_graph"),
+            _kind("bwd_compilation_metrics"),
+        ),
+    ),
+    Scenario(
+        "graph_break",
+        "graph breaks inside an inlined helper: restarts and resume functions",
+        expect=(
+            _artifact("dynamo_graph_break_reason"),
+            '"attempt": 1',
+            '"restart_reasons": ["',
+            "torch_dynamo_resume_in_",
+        ),
+    ),
+    Scenario(
+        "recompile",
+        "shape, dtype and constant changes; automatic dynamic; recompile limit hit",
+        expect=(
+            '"frame_compile_id": 2',
+            _artifact("recompile_reasons"),
+            _artifact("automatic_dynamic"),
+            _kind("create_symbol"),
+            "Dynamo recompile limit exceeded",
+        ),
+    ),
+    Scenario(
+        "failure",
+        "a raising backend, a fullgraph error and suppress_errors=True",
+        expect=(
+            '"fail_type": "BackendCompilerFailed"',
+            '"fail_type": "Unsupported"',
+            _artifact("dynamo_error"),
+        ),
+    ),
+    Scenario(
+        "export",
+        "torch.export strict/non-strict with Dim and .item(), draft_export (DTRACE)",
+        dtrace=True,
+        min_logs=2,
+        expect=(
+            _kind("export"),
+            _kind("exported_program"),
+            _kind("guard_added"),
+            _kind("expression_created"),
+            _kind("create_unbacked_symbol"),
+            _kind("propagate_real_tensors_provenance"),
+        ),
+    ),
+    Scenario(
+        "cache",
+        "same program in two processes sharing a cache dir: misses, then hits",
+        processes=2,
+        min_logs=2,
+        expect=(
+            _artifact("fx_graph_cache_miss"),
+            _artifact("aotautograd_cache_miss"),
+            _artifact("fx_graph_cache_hit"),
+            _artifact("aotautograd_cache_hit"),
+        ),
+    ),
+    Scenario(
+        "compiled_autograd",
+        "compiled autograd over a backward pass, with a cache-miss recompile",
+        expect=(
+            '"compiled_autograd_id": 1',
+            _kind("compiled_autograd_graph"),
+            _artifact("compiled_autograd_compile_reasons"),
+            _kind("dump_file"),
+        ),
+    ),
+    Scenario(
+        "distributed",
+        "2 ranks, gloo, DDP with optimize_ddp: graph split per bucket",
+        min_logs=2,
+        expect=(
+            '"rank": 0',
+            '"rank": 1',
+            _kind("optimize_ddp_split_graph"),
+            _kind("optimize_ddp_split_child"),
+        ),
+    ),
+    Scenario(
+        "custom_op",
+        "custom ops with good, missing and wrong fake kernels; draft_export (DTRACE)",
+        dtrace=True,
+        min_logs=2,
+        expect=(
+            _kind("missing_fake_kernel"),
+            _kind("mismatched_fake_kernel"),
+            '"compliant_custom_ops": ["harness::scaled_add"]',
+        ),
+    ),
+    Scenario(
+        "unbacked",
+        ".item() and nonzero() as unbacked symbols under torch.compile",
+        expect=(_kind("create_unbacked_symbol"), _kind("guard_added_fast")),
+    ),
+    Scenario(
+        "triton",
+        "Inductor Triton kernels in the output code",
+        needs_cuda=True,
+        expect=(_kind("inductor_output_code"), "@triton.jit"),
+    ),
+    Scenario(
+        "cudagraphs",
+        'mode="reduce-overhead" called several times: CUDA graph record/replay',
+        needs_cuda=True,
+        expect=('"CUDAGraphNode.record"',),
+    ),
+    Scenario(
+        "autotune",
+        'mode="max-autotune" on a matmul: template autotuning',
+        needs_cuda=True,
+        expect=("_template_autotuning",),
+    ),
+)
+
+BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
