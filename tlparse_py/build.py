@@ -27,7 +27,8 @@ from .reader import DiagnosticLog, LogReader, open_log
 from .render import STATIC_DIR, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
-from .writer import ReportWriter, safe_component
+from .paths import numbered, safe_relpath
+from .writer import ReportWriter
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
 RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
@@ -124,16 +125,16 @@ class ReportBuilder:
             self._raw_jsonl(record, payload_file)
             self._spool(record, key, payload_file, urls)
 
-    def _run_parsers(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[str]]:
+    def _run_parsers(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[dict[str, Any]]]:
         payload_file = None
-        urls: list[str] = []
+        urls: list[dict[str, Any]] = []
         for info in parsers.parsers_for(record):
             self.context.current_kind = info.kind
             try:
                 outputs = list(info.parse(record, self.context))
                 for output in outputs:
                     url = self._emit(output, record, key, folder)
-                    urls.append(url)
+                    urls.append({"url": url, "external": output.kind == LINK})
                     if output.kind in (PAYLOAD, REFORMAT):
                         payload_file = url
             except Exception as exc:  # a parser bug must cost one record, not the report
@@ -163,9 +164,10 @@ class ReportBuilder:
             entries.append(Artifact(url=output.url, name=output.name, number=number, kind=self.context.current_kind, is_link=True))
             return output.url
         if output.kind == GLOBAL:
-            folder_part, _, name = output.name.rpartition("/")
-            stem, dot, ext = name.rpartition(".")
-            url = f"{folder_part}/{safe_component(stem)}{dot}{ext}" if folder_part else f"{safe_component(stem)}{dot}{ext}"
+            url = safe_relpath(output.name)
+            if url in self.report.global_files:  # tlparse overwrites the first one; keep both
+                url = numbered(url, number)
+            self.report.global_files.add(url)
         else:
             url = f"{folder}/{numbered(output.name, number)}"
         artifact = Artifact(url=url, name=url.rpartition("/")[2], number=number, suffix=cache_suffix(url), kind=self.context.current_kind)
@@ -266,7 +268,7 @@ class ReportBuilder:
             return
         self.raw_body.write(data + b"\n")
 
-    def _spool(self, record: Record, key: CompileId | None, payload_file: str | None, urls: list[str]) -> None:
+    def _spool(self, record: Record, key: CompileId | None, payload_file: str | None, urls: list[dict[str, Any]]) -> None:
         summary = {
             "line": record.lineno,
             "kinds": record.kinds,
@@ -329,14 +331,6 @@ class ReportBuilder:
             if item.is_file():
                 self.writer.write(f"static/{item.name}", item.read_bytes())
         self.writer.write("static/pygments.css", pygments_css())
-
-
-def numbered(name: str, number: int) -> str:
-    """`dynamo_guards.html` → `dynamo_guards_4.html`: tlparse's unique suffix before the extension."""
-    stem, dot, ext = name.rpartition(".")
-    if not dot:
-        return f"{safe_component(name)}_{number}"
-    return f"{safe_component(stem)}_{number}.{safe_component(ext)}"
 
 
 def compile_directory_json(report: Report) -> bytes:

@@ -34,7 +34,8 @@ class FrameView:
 def frame_view(frame: Frame, report: Report) -> FrameView:
     filename = simplify_filename(report.resolve_filename(frame.filename))
     key = eval_with_key(filename)
-    href = f"dump_file/eval_with_key_{key}.html#L{frame.line}" if key else None
+    page = f"dump_file/eval_with_key_{key}.html" if key else None
+    href = f"{page}#L{frame.line}" if page in report.global_files else None
     return FrameView(filename, frame.line, frame.name, frame.loc, href)
 
 

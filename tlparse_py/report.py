@@ -104,6 +104,7 @@ class Report:
     chromium_events: int = 0
     records: int = 0
     pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
+    global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
 
     # -- facts noted by parsers -------------------------------------------------------------
 
@@ -114,7 +115,7 @@ class Report:
     def note_metrics(self, record: Record, meta: dict[str, Any], ctx: Any) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.
 
-        The page url is filled in by the builder once the page is numbered (see `last_metrics`).
+        The page url is filled in by the builder once the page is numbered (`metrics_page_written`).
         """
         fields = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
         if not isinstance(fields["restart_reasons"], list):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .model import CompileId
+from .paths import safe_component
 
 
 class Frame(NamedTuple):
@@ -69,7 +70,7 @@ def eval_with_key(filename: str) -> str | None:
 def dump_file_path(name: str) -> str:
     """Where a dump_file record's source page goes (relative to the report root)."""
     key = eval_with_key(name)
-    return f"dump_file/eval_with_key_{key}.html" if key else f"dump_file/{name}.html"
+    return f"dump_file/eval_with_key_{key}.html" if key else f"dump_file/{safe_component(name)}.html"
 
 
 _CONVERT_FRAME_TAILS = (

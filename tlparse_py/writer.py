@@ -7,35 +7,14 @@ place only when complete, so an interrupted or failed run never leaves a half re
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import IO
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+=,@-]")
-MAX_COMPONENT = 150
-
-
 class OutputError(Exception):
     """The output folder cannot be used (exists, is a file, is not a report...)."""
-
-
-def safe_component(name: str) -> str:
-    """A file-name component made from log text: no separators, no `..`, no hidden files, bounded length.
-
-    Names that had to change keep a short hash of the original so two different names never collide.
-    """
-    cleaned = _UNSAFE.sub("_", name)
-    if cleaned.startswith("."):
-        cleaned = "_" + cleaned[1:]
-    cleaned = cleaned or "_"
-    if len(cleaned) > MAX_COMPONENT:
-        digest = hashlib.md5(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        cleaned = f"{cleaned[:MAX_COMPONENT]}-{digest}"
-    return cleaned
 
 
 def looks_like_report(folder: Path) -> bool:

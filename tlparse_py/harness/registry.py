@@ -28,6 +28,8 @@ class Scenario:
     dtrace: bool = False
     # `cache` runs its program twice, sharing one TORCHINDUCTOR_CACHE_DIR.
     processes: int = 1
+    # What each process is for, shown next to its log in the fixtures README.
+    process_labels: tuple[str, ...] = ()
     min_logs: int = 1
     expect: tuple[str, ...] = ()
 
@@ -120,6 +122,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "cache",
         "same program in two processes sharing a cache dir: misses, then hits",
         processes=2,
+        process_labels=("cold cache, misses", "warm cache, hits"),
         min_logs=2,
         expect=(
             _artifact("fx_graph_cache_miss"),

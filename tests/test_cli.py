@@ -1,0 +1,265 @@
+"""The command line, in-process (click's CliRunner) and as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import read_json
+from logs import cid, line, metrics, start, write_log
+from tlparse_py import __version__
+from tlparse_py.cli import main
+
+
+def good_log(path, frame=0):
+    return write_log(path, [start(frame, 0), line({"dynamo_output_graph": {}, **cid(frame, 0, 0)}, "g"), metrics(frame, 0, 0)])
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def test_writes_a_report(tmp_path):
+    out = tmp_path / "out"
+    result = run(good_log(tmp_path / "a.log"), "-o", out, "--no-browser")
+    assert result.exit_code == 0, result.output
+    assert (out / "index.html").is_file() and (out / "-_0_0_0/dynamo_output_graph_0.txt").is_file()
+    assert "Stats { ok: 3 }" in result.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging leftovers
+
+
+def test_default_output_folder_is_tl_out(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(good_log(tmp_path / "a.log"), "--no-browser").exit_code == 0
+    assert (tmp_path / "tl_out" / "index.html").is_file()
+
+
+def test_existing_output_needs_overwrite_and_keeps_old_report(tmp_path):
+    out = tmp_path / "out"
+    log = good_log(tmp_path / "a.log")
+    assert run(log, "-o", out, "--no-browser").exit_code == 0
+    before = (out / "index.html").read_text()
+    result = run(log, "-o", out, "--no-browser")
+    assert result.exit_code == 2 and "--overwrite" in result.stderr
+    assert (out / "index.html").read_text() == before
+    assert run(good_log(tmp_path / "b.log", frame=3), "-o", out, "--overwrite", "--no-browser").exit_code == 0
+    assert (out / "-_3_0_0").is_dir() and not (out / "-_0_0_0").exists()
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_report(tmp_path):
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    result = run(good_log(tmp_path / "a.log"), "-o", precious, "--overwrite", "--no-browser")
+    assert result.exit_code == 2 and "does not look like a tlparse report" in result.stderr
+    assert (precious / "thesis.tex").read_text() == "years of work"
+
+
+def test_overwrite_of_an_empty_folder_is_fine(tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    assert run(good_log(tmp_path / "a.log"), "-o", out, "--overwrite", "--no-browser").exit_code == 0
+
+
+def test_a_failed_run_leaves_the_old_report(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    log = good_log(tmp_path / "a.log")
+    run(log, "-o", out, "--no-browser")
+    before = sorted(p.name for p in out.iterdir())
+
+    def explode(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("tlparse_py.build.ReportBuilder.finish", explode)
+    result = run(log, "-o", out, "--overwrite", "--no-browser")
+    assert result.exit_code == 1 and "No space left on device" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    "make_path, message",
+    [
+        (lambda t: t / "missing.log", "does not exist"),
+        (lambda t: (t / "empty").mkdir() or t / "empty", "holds no trace logs"),
+    ],
+)
+def test_bad_inputs_exit_2_with_one_line(tmp_path, make_path, message):
+    out = tmp_path / "out"
+    result = run(make_path(tmp_path), "-o", out, "--no-browser")
+    assert result.exit_code == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_unreadable_file_exits_2(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root can read anything")
+    log = good_log(tmp_path / "a.log")
+    log.chmod(0)
+    result = run(log, "-o", tmp_path / "out", "--no-browser")
+    assert result.exit_code == 2 and "cannot read" in result.stderr
+
+
+def test_output_path_that_is_a_file_exits_2(tmp_path):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    result = run(good_log(tmp_path / "a.log"), "-o", target, "--no-browser", "--overwrite")
+    assert result.exit_code == 2 and "not a folder" in result.stderr
+    assert target.read_text() == "x"
+
+
+def test_folder_with_one_log(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    good_log(folder / "dedicated_log_torch_trace_abc.log")
+    out = tmp_path / "out"
+    assert run(folder, "-o", out, "--no-browser").exit_code == 0
+    assert (out / "-_0_0_0").is_dir()
+
+
+def test_folder_with_several_logs_reads_the_newest_and_names_the_others(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    old = good_log(folder / "dedicated_log_torch_trace_old.log", frame=1)
+    new = good_log(folder / "dedicated_log_torch_trace_new.log", frame=2)
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    out = tmp_path / "out"
+    result = run(folder, "-o", out, "--no-browser")
+    assert result.exit_code == 0
+    assert "dedicated_log_torch_trace_new.log" in result.stderr and "dedicated_log_torch_trace_old.log" in result.stderr
+    assert (out / "-_2_0_0").is_dir() and not (out / "-_1_0_0").exists()
+    assert "dedicated_log_torch_trace_old.log" in (out / "index.html").read_text()
+    assert new.name in (out / "index.html").read_text()
+
+
+def test_latest_works_on_a_folder(tmp_path):
+    """tlparse 0.4.3's --latest always fails; ours reads the newest log."""
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    old = good_log(folder / "dedicated_log_torch_trace_a.log", frame=1)
+    good_log(folder / "dedicated_log_torch_trace_b.log", frame=2)
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    out = tmp_path / "out"
+    result = run(folder, "--latest", "-o", out, "--no-browser")
+    assert result.exit_code == 0, result.stderr
+    assert (out / "-_2_0_0").is_dir()
+
+
+def test_latest_on_a_file_is_a_usage_error(tmp_path):
+    result = run(good_log(tmp_path / "a.log"), "--latest", "-o", tmp_path / "o", "--no-browser")
+    assert result.exit_code == 2 and "--latest" in result.stderr
+
+
+def test_rank_logs_point_to_all_ranks_html(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    for rank in (0, 1):
+        write_log(folder / f"dedicated_log_torch_trace_rank_{rank}_x.log", [line({"export": {}, "rank": rank})])
+    result = run(folder, "-o", tmp_path / "out", "--no-browser")
+    assert result.exit_code == 2 and "--all-ranks-html" in result.stderr and "ranks (0, 1)" in result.stderr
+
+
+def test_ranks_found_by_content_when_names_have_none(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    for rank in (0, 1):
+        write_log(folder / f"dedicated_log_torch_trace_{rank}x.log", [line({"export": {}}), line({"export": {}, "rank": rank})])
+    result = run(folder, "-o", tmp_path / "out", "--no-browser")
+    assert result.exit_code == 2 and "ranks (0, 1)" in result.stderr
+
+
+def test_gzipped_log(tmp_path):
+    log = write_log(tmp_path / "a.log.gz", [line({"dynamo_output_graph": {}, **cid()}, "g")], gz=True)
+    out = tmp_path / "out"
+    assert run(log, "-o", out, "--no-browser").exit_code == 0
+    assert (out / "raw.log").read_bytes().startswith(b"V1202")  # raw.log is the log, not its gzip
+
+
+def test_torch_trace_environment_variable_is_the_default_path(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    good_log(folder / "dedicated_log_torch_trace_x.log")
+    out = tmp_path / "out"
+    result = run("-o", out, "--no-browser", env={"TORCH_TRACE": str(folder)})
+    assert result.exit_code == 0 and (out / "index.html").is_file()
+
+
+def test_no_path_and_no_torch_trace_is_a_usage_error(tmp_path):
+    result = run("-o", tmp_path / "out", env={"TORCH_TRACE": ""})
+    assert result.exit_code == 2 and "missing PATH" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["-e", "--export", "-i", "--inductor-provenance", "--all-ranks-html"])
+def test_later_flags_say_so_and_exit_2(tmp_path, flag):
+    result = run(good_log(tmp_path / "a.log"), flag, "-o", tmp_path / "out", "--no-browser")
+    assert result.exit_code == 2 and "not available yet" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_strict_writes_the_report_then_exits_1(tmp_path):
+    log = write_log(tmp_path / "a.log", ["not a trace line\n", line({"dynamo_output_graph": {}, **cid()}, "g")])
+    out = tmp_path / "out"
+    assert run(log, "-o", out, "--no-browser").exit_code == 0
+    result = run(log, "-o", out, "--overwrite", "--no-browser", "--strict")
+    assert result.exit_code == 1 and "fail_glog: 1" in result.stderr
+    assert (out / "index.html").is_file()
+
+
+def test_strict_passes_on_a_clean_log(tmp_path):
+    assert run(good_log(tmp_path / "a.log"), "-o", tmp_path / "out", "--no-browser", "--strict").exit_code == 0
+
+
+def test_strict_compile_id(tmp_path):
+    log = write_log(tmp_path / "a.log", [line({"export": {}}), line({"export": {}, "frame_id": "bad"})])
+    assert run(log, "-o", tmp_path / "o1", "--no-browser", "--strict-compile-id").exit_code == 1
+    clean = write_log(tmp_path / "b.log", [line({"export": {}})])
+    assert run(clean, "-o", tmp_path / "o2", "--no-browser", "--strict-compile-id").exit_code == 0
+
+
+def test_verbose_names_each_bad_line(tmp_path):
+    log = write_log(tmp_path / "a.log", [line({"export": {}}), "junk\n", line({"brand_new": {}})])
+    result = run(log, "-o", tmp_path / "out", "--no-browser", "-v")
+    assert "a.log:2: not a trace line" in result.stderr
+    assert "brand_new (1)" in result.stderr
+    quiet = run(log, "-o", tmp_path / "out2", "--no-browser")
+    assert "a.log:2" not in quiet.stderr and "1 line(s) skipped" in quiet.stderr
+
+
+def test_custom_header_html(tmp_path):
+    out = tmp_path / "out"
+    run(good_log(tmp_path / "a.log"), "-o", out, "--no-browser", "--custom-header-html", "<b>Job 42</b>")
+    assert "<b>Job 42</b>" in (out / "index.html").read_text()
+
+
+def test_browser_is_opened_unless_no_browser(tmp_path, monkeypatch):
+    opened = []
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url))
+    run(good_log(tmp_path / "a.log"), "-o", tmp_path / "out")
+    assert opened == [(tmp_path / "out" / "index.html").as_uri()]
+    run(good_log(tmp_path / "b.log"), "-o", tmp_path / "out2", "--no-browser")
+    assert len(opened) == 1
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0 and result.output.strip() == f"tlparse-py {__version__}"
+
+
+def test_python_dash_m_in_a_subprocess(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tlparse_py", str(good_log(tmp_path / "a.log")), "-o", str(out), "--no-browser"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert read_json(out / "compile_directory.json")["[0/0]"]["artifacts"][0]["name"] == "dynamo_output_graph_0.txt"
+    bad = subprocess.run([sys.executable, "-m", "tlparse_py", str(tmp_path / "nope"), "--no-browser"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.startswith("Error: ")

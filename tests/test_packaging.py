@@ -1,0 +1,57 @@
+"""The wheel carries the templates, and a wheel-installed tlparse-py finds them (not only a source checkout)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import HERE
+from logs import cid, line, write_log
+from tlparse_py.render import TEMPLATE_DIR, template_names
+
+ROOT = HERE.parent
+
+
+def test_every_template_the_code_names_exists():
+    sources = "".join(p.read_text() for p in (ROOT / "tlparse_py").glob("*.py"))
+    import re
+
+    used = set(re.findall(r'"([a-z_]+\.html\.j2)"', sources))
+    assert used and used <= set(template_names())
+    assert (TEMPLATE_DIR / "static" / "report.css").is_file()
+
+
+def test_wheel_ships_templates_and_renders_from_them(tmp_path):
+    pytest.importorskip("hatchling")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    wheel = next((tmp_path / "dist").glob("tlparse_py-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tlparse_py/templates/index.html.j2" in names
+    assert "tlparse_py/templates/static/report.css" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    log = write_log(tmp_path / "a.log", [line({"inductor_output_code": {}, **cid()}, "x = 1")])
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from tlparse_py.cli import main; main(sys.argv[2:])",
+         str(site), str(log), "-o", str(tmp_path / "out"), "--no-browser"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out" / "static" / "report.css").is_file()
+    check = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from tlparse_py import render; print(render.TEMPLATE_DIR)", str(site)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert check.stdout.strip() == str(site / "tlparse_py" / "templates")

@@ -1,0 +1,98 @@
+"""Whole reports: links resolve, log text is escaped everywhere, names never leave the report."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import SHARED
+from linkcheck import broken_links, parse
+from logs import cid, line, metrics, write_log
+
+XSS = "<script>alert(1)</script>"
+CORPUS = SHARED / "corpus" / "tlparse"
+
+
+def hostile_log(path):
+    """Script-bearing text in every field that reaches a page, and traversal in every name that becomes a path."""
+    frame = {"line": 3, "name": XSS, "filename": 0, "loc": XSS}
+    return write_log(
+        path,
+        [
+            line({"str": [f"/home/{XSS}/m.py", 0]}),
+            line({"dynamo_start": {"stack": [frame, {"line": 4, "name": "f", "filename": f"<eval_with_key>.1{XSS}"}]}, **cid()}),
+            line({"dynamo_output_graph": {}, **cid()}, f"graph {XSS}"),
+            line({"dynamo_guards": {}, **cid()}, json.dumps([{"code": XSS}])),
+            line({"inductor_output_code": {"filename": f"/tmp/../../{XSS}.py"}, **cid()}, f"# {XSS}\nx = '{XSS}'"),
+            line({"artifact": {"name": f"../../{XSS}", "encoding": "string"}, **cid()}, XSS),
+            line({"artifact": {"name": "/etc/passwd", "encoding": "json"}, **cid()}, json.dumps({XSS: XSS})),
+            line({"graph_dump": {"name": "a/../../x"}, **cid()}, XSS),
+            line({"optimize_ddp_split_child": {"name": ".."}, **cid()}, XSS),
+            line({"dump_file": {"name": f"../../{XSS}"}}, XSS),
+            line({"dump_file": {"name": "/abs/path"}}, XSS),
+            line({"link": {"name": XSS, "url": "javascript:alert(1)"}, **cid()}),
+            line({"link": {"name": XSS, "url": f"https://x.org/{XSS}"}, **cid()}),
+            line({"chromium_event": {}, **cid()}, json.dumps({"name": XSS, "ph": "i", "ts": 1, "args": {"compile_id": XSS}})),
+            line({"symbolic_shape_specialization": {"symbol": XSS, "sources": [XSS], "value": XSS, "user_stack": [frame], "stack": []}, **cid()}),
+            line({"guard_added_fast": {"expr": XSS, "user_stack": [frame], "stack": [frame]}, **cid()}),
+            line({"create_symbol": {"symbol": XSS, "source": XSS}, "subgraph_name": XSS, **cid()}),
+            line({XSS: {XSS: XSS}, **cid()}, XSS),
+            line({"describe_tensor": {"id": 0, "dtype": XSS}, **cid()}),
+            line({"bwd_compilation_metrics": {"fail_type": XSS, "fail_reason": XSS}, **cid()}),
+            line({"stack": [frame], "graph_dump": {"name": "aoti"}}, XSS),
+            metrics(0, 0, 0, co_name=XSS, co_filename=XSS, fail_type=XSS, fail_reason=XSS, restart_reasons=[XSS], fail_user_frame_filename=XSS),
+            f"V1202 12:14:23.064000 1 torch/x.py:1] {{{XSS}\n",
+        ],
+    )
+
+
+def test_log_text_is_escaped_in_every_page(tmp_path, report_of):
+    report, out = report_of(hostile_log(tmp_path / "h.log"), custom_header_html="<i>mine</i>")
+    pages = list(out.rglob("*.html"))
+    assert len(pages) > 8
+    for page in pages:
+        text = page.read_text()
+        assert "<script>alert" not in text, page
+        collected = parse(page)
+        assert not [link for link in collected.links if "javascript:" in link.lower()], page
+        for script in collected.scripts:
+            assert script.get("src", "").endswith("static/report.js"), page
+    assert "<i>mine</i>" in (out / "index.html").read_text()  # the user's own header is trusted
+
+
+def test_names_from_the_log_never_leave_the_report(tmp_path, report_of):
+    report, out = report_of(hostile_log(tmp_path / "h.log"))
+    outside = {p.name for p in tmp_path.iterdir()}
+    assert outside == {"h.log", "out0"}
+    for path in out.rglob("*"):
+        assert out.resolve() in path.resolve().parents
+        assert "<" not in path.name and ">" not in path.name
+    urls = [a.url for artifacts in report.directory.values() for a in artifacts if not a.is_link]
+    assert all(".." not in u.split("/") and not u.startswith("/") for u in urls)
+    assert len(urls) == len(set(urls))
+
+
+def test_hostile_report_links_resolve(tmp_path, report_of):
+    _, out = report_of(hostile_log(tmp_path / "h.log"))
+    assert broken_links(out) == []
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared corpus not present")
+@pytest.mark.parametrize("case", ["simple", "comp_metrics", "comp_failure", "cache_hit_miss", "links", "artifacts", "chromium_events"])
+def test_corpus_reports_have_no_broken_links(tmp_path, report_of, case):
+    _, out = report_of(CORPUS / f"{case}.log")
+    assert broken_links(out) == []
+
+
+def test_index_lists_every_compile_id_with_a_page(tmp_path, report_of):
+    lines = [line({"dynamo_output_graph": {}, **cid(f, 0, 0)}, "g") for f in range(3)] + [metrics(1, 0, 0)]
+    report, out = report_of(write_log(tmp_path / "a.log", lines))
+    index = (out / "index.html").read_text()
+    for frame in range(3):
+        assert f'href="-_{frame}_0_0/index.html"' in index
+        assert (out / f"-_{frame}_0_0/index.html").is_file()
+    page = (out / "-_1_0_0/index.html").read_text()
+    assert 'href="../-_0_0_0/index.html"' in page and 'href="../-_2_0_0/index.html"' in page  # previous / next
+    assert re.search(r"status-ok", page)

@@ -1,0 +1,8 @@
+"""`python -m tlparse_py.harness`."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

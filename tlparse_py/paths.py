@@ -1,0 +1,37 @@
+"""Turning text from a log into file names that are safe to write and to link to."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=,@-]")
+MAX_COMPONENT = 150
+
+
+def safe_component(name: str) -> str:
+    """A file-name component made from log text: no separators, no `..`, no hidden files, bounded length.
+
+    Names that are too long keep a short hash of the original so two different names never collide.
+    """
+    cleaned = _UNSAFE.sub("_", name)
+    if cleaned.startswith("."):
+        cleaned = "_" + cleaned[1:]
+    cleaned = cleaned or "_"
+    if len(cleaned) > MAX_COMPONENT:
+        digest = hashlib.md5(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        cleaned = f"{cleaned[:MAX_COMPONENT]}-{digest}"
+    return cleaned
+
+
+def safe_relpath(path: str) -> str:
+    """Every component of a `/`-separated path made safe (an absolute or `..` path stays inside)."""
+    return "/".join(safe_component(part) for part in path.split("/") if part)
+
+
+def numbered(name: str, number: int) -> str:
+    """`dynamo_guards.html` → `dynamo_guards_4.html`: tlparse's unique suffix before the extension."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        return f"{safe_component(name)}_{number}"
+    return f"{safe_component(stem)}_{number}.{safe_component(ext)}"
