@@ -170,6 +170,13 @@ def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
     ]
 
 
+def key_status(report: Report, key: CompileId | None) -> str | None:
+    """The outcome of a compile; None for buckets that are not compiles ([-/-], malformed ids)."""
+    if key is None or (key.frame_id is None and key.compiled_autograd_id is None):
+        return None
+    return report.status_of(key)
+
+
 def compile_entries(report: Report) -> list[dict[str, Any]]:
     entries = []
     for key, artifacts in report.directory.items():
@@ -184,7 +191,7 @@ def compile_entries(report: Report) -> list[dict[str, Any]]:
                 "label": label(key),
                 "anchor": anchor(key),
                 "page": compile_page_url(key),
-                "status": report.status_of(key),
+                "status": key_status(report, key),
                 "artifacts": [artifact_view(a) for a in artifacts],
                 "kinds": kind_rows(report.kinds.get(key, Counter())),
                 "compile_time": next((m.get("entire_frame_compile_time_s") for m in metrics if m.get("entire_frame_compile_time_s") is not None), None),
@@ -262,8 +269,11 @@ def failures_context(report: Report) -> dict[str, Any]:
     return context
 
 
-def record_groups(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Spooled record summaries grouped by kind (first-appearance order), each record as a field table."""
+def record_groups(records: list[dict[str, Any]], counts: Counter[str]) -> list[dict[str, Any]]:
+    """Spooled record summaries grouped by kind (first-appearance order), each record as a field table.
+
+    Kinds counted but not spooled (chromium events live in chromium_events.json) get a count-only group.
+    """
     groups: dict[str, dict[str, Any]] = {}
     for record in records:
         for kind in record["kinds"] or ["(no kind)"]:
@@ -289,6 +299,9 @@ def record_groups(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "outputs": record["outputs"],
                     }
                 )
+    for kind, count in counts.items():
+        if kind not in groups:
+            groups[kind] = {"kind": kind, "title": parsers.title_of(kind), "known": parsers.known(kind), "count": count, "records": []}
     return list(groups.values())
 
 
@@ -305,12 +318,12 @@ def compile_context(
         label=label(key),
         page=page,
         anchor=anchor(key),
-        status=report.status_of(key),
+        status=key_status(report, key),
         status_labels=STATUS_LABELS,
         artifacts=[artifact_view(a) for a in report.directory[key]],
         metrics=[{"url": m.url, "fields": m.fields} for m in metrics],
         stack=[frame_view(f, report) for f in stack or []],
-        groups=record_groups(records),
+        groups=record_groups(records, report.kinds.get(key, Counter())),
         previous=compile_page_url(keys[position - 1]) if position > 0 else None,
         next=compile_page_url(keys[position + 1]) if position + 1 < len(keys) else None,
         previous_label=label(keys[position - 1]) if position > 0 else None,

@@ -116,6 +116,9 @@ def write_fixture_files(results: list[ScenarioResult], fixtures_dir: Path) -> No
     """Normalise the successful scenarios' logs into the fixtures directory."""
     from .fixtures import FIXTURES_BUDGET_BYTES, fixtures_size, write_fixtures
 
+    for result in results:
+        if not result.ok:
+            print(f"  {result.scenario.name}: failed, its existing fixtures are left as they were")
     rows = write_fixtures(results, fixtures_dir)
     for row in rows:
         print(f"  wrote {fixtures_dir / row.scenario / row.file} ({row.bytes:,} bytes)")
@@ -160,20 +163,20 @@ def run_command(args: argparse.Namespace, device: str) -> int:
     start = time.monotonic()
     results: list[ScenarioResult] = []
     try:
-        # One after another, carrying on past failures. Temp roots are kept until the end
-        # because the fixture normaliser needs their paths (not their contents).
+        # One after another, carrying on past failures. The fixture normaliser needs only
+        # the temp roots' paths, not their contents, so they can go right away.
         for scenario in scenarios:
             results.append(run_scenario(scenario, out_dir.resolve(), device, args.timeout))
             report(results[-1])
+            if not args.keep_temp:
+                cleanup(results[-1])
         if args.fixtures is not None:
             write_fixture_files(results, args.fixtures)
     finally:
-        if not args.keep_temp:
-            for result in results:
-                cleanup(result)
-        if own_out:
+        if own_out and all(r.ok for r in results):
             shutil.rmtree(out_dir, ignore_errors=True)
     failed = [r for r in results if not r.ok]
+    kept = "" if own_out and not failed else f"; logs in {out_dir}"
     print(f"{len(results) - len(failed)} ok, {len(failed)} failed, {len(skipped)} skipped "
-          f"in {time.monotonic() - start:.1f}s" + ("" if own_out else f"; logs in {out_dir}"))
+          f"in {time.monotonic() - start:.1f}s{kept}")
     return 1 if failed or (skipped and skip_fails) else 0

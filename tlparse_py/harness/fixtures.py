@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import os
 import re
 import sys
@@ -65,8 +66,9 @@ def standard_replacements(
     pairs = [
         (paths["purelib"], "/site-packages"),
         (paths["platlib"], "/site-packages"),
+        # Not sysconfig's "platstdlib": inside a venv that names the venv's lib dir.
         (paths["stdlib"], "/stdlib"),
-        (paths["platstdlib"], "/stdlib"),
+        (os.path.dirname(os.__file__), "/stdlib"),
         (sys.prefix, "/venv"),
         (sys.base_prefix, "/python"),
         (str(SCENARIO_DIR), "/work/scenarios"),
@@ -76,7 +78,38 @@ def standard_replacements(
         (os.path.expanduser("~"), "/home/user"),
         (cwd if cwd is not None else os.getcwd(), "/work"),
     ]
-    return _with_real_paths(pairs)
+    full = _with_real_paths(pairs)
+    return full + _shortened_forms(full, _torch_dir())
+
+
+def _torch_dir() -> str | None:
+    """Where torch is installed, found without importing it (find_spec does not)."""
+    spec = importlib.util.find_spec("torch")
+    locations = spec.submodule_search_locations if spec else None
+    return os.path.normpath(locations[0]) if locations else None
+
+
+def _shortened_forms(pairs: list[tuple[str, str]], torch_dir: str | None) -> list[tuple[str, str]]:
+    """The forms torch's `shorten_filename` gives these paths, mapped to bare placeholders.
+
+    Guard comments print source locations through torch.utils._traceback.shorten_filename,
+    which cuts off the path shared with torch's own directory (plus one more character):
+    `/root/.pyenv/.../contextlib.py` becomes `oot/.pyenv/.../contextlib.py` and a scenario
+    becomes `tlparse_py/harness/scenarios/x.py`. Those leftovers are machine-specific too.
+    Short leftovers (under 8 characters) are skipped: too likely to match ordinary text.
+    """
+    if not torch_dir:
+        return []
+    out = []
+    for path, placeholder in pairs:
+        try:
+            common = os.path.commonpath([path, torch_dir])
+        except ValueError:
+            continue
+        short = path[len(common) + 1 :]
+        if len(short) >= 8 and short != path:
+            out.append((short, placeholder.lstrip("/")))
+    return out
 
 
 def _with_real_paths(pairs: Iterable[tuple[object, str]]) -> list[tuple[str, str]]:
@@ -133,7 +166,10 @@ def normalise_log(data: bytes, replacements: Sequence[tuple[str, str]]) -> bytes
         return data
     pattern = _prefix_pattern(replacements)
     mapping = {p.encode(): ph.encode() for p, ph in replacements}
-    sub = lambda b: pattern.sub(lambda m: mapping[m.group(0)], b)  # noqa: E731
+
+    def sub(line: bytes) -> bytes:
+        return pattern.sub(lambda m: mapping[m.group(0)], line)
+
     out: list[bytes] = []
     for header, payload in _split_records(data.split(b"\n")):
         new_payload = [sub(line) for line in payload]
@@ -283,8 +319,8 @@ with (needs torch: `pip install -e '.[harness]'`):
 
     {REGENERATE.format(dir=display_path(fixtures_dir))}
 
-or only some scenarios by naming them after the directory. File names are the ones torch
-chose (`dedicated_log_torch_trace_[rank_N_]<random>.log`); files over
+Name scenarios after the directory to regenerate only those; the rows of the others stay.
+File names are the ones torch chose (`dedicated_log_torch_trace_[rank_N_]<random>.log`); files over
 {GZIP_OVER_BYTES // 1024} KB are gzipped (`.log.gz`).
 
 Machine-specific paths were replaced by placeholders, in header and payload lines, and every
@@ -302,7 +338,9 @@ changed record's `has_payload` md5 was recomputed:
 | `/home/user` | the home directory |
 | `/work` | the working directory the harness ran from |
 
-Timestamps and process ids are left as they were.
+Where torch prints a path shortened (the source locations in guard comments), the same
+placeholder appears without its leading slash (`stdlib/contextlib.py`). Timestamps and
+process ids are left as they were.
 
 {TABLE_START}
 {header}

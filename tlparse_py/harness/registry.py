@@ -92,7 +92,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             _artifact("recompile_reasons"),
             _artifact("automatic_dynamic"),
             _kind("create_symbol"),
-            "Dynamo recompile limit exceeded",
+            '"fail_reason": "Dynamo recompile limit exceeded',
         ),
     ),
     Scenario(
@@ -116,6 +116,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             _kind("expression_created"),
             _kind("create_unbacked_symbol"),
             _kind("propagate_real_tensors_provenance"),
+            _kind("guard_on_data_dependent_error"),
         ),
     ),
     Scenario(

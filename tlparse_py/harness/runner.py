@@ -174,36 +174,56 @@ def check_outputs(result: ScenarioResult) -> None:
 
 
 def run_scenario(scenario: Scenario, out_dir: Path, device: str, timeout: float) -> ScenarioResult:
-    """Run every process of `scenario`; its logs go to `out_dir/<name>/`."""
+    """Run every process of `scenario`; its logs go to `out_dir/<name>/`.
+
+    The combined stdout+stderr of its processes is kept in `out_dir/<name>.output.txt`.
+    """
     trace_dir = out_dir / scenario.name
     trace_dir.mkdir(parents=True, exist_ok=True)
     clear_old_logs(trace_dir)
     output = out_dir / f"{scenario.name}.output.txt"
     output.write_bytes(b"")
-    temp_root = make_temp_root(scenario)
-    result = ScenarioResult(scenario, trace_dir, temp_root, device)
-    env = scenario_env(scenario, trace_dir, temp_root, device)
-    cmd = [sys.executable, str(scenario.script)]
+    result = ScenarioResult(scenario, trace_dir, make_temp_root(scenario), device)
     start = time.monotonic()
     try:
-        for number in range(1, scenario.processes + 1):
-            with open(output, "ab") as out:
-                out.write(f"== {scenario.name}: process {number} of {scenario.processes} ==\n".encode())
-            rc, timed_out = run_process(cmd, env, temp_root / "cwd", output, timeout)
-            for path in find_logs(trace_dir):
-                result.log_process.setdefault(path, number)
-            if rc != 0 or timed_out:
-                result.status, result.returncode, result.timed_out = "FAILED", rc, timed_out
-                result.problem = (
-                    f"timed out after {timeout:g} s" if timed_out else f"exit code {rc}"
-                ) + (f" (process {number} of {scenario.processes})" if scenario.processes > 1 else "")
-                result.tail = read_tail(output)
-                break
+        run_processes(result, output, timeout)
+    except BaseException:  # Ctrl-C: the caller never gets the result to clean up
+        cleanup(result)
+        raise
     finally:
         result.seconds = time.monotonic() - start
     if result.ok:
         check_outputs(result)
     return result
+
+
+def run_processes(result: ScenarioResult, output: Path, timeout: float) -> None:
+    """Run the scenario's process(es) in turn, stopping at the first failure."""
+    scenario = result.scenario
+    env = scenario_env(scenario, result.trace_dir, result.temp_root, result.device)
+    # -P: do not put the scenarios directory on sys.path, where `triton.py` would shadow
+    # the real triton package (and any other scenario name could shadow a module).
+    cmd = [sys.executable, "-P", str(scenario.script)]
+    for number in range(1, scenario.processes + 1):
+        with open(output, "ab") as out:
+            out.write(f"== {scenario.name}: process {number} of {scenario.processes} ==\n".encode())
+        rc, timed_out = run_process(cmd, env, result.temp_root / "cwd", output, timeout)
+        for path in find_logs(result.trace_dir):
+            result.log_process.setdefault(path, number)
+        if rc != 0 or timed_out:
+            record_failure(result, rc, timed_out, timeout, number)
+            result.tail = read_tail(output)
+            return
+
+
+def record_failure(result: ScenarioResult, rc: int | None, timed_out: bool, timeout: float,
+                   number: int) -> None:
+    """Mark `result` failed, with a one-line reason that names the exit code."""
+    result.status, result.returncode, result.timed_out = "FAILED", rc, timed_out
+    problem = f"timed out after {timeout:g} s, killed: exit code {rc}" if timed_out else f"exit code {rc}"
+    if result.scenario.processes > 1:
+        problem += f" (process {number} of {result.scenario.processes})"
+    result.problem = problem
 
 
 def cleanup(result: ScenarioResult) -> None:

@@ -9,6 +9,11 @@ expression_created.
 Part 3: draft_export of a model whose data-dependent branch cannot be decided without real
 tensors -> propagate_real_tensors_provenance. draft_export writes its own capture file
 into the same directory, so this scenario leaves two .log files.
+Part 4: plain export of that same model fails on the data-dependent guard ->
+guard_on_data_dependent_error; the program catches the error and still exits 0.
+
+draft_export goes last: in torch 2.13 it removes the trace handler while it runs and does
+not put it back, so nothing logged after it reaches the main trace file.
 """
 
 import os
@@ -85,11 +90,24 @@ def run_draft_export() -> None:
     print("draft_export failures:", len(ep._report.failures))
 
 
+def export_undecidable() -> None:
+    """Without real tensors the branch on .item() is a GuardOnDataDependentSymNode error."""
+    x = torch.randn(6, 4, device=DEVICE)
+    n = torch.tensor(3, device=DEVICE)
+    try:
+        export(Undecidable(), (x, n), strict=False)
+    except Exception as exc:  # GuardOnDataDependentSymNode, possibly wrapped
+        print("caught expected export error:", type(exc).__name__)
+    else:
+        raise SystemExit("export of a data-dependent branch unexpectedly succeeded")
+
+
 def main() -> None:
-    """Strict, non-strict, then draft export."""
+    """Strict, non-strict, the failing plain export, then draft export (which must be last)."""
     batch = Dim("batch", min=2, max=64)
     export_strict(batch)
     export_non_strict(batch)
+    export_undecidable()
     run_draft_export()
     print("export ok")
 
