@@ -16,13 +16,13 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 from . import pages, parsers
 from .model import Artifact, CompileId, Record, Stats, cache_suffix
-from .parsers import FILE, GLOBAL, LINK, PAYLOAD, REFORMAT, Output
+from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
 from .reader import DiagnosticLog, LogReader, open_log
 from .render import STATIC_DIR, pygments_css, render
 from .report import InputInfo, Report
@@ -176,8 +176,8 @@ class ReportBuilder:
             artifact.readable_url = self._stack_traces_companion(record, url)
         self.writer.write(url, self._content(output, record, url))
         entries.append(artifact)
-        if output.kind == FILE and self.context.current_kind == "compilation_metrics":
-            self.report.metrics_page_written(record, url)
+        if output.on_written is not None:
+            output.on_written(url)
         return url
 
     def _content(self, output: Output, record: Record, url: str) -> bytes | str:

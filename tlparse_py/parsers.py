@@ -39,6 +39,7 @@ class Output:
     context: dict[str, Any] | None = None
     reformat: Callable[[bytes], bytes] | None = None
     url: str = ""  # LINK
+    on_written: Callable[[str], None] | None = None  # told the output's url once it is numbered
 
 
 Parser = Callable[[Record, "ParseContext"], Iterable[Output]]
@@ -176,8 +177,10 @@ def dump_file(record: Record, ctx: ParseContext) -> list[Output]:
 @parser("compilation_metrics", title="Dynamo: metrics of one frame compile (time, graph size, failure, restarts)")
 def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "compilation_metrics")
-    ctx.report.note_metrics(record, meta, ctx)
-    return [Output(FILE, "compilation_metrics.html", "metrics.html.j2", ctx.metrics_page(record, meta, "Compilation Metrics"))]
+    ctx.report.note_metrics(record, meta)
+    page = Output(FILE, "compilation_metrics.html", "metrics.html.j2", ctx.metrics_page(record, meta, "Compilation Metrics"))
+    page.on_written = lambda url: ctx.report.metrics_page_written(record, url)
+    return [page]
 
 
 def pretty_json(payload: bytes) -> bytes:

@@ -33,7 +33,7 @@ PYGMENTS_DARK_STYLE = "monokai"
 _LEXERS = {"python": PythonLexer, "json": JsonLexer, "cpp": CppLexer, "text": TextLexer}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),

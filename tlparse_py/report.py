@@ -112,7 +112,7 @@ class Report:
         self.start_stacks.setdefault(compile_id.frame_key(), frames)
         self.trie.insert(frames, compile_id)
 
-    def note_metrics(self, record: Record, meta: dict[str, Any], ctx: Any) -> None:
+    def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.
 
         The page url is filled in by the builder once the page is numbered (`metrics_page_written`).

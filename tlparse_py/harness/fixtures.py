@@ -27,9 +27,9 @@ import sys
 import sysconfig
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .registry import BY_NAME, SCENARIO_DIR
 from .runner import ScenarioResult
@@ -218,7 +218,7 @@ class FixtureRow:
         return "| " + " | ".join(cells) + " |"
 
     @classmethod
-    def from_markdown(cls, line: str) -> "FixtureRow | None":
+    def from_markdown(cls, line: str) -> FixtureRow | None:
         """Parse a line written by `to_markdown`; None if it is not one."""
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != len(TABLE_COLUMNS) or not cells[5].replace(",", "").isdigit():
@@ -361,7 +361,7 @@ def display_path(path: Path) -> str:
 
 def utc_now() -> str:
     """Today's date and time in UTC, to the minute."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def write_fixtures(results: list[ScenarioResult], fixtures_dir: Path) -> list[FixtureRow]:
