@@ -20,11 +20,12 @@ from typing import Any
 
 import orjson
 
-from . import pages, parsers
+from . import facts, pages, parsers
 from .model import Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
 from .reader import DiagnosticLog, LogReader, open_log
-from .render import STATIC_DIR, pygments_css, render
+from .compile_page import PageBuilder
+from .render import STATIC_DIR, HighlightCache, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
 from .paths import numbered, safe_relpath
@@ -79,7 +80,8 @@ class ParseContext:
     # -- page contexts -----------------------------------------------------------------------
 
     def code_page(self, record: Record, lang: str, title: str) -> dict[str, Any]:
-        return pages.code_context(record, lang, title, self.builder.payload_path(record))
+        lines, highlighted = self.builder.highlighter.lines(record.payload_text(), lang)
+        return pages.code_context(lines, highlighted, lang, title, self.builder.payload_path(record))
 
     def metrics_page(self, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:
         return pages.metrics_context(self.report, record, meta, title)
@@ -99,6 +101,8 @@ class ReportBuilder:
         self.payloads_written: set[str] = set()
         self.raw_body = writer.scratch()
         self.spool = writer.scratch()
+        self.highlighter = HighlightCache(writer.scratch())
+        self.open_events: dict[tuple[Any, ...], list[float]] = {}  # chromium B events awaiting their E
         self.chromium = writer.open("chromium_events.json")
         self.chromium.write(b"[")
 
@@ -250,6 +254,27 @@ class ReportBuilder:
         self.chromium.write(b"\n" if not self.report.chromium_events else b",\n")
         self.chromium.write(b"  " + text.replace(b"\n", b"\n  "))
         self.report.chromium_events += 1
+        if isinstance(event, dict):
+            self._time_phase(event, record)
+
+    def _time_phase(self, event: dict[str, Any], record: Record) -> None:
+        """Add a B/E pair's duration to its frame compile's phase times (only small totals are kept)."""
+        phase, name, ts = event.get("ph"), event.get("name"), event.get("ts")
+        if phase not in ("B", "E") or not isinstance(name, str) or not isinstance(ts, (int, float)):
+            return
+        args = event.get("args")
+        compile_id = facts.parse_compile_id(args.get("compile_id")) if isinstance(args, dict) else None
+        if compile_id is None and record.compile_id is not None:
+            compile_id = record.compile_id.frame_key()
+        if compile_id is None:
+            return
+        key = (compile_id, name, event.get("tid"))
+        if phase == "B":
+            self.open_events.setdefault(key, []).append(ts)
+        elif self.open_events.get(key):
+            started = self.open_events[key].pop()
+            times = self.report.phase_times.setdefault(compile_id, {})
+            times[name] = times.get(name, 0.0) + max(0.0, ts - started)
 
     # -- raw.jsonl and the record spool ------------------------------------------------------
 
@@ -308,8 +333,9 @@ class ReportBuilder:
         for key in self.report.directory:
             self.report.pages[key] = pages.compile_page_url(key)
         keys = list(self.report.directory)
+        page_builder = PageBuilder(self.report, self.writer.read, self.highlighter)
         for position, key in enumerate(keys):
-            context = pages.compile_context(self.report, keys, position, self.spooled_records(key))
+            context = pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
             self.writer.write(self.report.pages[key], render("compile.html.j2", context))
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", pages.failures_context(self.report)))
         self.writer.write("index.html", render("index.html.j2", pages.index_context(self.report)))

@@ -12,9 +12,10 @@ from typing import Any
 
 import orjson
 
-from . import parsers
+from . import compile_page, parsers, summary
+from .compile_page import PageBuilder
 from .model import Artifact, CompileId, Record
-from .render import highlight_lines, safe_href, trusted_html
+from .render import safe_href, trusted_html
 from .report import STATUS_LABELS, Report
 from .stacks import Frame, eval_with_key, frames_from_json, simplify_filename
 
@@ -57,8 +58,7 @@ def label(key: CompileId | None) -> str:
 # pages rendered while reading
 
 
-def code_context(record: Record, lang: str, title: str, raw_url: str) -> dict[str, Any]:
-    lines, highlighted = highlight_lines(record.payload_text(), lang)
+def code_context(lines: list[Any], highlighted: bool, lang: str, title: str, raw_url: str) -> dict[str, Any]:
     return {"title": title, "lines": lines, "highlighted": highlighted, "raw_url": raw_url, "lang": lang}
 
 
@@ -200,26 +200,8 @@ def compile_entries(report: Report) -> list[dict[str, Any]]:
     return entries
 
 
-def summary(report: Report) -> dict[str, Any]:
-    keys = [k for k in report.directory if k is not None]
-    all_metrics = [m for entries in report.metrics.values() for m in entries]
-    suffixes = Counter(a.suffix for artifacts in report.directory.values() for a in artifacts if a.suffix)
-    return {
-        "frames": len({k.frame_id for k in keys if k.frame_id is not None}),
-        "compile_ids": len({k.frame_key() for k in keys if k.frame_id is not None or k.compiled_autograd_id is not None}),
-        "records": report.records,
-        "failures": sum(1 for m in all_metrics if m.get("fail_type")),
-        "restarts": sum(len(m.get("restart_reasons")) for m in all_metrics),
-        "compile_time": sum(
-            m.get("entire_frame_compile_time_s")
-            for m in all_metrics
-            if isinstance(m.get("entire_frame_compile_time_s"), (int, float))
-        ),
-        "cache_hits": suffixes.get("✅", 0),
-        "cache_misses": suffixes.get("❌", 0),
-        "cache_bypasses": suffixes.get("❓", 0),
-        "chromium_events": report.chromium_events,
-    }
+def row_view(row: summary.CompileRow) -> dict[str, Any]:
+    return {**vars(row), "page": compile_page_url(row.key)}
 
 
 def base_context(report: Report, title: str, root: str = "") -> dict[str, Any]:
@@ -241,7 +223,23 @@ def index_context(report: Report) -> dict[str, Any]:
         stats=report.stats,
         stats_line=report.stats.format(),
         diagnostics=report.diagnostics,
-        summary=summary(report),
+        summary=summary.counts(report),
+        compile_rows=[row_view(r) for r in summary.compile_rows(report)],
+        graph_breaks=[
+            {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
+            for g in summary.graph_break_groups(report)
+        ],
+        recompiles=[
+            {
+                "frame": f"{'!' + str(f.compiled_autograd_id) + '/' if f.compiled_autograd_id is not None else ''}{f.frame_id}",
+                "name": f.name,
+                "compiles": [{"label": label(k), "page": compile_page_url(k)} for k in f.compiles],
+                "reasons": [{"label": label(k), "page": compile_page_url(k), "reason": r} for k, r in f.reasons],
+                "hit_limit": f.hit_limit,
+            }
+            for f in summary.recompiles_per_frame(report)
+        ],
+        slowest=[row_view(r) for r in summary.slowest(report)],
         unknown_kinds=sorted(report.unknown_kinds.items()),
         trie=trie_rows(report, report.trie),
         unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],
@@ -306,23 +304,38 @@ def record_groups(records: list[dict[str, Any]], counts: Counter[str]) -> list[d
 
 
 def compile_context(
-    report: Report, keys: list[CompileId | None], position: int, records: list[dict[str, Any]]
+    report: Report, keys: list[CompileId | None], position: int, records: list[dict[str, Any]], builder: PageBuilder
 ) -> dict[str, Any]:
     """The page of `keys[position]`, with links to its neighbours in log order."""
     key = keys[position]
-    page = compile_page_url(key)
     context = base_context(report, f"Compile {label(key)}", root="../")
-    metrics = report.metrics.get(key.frame_key() if key is not None else None, [])
-    stack = report.start_stacks.get(key.frame_key()) if key is not None else None
+    frame_key = key.frame_key() if key is not None else None
+    metrics = [m for m in report.metrics.get(frame_key, []) if (m.compile_id.directory_key() if m.compile_id else None) == key]
+    pooled = report.metrics.get(frame_key, []) if key is not None and key.frame_compile_id is not None else metrics
+    stack = report.start_stacks.get(frame_key) if key is not None else None
+    sections = builder.sections(records)
     context.update(
         label=label(key),
-        page=page,
+        page=compile_page_url(key),
         anchor=anchor(key),
         status=key_status(report, key),
         status_labels=STATUS_LABELS,
         artifacts=[artifact_view(a) for a in report.directory[key]],
-        metrics=[{"url": m.url, "fields": m.fields} for m in metrics],
+        metrics=[{"url": m.url, "fields": m.fields, "bar": compile_page.time_bar(m.fields)} for m in metrics],
+        other_attempts=[
+            {"label": label(m.compile_id), "page": compile_page_url(m.compile_id)} for m in pooled if m not in metrics
+        ],
         stack=[frame_view(f, report) for f in stack or []],
+        sections=sections,
+        graph_breaks=compile_page.graph_break_rows(report, key),
+        recompiles=compile_page.recompile_rows(report, key),
+        tensors=compile_page.input_tensors(records),
+        symbols=compile_page.symbols(records, report),
+        runtime=compile_page.runtime_overheads(records),
+        cache=compile_page.cache_rows(report, key),
+        pass_timings=compile_page.pass_timings(report, key),
+        phases=compile_page.phase_table(report, key),
+        subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),
         groups=record_groups(records, report.kinds.get(key, Counter())),
         previous=compile_page_url(keys[position - 1]) if position > 0 else None,
         next=compile_page_url(keys[position + 1]) if position + 1 < len(keys) else None,

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import facts
 from .model import CompileId, Record
+from .report import GraphBreak
 from .stacks import dump_file_path, frames_from_json, strip_convert_frame
 
 if TYPE_CHECKING:
@@ -163,9 +165,13 @@ def artifact(record: Record, ctx: ParseContext) -> list[Output]:
     name = ctx.text_field(record, "artifact", "name") or "artifact"
     encoding = ctx.text_field(record, "artifact", "encoding")
     if encoding == "json":
-        return [Output(REFORMAT, f"{name}.json", reformat=pretty_json)]
-    # "string", and encodings nobody knows: the payload is shown as text rather than lost
-    return [Output(PAYLOAD, f"{name}.txt")]
+        output = Output(REFORMAT, f"{name}.json", reformat=pretty_json)
+    else:  # "string", and encodings nobody knows: the payload is shown as text rather than lost
+        output = Output(PAYLOAD, f"{name}.txt")
+    fact = ARTIFACT_FACTS.get(name)
+    if fact is not None:
+        output.on_written = lambda url: fact(record, ctx, url)
+    return [output]
 
 
 @parser("dump_file", title="Source of FX-generated code (eval_with_key) referenced by stack frames")
@@ -181,6 +187,41 @@ def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
     page = Output(FILE, "compilation_metrics.html", "metrics.html.j2", ctx.metrics_page(record, meta, "Compilation Metrics"))
     page.on_written = lambda url: ctx.report.metrics_page_written(record, url)
     return [page]
+
+
+# --------------------------------------------------------------------------------------------
+# Artifacts whose content the summary needs: small facts noted while the payload is at hand
+
+ArtifactFact = Callable[[Record, "ParseContext", str], None]
+ARTIFACT_FACTS: dict[str, ArtifactFact] = {}
+
+
+def artifact_fact(*names: str) -> Callable[[ArtifactFact], ArtifactFact]:
+    """Register `fn(record, ctx, url)` for artifacts with these names (called once the file is written)."""
+
+    def register(fn: ArtifactFact) -> ArtifactFact:
+        ARTIFACT_FACTS.update(dict.fromkeys(names, fn))
+        return fn
+
+    return register
+
+
+@artifact_fact("dynamo_graph_break_reason")
+def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
+    reason, explanation, location = facts.parse_graph_break(record.payload_text())
+    ctx.report.graph_breaks.append(GraphBreak(record.compile_id, reason, explanation, location, url))
+
+
+@artifact_fact("recompile_reasons", "compiled_autograd_compile_reasons")
+def recompile_reasons(record: Record, ctx: ParseContext, url: str) -> None:
+    key = record.compile_id.directory_key() if record.compile_id is not None else None
+    ctx.report.recompile_reasons.setdefault(key, []).extend(facts.parse_reason_list(record.payload_text()))
+
+
+@artifact_fact(*(f"{cache}_{state}" for cache in facts.CACHES for state in ("hit", "miss", "bypass")), "fx_graph_bundled_cache_hit")
+def cache_event(record: Record, ctx: ParseContext, url: str) -> None:
+    name = ctx.text_field(record, "artifact", "name") or ""
+    ctx.report.cache_events.append(facts.cache_event(record.compile_id, name, record.payload_text(), url))
 
 
 def pretty_json(payload: bytes) -> bytes:

@@ -7,15 +7,16 @@ output) and from the user's own `--custom-header-html`, both wrapped in `Markup`
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 import jinja2
 from markupsafe import Markup, escape
 from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import CppLexer, JsonLexer, PythonLexer, TextLexer
+from pygments.lexers import CppLexer, DiffLexer, JsonLexer, PythonLexer, TextLexer
 
 from . import __version__
 
@@ -30,7 +31,7 @@ HIGHLIGHT_LIMIT = 2_000_000
 PYGMENTS_STYLE = "default"
 PYGMENTS_DARK_STYLE = "monokai"
 
-_LEXERS = {"python": PythonLexer, "json": JsonLexer, "cpp": CppLexer, "text": TextLexer}
+_LEXERS = {"python": PythonLexer, "json": JsonLexer, "cpp": CppLexer, "diff": DiffLexer, "text": TextLexer}
 
 
 @functools.cache
@@ -79,6 +80,31 @@ def highlight_lines(text: str, lang: str) -> tuple[list[Markup], bool]:
     if len(lines) != expected:  # never let a lexer quirk shift the line anchors
         return [escape(line) for line in text.split("\n")], False
     return [Markup(line) for line in lines], True
+
+
+class HighlightCache:
+    """Highlighted lines kept on disk by (text md5, language), so a payload shown twice (its own
+    page and its compile-id page) is highlighted once, without holding the HTML in memory."""
+
+    def __init__(self, spool: IO[bytes]):
+        self.spool = spool
+        self.index: dict[tuple[bytes, str], tuple[int, int, bool]] = {}
+
+    def lines(self, text: str, lang: str) -> tuple[list[Markup], bool]:
+        key = (hashlib.md5(text.encode("utf-8", "surrogatepass")).digest(), lang)
+        hit = self.index.get(key)
+        if hit is not None:
+            offset, size, highlighted = hit
+            self.spool.seek(offset)
+            html = self.spool.read(size).decode("utf-8", "surrogatepass")
+            self.spool.seek(0, 2)
+            return [Markup(line) for line in html.split("\n")], highlighted
+        lines, highlighted = highlight_lines(text, lang)
+        data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        self.spool.seek(0, 2)
+        self.index[key] = (self.spool.tell(), len(data), highlighted)
+        self.spool.write(data)
+        return lines, highlighted
 
 
 @functools.lru_cache(maxsize=1)

@@ -65,6 +65,30 @@ class MetricsEntry:
 
 
 @dataclass(slots=True)
+class GraphBreak:
+    """One `dynamo_graph_break_reason` artifact, reduced to what groups graph breaks."""
+
+    compile_id: CompileId | None
+    reason: str  # the headline, e.g. "Failed to trace builtin operator"
+    explanation: str
+    location: str  # the user code line, "file.py:23"
+    url: str  # the artifact with the full text
+
+
+@dataclass(slots=True)
+class CacheEvent:
+    """One cache lookup (FX graph cache, AOTAutograd cache) and its outcome."""
+
+    compile_id: CompileId | None
+    cache: str  # "fx_graph" / "aotautograd" / ...
+    state: str  # hit / miss / bypass
+    key: str
+    reason: str  # why it was bypassed, when it was
+    time_saved_ns: int | None
+    url: str
+
+
+@dataclass(slots=True)
 class FailureRow:
     compile_id: CompileId | None
     url: str
@@ -101,6 +125,11 @@ class Report:
     failures: list[FailureRow] = field(default_factory=list)
     shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
     unknown_kinds: Counter[str] = field(default_factory=Counter)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompile_reasons: dict[CompileId | None, list[str]] = field(default_factory=dict)
+    cache_events: list[CacheEvent] = field(default_factory=list)
+    # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
+    phase_times: dict[CompileId, dict[str, float]] = field(default_factory=dict)
     chromium_events: int = 0
     records: int = 0
     pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page

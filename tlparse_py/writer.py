@@ -85,6 +85,13 @@ class ReportWriter:
         self.files_written += 1
         return open(self.path(rel), "wb")
 
+    def read(self, rel: str) -> bytes | None:
+        """A file already written to the report (None if it is not there)."""
+        try:
+            return self.path(rel).read_bytes()
+        except (OSError, ValueError):
+            return None
+
     def exists(self, rel: str) -> bool:
         return self.path(rel).exists()
 

@@ -1,0 +1,89 @@
+"""Reading meaning out of artifact text: graph-break reports, recompile reasons, cache results.
+
+Torch writes these as free text or loosely specified JSON; every function here accepts anything
+and returns its best reading, never raising.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .model import CompileId
+from .report import CacheEvent
+
+CACHES = ("fx_graph_cache", "aotautograd_cache")
+_USER_CODE_AT = re.compile(r"Graph break in user code at (.+?:\d+)")
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+_ENCOUNTERED = re.compile(r"^Encountered graph break when attempting to trace .*:\s*$")
+_COMPILE_ID = re.compile(r"^(?:!(\d+))?(?:/?(\d+)/(\d+))?$")
+
+
+def parse_graph_break(text: str) -> tuple[str, str, str]:
+    """(reason headline, explanation, user location) of a `dynamo_graph_break_reason` payload."""
+    lines = text.splitlines()
+    location = ""
+    match = _USER_CODE_AT.search(text)
+    if match:
+        location = match.group(1)
+    else:
+        user = text.split("User code traceback:", 1)
+        frames = _FILE_LINE.findall(user[1].split("Traceback (most recent call last)", 1)[0]) if len(user) > 1 else []
+        if frames:
+            location = f"{frames[-1][0]}:{frames[-1][1]}"
+    reason = ""
+    for index, line in enumerate(lines):
+        if line.startswith("Graph Break Reason:"):
+            reason = line[len("Graph Break Reason:") :].strip()
+            if _ENCOUNTERED.match(reason) or not reason:
+                reason = next((l.strip() for l in lines[index + 1 :] if l.strip()), reason)
+            break
+    if not reason:
+        reason = next((l.strip() for l in lines if l.strip() and not l.startswith("Graph break in user code")), "(no reason given)")
+    explanation = next((l.strip()[len("Explanation:") :].strip() for l in lines if l.strip().startswith("Explanation:")), "")
+    return reason, explanation, location
+
+
+def parse_reason_list(text: str) -> list[str]:
+    """`recompile_reasons` is a JSON list for several reasons and a bare string for one."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            return [str(item) for item in value]
+    return [stripped] if stripped else []
+
+
+def cache_event(compile_id: CompileId | None, name: str, text: str, url: str) -> CacheEvent:
+    cache, _, state = name.rpartition("_")
+    cache = cache.removesuffix("_bundled_cache").removesuffix("_cache") or name
+    info: dict[str, Any] = {}
+    try:
+        value = json.loads(text)
+        if isinstance(value, dict):
+            info = value
+    except ValueError:
+        pass
+    reason = info.get("cache_bypass_reason") or info.get("reason") or ""
+    saved = info.get("time_saved_ns")
+    try:
+        time_saved = int(saved) if saved is not None else None
+    except (TypeError, ValueError):
+        time_saved = None
+    key = info.get("key")
+    return CacheEvent(compile_id, cache, state, "" if key in (None, "None") else str(key), str(reason), time_saved, url)
+
+
+def parse_compile_id(text: Any) -> CompileId | None:
+    """`0/1`, `!0`, `!0/3/1` (the string form torch puts in payloads) as the frame-compile key."""
+    if not isinstance(text, str):
+        return None
+    match = _COMPILE_ID.match(text.strip())
+    if not match or not any(match.groups()):
+        return None
+    ca, frame, fcid = (int(g) if g is not None else None for g in match.groups())
+    return CompileId(ca, frame, fcid, 0)

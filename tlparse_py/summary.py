@@ -1,0 +1,175 @@
+"""What went wrong, in numbers: the index page's summary, computed from the report model only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import CompileId
+from .report import MetricsEntry, Report
+
+
+def is_compile(key: CompileId | None) -> bool:
+    """A bucket that is a compilation (a frame or compiled-autograd graph), not `[-/-]` or `(unknown)`."""
+    return key is not None and (key.frame_id is not None or key.compiled_autograd_id is not None)
+
+
+def own_metrics(report: Report, key: CompileId | None) -> list[MetricsEntry]:
+    """Metrics logged under exactly this compile id (attempt included)."""
+    frame = key.frame_key() if key is not None else None
+    return [m for m in report.metrics.get(frame, []) if (m.compile_id.directory_key() if m.compile_id else None) == key]
+
+
+def first_line(text: Any) -> str:
+    return str(text).strip().split("\n", 1)[0] if text else ""
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+
+
+@dataclass
+class CompileRow:
+    key: CompileId
+    label: str
+    status: str
+    name: str  # the frame's co_name
+    seconds: float | None
+    graph_ops: int | None
+    cache: str  # ✅❌❓ marks in log order
+    reason: str  # why it failed / restarted / recompiled (first line)
+
+
+def compile_rows(report: Report) -> list[CompileRow]:
+    """One row per compile id, in log order."""
+    cache_marks: dict[CompileId | None, str] = {}
+    for key, artifacts in report.directory.items():
+        cache_marks[key] = "".join(a.suffix for a in artifacts if a.suffix)
+    rows = []
+    for key in report.directory:
+        if not is_compile(key):
+            continue
+        metrics = own_metrics(report, key)
+        fields = metrics[0].fields if metrics else {}
+        rows.append(
+            CompileRow(
+                key=key,
+                label=str(key),
+                status=report.status_of(key),
+                name=str(fields.get("co_name") or _name_from_pool(report, key)),
+                seconds=_seconds(fields.get("entire_frame_compile_time_s")),
+                graph_ops=fields.get("graph_op_count") if isinstance(fields.get("graph_op_count"), int) else None,
+                cache=cache_marks.get(key, ""),
+                reason=_reason(report, key, fields),
+            )
+        )
+    return rows
+
+
+def _name_from_pool(report: Report, key: CompileId) -> str:
+    """The frame's name from any compile of the same frame (a failed recompile may not log one)."""
+    pools = [report.metrics.get(key.frame_key(), [])]
+    pools += [entries for frame, entries in report.metrics.items() if frame is not None and frame.frame_id == key.frame_id and frame.compiled_autograd_id == key.compiled_autograd_id]
+    for entries in pools:
+        for entry in entries:
+            if entry.get("co_name"):
+                return str(entry.get("co_name"))
+    return ""
+
+
+def _reason(report: Report, key: CompileId, fields: dict[str, Any]) -> str:
+    if fields.get("fail_type"):
+        return f"{fields['fail_type']}: {first_line(fields.get('fail_reason'))}".rstrip(": ")
+    if fields.get("restart_reasons"):
+        return f"restarted: {first_line(fields['restart_reasons'][0])}"
+    reasons = report.recompile_reasons.get(key)
+    if reasons:
+        return f"recompiled: {first_line(reasons[0])}"
+    return ""
+
+
+@dataclass
+class GraphBreakGroup:
+    reason: str
+    location: str
+    explanation: str
+    count: int = 0
+    compile_ids: list[CompileId] = field(default_factory=list)
+    url: str = ""  # one full report of it
+
+
+def graph_break_groups(report: Report) -> list[GraphBreakGroup]:
+    """Distinct graph breaks (reason + user location), most frequent first.
+
+    torch may log the same break twice for one compile (pytorch/pytorch#153669): a repeat within a
+    frame compile is counted once.
+    """
+    groups: dict[tuple[str, str], GraphBreakGroup] = {}
+    seen: set[tuple[str, str, CompileId | None]] = set()
+    for brk in report.graph_breaks:
+        frame = brk.compile_id.frame_key() if brk.compile_id is not None else None
+        if (brk.reason, brk.location, frame) in seen:
+            continue
+        seen.add((brk.reason, brk.location, frame))
+        group = groups.setdefault((brk.reason, brk.location), GraphBreakGroup(brk.reason, brk.location, brk.explanation, url=brk.url))
+        group.count += 1
+        if brk.compile_id is not None:
+            group.compile_ids.append(brk.compile_id.directory_key())
+    return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.location))
+
+
+@dataclass
+class FrameRecompiles:
+    frame_id: int
+    compiled_autograd_id: int | None
+    name: str
+    compiles: list[CompileId]
+    reasons: list[tuple[CompileId, str]]  # (the recompile, first line of each reason)
+    hit_limit: bool
+
+
+def recompiles_per_frame(report: Report) -> list[FrameRecompiles]:
+    """Frames compiled more than once, with the guard failures that caused each recompile."""
+    frames: dict[tuple[int | None, int], list[CompileId]] = {}
+    for key in report.directory:
+        if key is not None and key.frame_id is not None and key.frame_compile_id is not None:
+            compiles = frames.setdefault((key.compiled_autograd_id, key.frame_id), [])
+            if key.frame_key() not in compiles:
+                compiles.append(key.frame_key())
+    result = []
+    for (ca, frame), compiles in frames.items():
+        if len(compiles) < 2:
+            continue
+        reasons = [(c, first_line(r)) for c in compiles for r in report.recompile_reasons.get(c, [])]
+        failures = [m for c in compiles for m in report.metrics.get(c, [])]
+        hit_limit = any("recompile limit" in str(m.get("fail_reason") or "").lower() for m in failures)
+        result.append(FrameRecompiles(frame, ca, _name_from_pool(report, compiles[0]), compiles, reasons, hit_limit))
+    return sorted(result, key=lambda f: -len(f.compiles))
+
+
+def slowest(report: Report, count: int = 10) -> list[CompileRow]:
+    rows = [r for r in compile_rows(report) if r.seconds is not None]
+    return sorted(rows, key=lambda r: -(r.seconds or 0))[:count]
+
+
+def counts(report: Report) -> dict[str, Any]:
+    """The headline numbers."""
+    compiles = [k for k in report.directory if is_compile(k)]
+    all_metrics = [m for entries in report.metrics.values() for m in entries]
+    states = Counter(event.state for event in report.cache_events)
+    return {
+        "frames": len({(k.compiled_autograd_id, k.frame_id) for k in compiles if k.frame_id is not None}),
+        "compile_ids": len({k.frame_key() for k in compiles}),
+        "graph_breaks": sum(g.count for g in graph_break_groups(report)),
+        "distinct_graph_breaks": len(graph_break_groups(report)),
+        "restarts": sum(len(m.get("restart_reasons")) for m in all_metrics),
+        "recompiles": len({k.frame_key() for k in compiles if k.frame_compile_id}),
+        "failures": sum(1 for m in all_metrics if m.get("fail_type")),
+        "cache_hits": states.get("hit", 0),
+        "cache_misses": states.get("miss", 0),
+        "cache_bypasses": states.get("bypass", 0),
+        "compile_time": sum(s for m in all_metrics if (s := _seconds(m.get("entire_frame_compile_time_s"))) is not None),
+        "records": report.records,
+        "chromium_events": report.chromium_events,
+    }
