@@ -29,3 +29,19 @@ def report_of(tmp_path):
         return report, out
 
     return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """In CI (TLPARSE_PY_REQUIRE_ALL=1) a browser or torch test that would be skipped fails instead."""
+    if os.environ.get("TLPARSE_PY_REQUIRE_ALL") != "1":
+        return
+    import importlib.util
+    import shutil
+
+    missing = []
+    if importlib.util.find_spec("torch") is None:
+        missing.append("torch")
+    if importlib.util.find_spec("playwright") is None or shutil.which("chromium") is None:
+        missing.append("chromium + playwright")
+    if missing:
+        raise pytest.UsageError(f"TLPARSE_PY_REQUIRE_ALL=1 but {', '.join(missing)} missing: CI must run every test")

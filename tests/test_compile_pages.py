@@ -1,0 +1,189 @@
+"""Compile-id pages and the index summary: exact numbers from the fixtures, page structure from parsed HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest import TRACES, read_json
+from linkcheck import broken_links
+from logs import cid, line, metrics, start, write_log
+from tlparse_py import compile_page, summary
+
+SHOWN_KINDS = re.compile(
+    r"(dynamo_output_graph|aot_(joint|forward|backward|inference)_graph|inductor_(pre|post)_grad_graph|"
+    r"(before|after)_(pre|post|joint)_grad_graph|before_joint_graph|after_joint_graph|dynamo_cpp_guards_str|"
+    r"inductor_output_code|recompile_reasons|dynamo_graph_break_reason|compiled_autograd_graph|optimize_ddp_split_(graph|child))"
+)
+
+
+def fixture(scenario):
+    return sorted((TRACES / scenario).glob("dedicated_log*"))[0]
+
+
+def counts_of(report):
+    numbers = summary.counts(report)
+    numbers.pop("compile_time")
+    return numbers
+
+
+@pytest.mark.parametrize(
+    "scenario, expected",
+    [
+        ("graph_break", dict(frames=5, compile_ids=5, graph_breaks=3, distinct_graph_breaks=2, restarts=3, recompiles=0, failures=0, cache_hits=0, cache_misses=10, cache_bypasses=0, records=676, chromium_events=552)),
+        ("recompile", dict(frames=2, compile_ids=7, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=5, failures=1, cache_hits=0, cache_misses=12, cache_bypasses=0, records=788, chromium_events=653)),
+        ("failure", dict(frames=3, compile_ids=3, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=0, failures=3, cache_hits=0, cache_misses=0, cache_bypasses=0, records=59, chromium_events=38)),
+        ("compiled_autograd", dict(frames=4, compile_ids=7, graph_breaks=2, distinct_graph_breaks=1, restarts=2, recompiles=1, failures=0, cache_hits=0, cache_misses=8, cache_bypasses=2, records=879, chromium_events=559)),
+        ("training", dict(frames=1, compile_ids=1, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=0, failures=0, cache_hits=0, cache_misses=3, cache_bypasses=0, records=238, chromium_events=193)),
+    ],
+)
+def test_summary_counts(report_of, scenario, expected):
+    report, _ = report_of(fixture(scenario))
+    assert counts_of(report) == expected
+
+
+def test_summary_tables_of_graph_breaks_and_recompiles(report_of):
+    report, _ = report_of(fixture("graph_break"))
+    groups = [(g.reason, g.location, g.count, [str(c) for c in g.compile_ids]) for g in summary.graph_break_groups(report)]
+    assert groups == [
+        ("Failed to trace builtin operator", "/work/scenarios/graph_break.py:23", 2, ["[0/0]", "[1/0]"]),
+        ("Call to `torch._dynamo.graph_break()`", "/work/scenarios/graph_break.py:25", 1, ["[2/0]"]),
+    ]
+    report, _ = report_of(fixture("recompile"))
+    frames = summary.recompiles_per_frame(report)
+    assert [(f.frame_id, f.name, len(f.compiles), f.hit_limit) for f in frames] == [(1, "scale_tag", 4, True), (0, "scale_shape", 3, False)]
+    assert frames[1].reasons[0] == (frames[1].compiles[1], "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8")
+    rows = {r.label: r for r in summary.compile_rows(report)}
+    assert rows["[1/3]"].status == "error" and rows["[1/3]"].reason == "Unsupported: Dynamo recompile limit exceeded"
+    assert rows["[1/3]"].name == "scale_tag"  # from the frame's other compiles
+    assert rows["[0/1]"].reason.startswith("recompiled: 0/0: tensor 'x' size mismatch")
+    assert [r.label for r in summary.slowest(report, 3)][0] == "[0/0]"  # the cold compile
+
+
+class _Ids(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: list[str] = []
+        self.artifact_links: list[str] = []
+        self._in_artifact_summary = 0
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if attributes.get("id"):
+            self.ids.append(attributes["id"])
+        if tag == "a" and attributes.get("href"):
+            self.artifact_links.append(attributes["href"])
+
+
+@pytest.mark.parametrize("scenario", ["graph_break", "recompile", "training", "compiled_autograd", "distributed", "failure"])
+def test_every_graph_guard_code_and_reason_is_on_its_compile_page(report_of, scenario):
+    log = fixture(scenario)
+    report, out = report_of(log)
+    directory = read_json(out / "compile_directory.json")
+    for key, entry in directory.items():
+        shown = [a["url"] for a in entry["artifacts"] if SHOWN_KINDS.match(a["name"])]
+        if not shown:
+            continue
+        page_key = next(k for k in report.directory if str(k) == key)
+        page = (out / report.pages[page_key]).read_text()
+        parser = _Ids()
+        parser.feed(page)
+        assert len(parser.ids) == len(set(parser.ids)), f"duplicate ids on {key}'s page"
+        sections = page.count('<details class="artifact"')
+        assert sections >= len(shown), key
+        for url in shown:
+            raw = url if not url.endswith(".html") else None
+            if raw:
+                assert f'href="../{url}"' in page, (key, url)
+    assert broken_links(out) == []
+
+
+def test_compile_page_sections_for_a_graph_break(report_of):
+    report, out = report_of(fixture("graph_break"))
+    page = (out / "-_2_0_1" / "index.html").read_text()
+    for section in ("stack", "graph-breaks", "guards", "pipeline", "code", "cache", "files", "records"):
+        assert f'id="{section}"' in page, section
+    assert "Dynamo restarted the analysis of this frame" in page
+    assert 'class="timebar"' in page and "<svg" in page
+    attempt0 = (out / "-_2_0_0" / "index.html").read_text()
+    assert "Call to `torch._dynamo.graph_break()`" in attempt0 and "/work/scenarios/graph_break.py:25" in attempt0
+    assert 'href="../-_2_0_1/index.html"' in attempt0  # points to the attempt that holds the metrics
+
+
+def test_pipeline_diffs_show_what_passes_changed(tmp_path, report_of):
+    before = "graph():\n    %x : placeholder\n    %mul : call_function[target=aten.mul](args = (%x, 2))\n    return mul"
+    after = before.replace("aten.mul", "aten.add")
+    lines = [
+        line({"artifact": {"name": "before_post_grad_graph", "encoding": "string"}, **cid()}, before),
+        line({"artifact": {"name": "noop_post_grad", "encoding": "string"}, **cid()}, before),
+        line({"inductor_post_grad_graph": {}, **cid()}, after),
+        line({"aot_inference_graph": {}, **cid()}, after),
+    ]
+    report, out = report_of(write_log(tmp_path / "a.log", lines))
+    records = [{"kinds": ["artifact"], "meta": {"artifact": {"name": n}}} for n in ("before_post_grad_graph",)]
+    assert compile_page.record_name(records[0]) == "before_post_grad_graph"
+    page = (out / "-_0_0_0" / "index.html").read_text()
+    assert page.count("<details class=\"diff\">") == 2  # the pass step and the end step; the AOT graph is not diffed
+    assert "No change." in page  # noop pass
+    assert '<span class="added">+1</span> <span class="removed">−1</span>' in page
+
+
+def test_time_bar_segments():
+    bar = compile_page.time_bar({"entire_frame_compile_time_s": 2.0, "backend_compile_time_s": 1.5, "inductor_compile_time_s": 1.0, "code_gen_time_s": 0.5})
+    assert [(s["label"], s["seconds"], s["width"]) for s in bar["segments"]] == [
+        ("Dynamo", 0.5, 250.0), ("AOTAutograd", 0.5, 250.0), ("Inductor", 0.5, 250.0), ("Code generation", 0.5, 250.0)
+    ]
+    assert compile_page.time_bar({"entire_frame_compile_time_s": None}) is None
+    assert compile_page.time_bar({"entire_frame_compile_time_s": 1.0, "backend_compile_time_s": 5.0})["segments"][0]["seconds"] == 0
+
+
+def test_inputs_symbols_and_runtime_overheads(tmp_path, report_of):
+    lines = [
+        line({"describe_storage": {"id": 0, "describer_id": 3, "size": 64}, **cid()}),
+        line({"describe_tensor": {"id": 0, "describer_id": 3, "ndim": 2, "dtype": "torch.float32", "device": "device(type='cpu')", "size": [4, 4], "stride": [4, 1], "storage": 0, "requires_grad": True}, **cid()}),
+        line({"describe_source": {"describer_id": 3, "id": 0, "source": "L['x']"}, **cid()}),
+        line({"create_symbol": {"symbol": "s0", "val": "4", "vr": "[2, int_oo]", "source": "L['x'].size()[0]", "user_stack": [{"line": 9, "name": "f", "filename": "/u/m.py"}]}, **cid()}),
+        line({"symbolic_shape_specialization": {"symbol": "s1", "sources": ["L['y'].size()[0]"], "value": "3"}, **cid()}),
+        line({"compilation_metrics_runtime": {"runtime_cudagraphify_time_us": 1500, "runtime_triton_autotune_time_us": None}, "frame_id": 0, "frame_compile_id": 0}),
+        metrics(),
+    ]
+    report, out = report_of(write_log(tmp_path / "a.log", lines))
+    page = (out / "-_0_0_0" / "index.html").read_text()
+    assert "L[&#39;x&#39;]</code></td><td><code>[4, 4]</code></td><td>float32</td><td>cpu</td><td><code>[4, 1]</code></td><td>64</td><td>requires_grad" in page
+    assert "<code>s0</code>" in page and "[2, int_oo]" in page and "/u/m.py:9" in page
+    assert "<code>s1</code>" in page and "specialised" in page
+    runtime = re.search(r'<details class="section" id="runtime".*?</details>', page, re.S).group(0)
+    assert "compilation_metrics_runtime.runtime_cudagraphify_time_us" in runtime and "runtime_triton_autotune_time_us" not in runtime
+
+
+def test_huge_payloads_degrade_to_plain_text_and_links(tmp_path, report_of):
+    code = "\n".join(f"x{i} = {i}  # a line of generated code" for i in range(80_000))  # ~3 MB
+    report, out = report_of(write_log(tmp_path / "a.log", [line({"inductor_output_code": {"filename": "/t/cbig.py"}, **cid()}, code)]))
+    code_page = (out / "-_0_0_0" / "inductor_output_code_cbig_0.html").read_text()
+    assert "shown as plain text" in code_page and 'id="L80000"' in code_page
+    compile_page_html = (out / "-_0_0_0" / "index.html").read_text()
+    assert "Too large to show inline" in compile_page_html
+    assert broken_links(out) == []
+
+
+def test_subgraph_names_are_grouped(tmp_path, report_of):
+    lines = [
+        line({"artifact": {"name": "before_pre_grad_graph", "encoding": "string"}, "subgraph_name": "subgraph_0", **cid()}, "a"),
+        line({"artifact": {"name": "before_pre_grad_graph", "encoding": "string"}, "subgraph_name": "subgraph_1", **cid()}, "b"),
+        line({"dynamo_output_graph": {}, **cid()}, "g"),
+    ]
+    report, out = report_of(write_log(tmp_path / "a.log", lines))
+    page = (out / "-_0_0_0" / "index.html").read_text()
+    assert 'id="subgraphs"' in page and "subgraph_0" in page and "subgraph_1" in page
+
+
+def test_index_links_every_compile_from_table_and_trie(report_of):
+    report, out = report_of(fixture("recompile"))
+    index = (out / "index.html").read_text()
+    for key in report.directory:
+        if summary.is_compile(key):
+            assert index.count(f'href="{report.pages[key]}"') >= 2, key  # table and files list (and trie)
+    assert json.loads((out / "compile_directory.json").read_text())  # still tlparse's schema
