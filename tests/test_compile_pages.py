@@ -37,6 +37,7 @@ def counts_of(report):
         ("recompile", dict(frames=2, compile_ids=7, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=5, failures=1, cache_hits=0, cache_misses=12, cache_bypasses=0, records=788, chromium_events=653)),
         ("failure", dict(frames=3, compile_ids=3, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=0, failures=3, cache_hits=0, cache_misses=0, cache_bypasses=0, records=59, chromium_events=38)),
         ("compiled_autograd", dict(frames=4, compile_ids=7, graph_breaks=2, distinct_graph_breaks=1, restarts=2, recompiles=1, failures=0, cache_hits=0, cache_misses=8, cache_bypasses=2, records=879, chromium_events=559)),
+        ("transformer", dict(frames=1, compile_ids=2, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=1, failures=0, cache_hits=0, cache_misses=6, cache_bypasses=0, records=785, chromium_events=427)),
         ("training", dict(frames=1, compile_ids=1, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=0, failures=0, cache_hits=0, cache_misses=3, cache_bypasses=0, records=238, chromium_events=193)),
     ],
 )
@@ -78,7 +79,7 @@ class _Ids(HTMLParser):
             self.artifact_links.append(attributes["href"])
 
 
-@pytest.mark.parametrize("scenario", ["graph_break", "recompile", "training", "compiled_autograd", "distributed", "failure"])
+@pytest.mark.parametrize("scenario", ["graph_break", "recompile", "training", "compiled_autograd", "distributed", "failure", "transformer"])
 def test_every_graph_guard_code_and_reason_is_on_its_compile_page(report_of, scenario):
     log = fixture(scenario)
     report, out = report_of(log)

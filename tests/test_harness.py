@@ -12,7 +12,7 @@ from tlparse_py.harness import cli as harness_cli
 from tlparse_py.harness.registry import SCENARIOS
 
 CPU_SCENARIOS = {"inference", "training", "graph_break", "recompile", "failure", "export", "cache",
-                 "compiled_autograd", "distributed", "custom_op", "unbacked"}
+                 "compiled_autograd", "distributed", "custom_op", "unbacked", "transformer"}
 CUDA_SCENARIOS = {"triton", "cudagraphs", "autotune"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -170,6 +170,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect=(_kind("create_unbacked_symbol"), _kind("guard_added_fast")),
     ),
     Scenario(
+        "transformer",
+        "a 4-layer transformer trained at two sequence lengths: big graphs, a dynamic recompile",
+        expect=(
+            _kind("aot_joint_graph"),
+            _kind("bwd_compilation_metrics"),
+            '"frame_compile_id": 1',
+            _kind("create_symbol"),
+        ),
+    ),
+    Scenario(
         "triton",
         "Inductor Triton kernels in the output code",
         needs_cuda=True,
