@@ -217,3 +217,10 @@ def test_record_json_round_trip_matches_torch_format(tmp_path):
     payload = json.dumps({"k": [1, 2]}, indent=0)
     records, stats, _, _ = read(write_log(tmp_path / "a.log", [line({"artifact": {"name": "j", "encoding": "json"}, **cid()}, payload)]))
     assert json.loads(records[0].payload) == {"k": [1, 2]} and stats.strict_failures() == 0
+
+
+def test_blank_lines_inside_a_payload_are_skipped_not_a_new_record(tmp_path):
+    text = line({"artifact": {"name": "x", "encoding": "string"}}, "a\nb").replace("\ta\n", "\ta\n\n\n") + line({"export": {}})
+    records, stats, _, _ = read(write_log(tmp_path / "a.log", text))
+    assert [r.payload for r in records] == [b"a\nb", None]
+    assert stats.strict_failures() == 0 and [r.lineno for r in records] == [1, 6]

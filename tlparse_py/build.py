@@ -23,13 +23,13 @@ import orjson
 from . import facts, pages, parsers
 from .model import Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
-from .reader import DiagnosticLog, LogReader, open_log
+from .reader import DiagnosticLog, LogReader, StringTable, open_log
 from .compile_page import PageBuilder
 from .render import STATIC_DIR, HighlightCache, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
 from .paths import numbered, safe_relpath
-from .writer import ReportWriter
+from .writer import FolderWriter, ReportWriter
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
 RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
@@ -40,6 +40,7 @@ STACK_TRACES_PREFIX = "inductor_provenance_tracking_kernel_stack_traces"
 class Options:
     plain_text: bool = False
     custom_header_html: str = ""
+    export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
 
 
 class ParseContext:
@@ -49,6 +50,7 @@ class ParseContext:
         self.builder = builder
         self.report = builder.report
         self.plain_text = builder.options.plain_text
+        self.export = builder.options.export
         self.current_kind: str = ""
 
     # -- fields ------------------------------------------------------------------------------
@@ -83,6 +85,9 @@ class ParseContext:
         lines, highlighted = self.builder.highlighter.lines(record.payload_text(), lang)
         return pages.code_context(lines, highlighted, lang, title, self.builder.payload_path(record))
 
+    def guard_page(self, record: Record, meta: dict[str, Any]) -> dict[str, Any]:
+        return pages.guard_context(self.report, meta)
+
     def metrics_page(self, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:
         return pages.metrics_context(self.report, record, meta, title)
 
@@ -91,7 +96,7 @@ class ParseContext:
 
 
 class ReportBuilder:
-    def __init__(self, report: Report, writer: ReportWriter, options: Options):
+    def __init__(self, report: Report, writer: FolderWriter, options: Options):
         self.report = report
         self.writer = writer
         self.options = options
@@ -136,6 +141,8 @@ class ReportBuilder:
             self.context.current_kind = info.kind
             try:
                 outputs = list(info.parse(record, self.context))
+                if self.options.export and info.files:
+                    outputs = []  # export mode numbers only exported programs and guard pages, as tlparse does
                 for output in outputs:
                     url = self._emit(output, record, key, folder)
                     urls.append({"url": url, "external": output.kind == LINK})
@@ -323,11 +330,11 @@ class ReportBuilder:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def finish(self, input_path: Path) -> None:
+    def finish(self, logs: list[Path]) -> None:
         self.chromium.write(b"\n]" if self.report.chromium_events else b"]")
         self.chromium.close()
         self._write_raw_jsonl()
-        self._write_raw_log(input_path)
+        self._write_raw_log(logs)
         self.writer.write("compile_directory.json", compile_directory_json(self.report))
         self._write_static()
         for key in self.report.directory:
@@ -348,9 +355,12 @@ class ReportBuilder:
             shutil.copyfileobj(self.raw_body, out, 1 << 20)
         self.raw_body.close()
 
-    def _write_raw_log(self, input_path: Path) -> None:
-        with open_log(input_path) as source, self.writer.open("raw.log") as out:
-            shutil.copyfileobj(source, out, 1 << 20)
+    def _write_raw_log(self, logs: list[Path]) -> None:
+        """raw.log: the log itself (un-gzipped), byte for byte; several logs are concatenated."""
+        with self.writer.open("raw.log") as out:
+            for log in logs:
+                with open_log(log) as source:
+                    shutil.copyfileobj(source, out, 1 << 20)
 
     def _write_static(self) -> None:
         for item in sorted(STATIC_DIR.iterdir()):
@@ -386,35 +396,43 @@ def _dumps(value: Any) -> bytes | None:
 
 
 def build_report(
-    input_path: Path,
-    writer: ReportWriter,
+    logs: list[Path],
+    writer: FolderWriter,
     stats: Stats,
     diagnostics: DiagnosticLog,
     options: Options,
     source: InputInfo,
     on_rank: Any = None,
 ) -> Report:
-    """Read one log and write its whole report into the writer's staging folder."""
-    reader = LogReader(input_path, stats, diagnostics)
-    reader.on_rank_detected = on_rank
+    """Read the logs (usually one) and write the whole report into the writer's folder.
+
+    Several logs share one string table: draft_export's capture file uses file-name ids that only
+    the main log of the same process defines.
+    """
+    strings = StringTable()
     report = Report(
         source=source,
         stats=stats,
         diagnostics=diagnostics,
-        strings=reader.strings,
+        strings=strings,
         plain_text=options.plain_text,
         custom_header_html=options.custom_header_html,
+        export_mode=options.export,
     )
     builder = ReportBuilder(report, writer, options)
-    for record in reader.records():
-        builder.add(record)
-    report.rank = reader.expected_rank
-    builder.finish(input_path)
+    for log in logs:
+        reader = LogReader(log, stats, diagnostics, strings=strings)
+        reader.on_rank_detected = on_rank
+        for record in reader.records():
+            builder.add(record)
+        if report.rank is None:
+            report.rank = reader.expected_rank
+    builder.finish(logs)
     return report
 
 
 def write_report(
-    log: Path,
+    log: Path | list[Path],
     out: Path,
     *,
     overwrite: bool = False,
@@ -428,13 +446,14 @@ def write_report(
     Raises OutputError before any work if `out` cannot be used, OSError if writing fails; in both
     cases an existing report at `out` is left as it was.
     """
+    logs = log if isinstance(log, list) else [log]
     writer = ReportWriter(out, overwrite)
     stats = Stats()
     diagnostics = DiagnosticLog(echo=echo)
     if source is None:
-        source = InputInfo(str(log), log.stat().st_size)
+        source = InputInfo(str(logs[0]), logs[0].stat().st_size, also=[p.name for p in logs[1:]])
     try:
-        report = build_report(log, writer, stats, diagnostics, options or Options(), source, on_rank)
+        report = build_report(logs, writer, stats, diagnostics, options or Options(), source, on_rank)
         writer.commit()
     except BaseException:
         writer.abort()

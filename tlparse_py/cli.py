@@ -51,7 +51,7 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
 @click.option("--custom-header-html", default="", metavar="HTML", help="HTML inserted at the top of the index page.")
 @click.option("-v", "--verbose", is_flag=True, help="Name every skipped or damaged line on stderr.")
 @click.option("-p", "--plain-text", is_flag=True, help="Write inductor output code as plain .txt instead of highlighted HTML.")
-@click.option("-e", "--export", is_flag=True, help="Export report (draft_export failures). [not available yet]")
+@click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
 @click.option("-i", "--inductor-provenance", is_flag=True, help="Inductor provenance tracking pages. [not available yet]")
 @click.option("--all-ranks-html", is_flag=True, help="One report over every rank's log in PATH. [not available yet]")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
@@ -74,15 +74,15 @@ def main(
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
     """
-    for flag, name in ((export, "--export"), (inductor_provenance, "--inductor-provenance"), (all_ranks_html, "--all-ranks-html")):
+    for flag, name in ((inductor_provenance, "--inductor-provenance"), (all_ranks_html, "--all-ranks-html")):
         if flag:
             raise CliError(f"{name} is not available yet in tlparse-py {__version__}; run without it for the compile report")
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
-    chosen = _choose(path, latest)
+    chosen = _choose(path, latest, export)
     started = time.perf_counter()
-    report = _write(chosen, out, overwrite, verbose, Options(plain_text, custom_header_html))
+    report = _write(chosen, out, overwrite, verbose, Options(plain_text, custom_header_html, export))
     _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
     _check_strict(report, strict, strict_compile_id, out)
     if not no_browser:
@@ -98,9 +98,9 @@ def _path_or_env(path: Path | None) -> Path:
     raise click.UsageError("missing PATH (a trace log or the TORCH_TRACE folder); $TORCH_TRACE is not set either")
 
 
-def _choose(path: Path, latest: bool) -> ChosenInput:
+def _choose(path: Path, latest: bool, export: bool) -> ChosenInput:
     try:
-        chosen = choose_input(path, latest)
+        chosen = choose_input(path, latest, export)
         with open(chosen.log, "rb") as handle:
             handle.read(1)
     except InputError as exc:
@@ -113,10 +113,10 @@ def _choose(path: Path, latest: bool) -> ChosenInput:
 
 
 def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Report:
-    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others])
+    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others], [p.name for p in chosen.also])
     try:
         return write_report(
-            chosen.log,
+            chosen.logs,
             out,
             overwrite=overwrite,
             options=options,

@@ -24,6 +24,11 @@ class ChosenInput:
     log: Path
     others: list[Path] = field(default_factory=list)  # logs in the same folder that were not chosen
     note: str = ""  # told to the user on stderr when a choice was made for them
+    also: list[Path] = field(default_factory=list)  # further logs read into the same report (export)
+
+    @property
+    def logs(self) -> list[Path]:
+        return [self.log, *self.also]
 
 
 def candidate_logs(folder: Path) -> list[Path]:
@@ -54,8 +59,12 @@ def newest(paths: list[Path]) -> Path:
     return max(paths, key=lambda p: (p.stat().st_mtime, p.name))
 
 
-def choose_input(path: Path, latest: bool = False) -> ChosenInput:
-    """Resolve the PATH argument to one log file, or explain why it cannot be done."""
+def choose_input(path: Path, latest: bool = False, export: bool = False) -> ChosenInput:
+    """Resolve the PATH argument to the log(s) to read, or explain why it cannot be done.
+
+    With `export`, a folder's logs of one process are all read into one report: draft_export
+    writes a second capture log whose file-name ids are defined in the main log.
+    """
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_file():
@@ -80,5 +89,10 @@ def choose_input(path: Path, latest: bool = False) -> ChosenInput:
             "--all-ranks-html will report on all of them (not available yet in this version); "
             "pass one log file to report on one rank"
         )
+    if export:
+        # the main log first: it defines the string ids the capture file refers to
+        ordered = sorted(logs, key=lambda p: (-p.stat().st_size, p.name))
+        names = ", ".join(p.name for p in ordered)
+        return ChosenInput(ordered[0], [], f"export: reading {len(logs)} logs of one process together: {names}", ordered[1:])
     names = ", ".join(p.name for p in sorted(others))
     return ChosenInput(chosen, others, f"{path} holds {len(logs)} logs; reading the newest, {chosen.name} (not read: {names})")

@@ -96,6 +96,97 @@ def shape_fact_views(report: Report, kind: str, compile_id: CompileId | None) ->
     return views
 
 
+MAX_PROVENANCE_NODES = 500
+
+
+def guard_context(report: Report, meta: dict[str, Any]) -> dict[str, Any]:
+    """A symbolic_guard_information page: the guard, where it came from, locals, provenance."""
+    frame_locals = meta.get("frame_locals") if isinstance(meta.get("frame_locals"), dict) else {}
+    return {
+        "title": "Symbolic shapes information",
+        "expr": format_value(meta.get("expr")),
+        "result": format_value(meta.get("result")) if meta.get("result") is not None else None,
+        "user_stack": [frame_view(f, report) for f in frames_from_json(meta.get("user_stack")) or []],
+        "stack": [frame_view(f, report) for f in frames_from_json(meta.get("stack")) or []],
+        "locals": _named_values(frame_locals.get("locals")),
+        "symbols": _named_values(frame_locals.get("symbols")),
+        "sources": _named_values(meta.get("symbol_to_sources")),
+        "provenance": expression_tree(report, meta.get("expr_node_id")),
+    }
+
+
+def _named_values(value: Any) -> list[tuple[str, str]]:
+    """`{name: value}` where torch 2.13 may give a value as a list (tlparse rejects those)."""
+    if not isinstance(value, dict):
+        return []
+    rows = []
+    for name, item in value.items():
+        if item is None:
+            continue
+        text = ", ".join(map(str, item)) if isinstance(item, list) else format_value(item)
+        rows.append((str(name), text))
+    return rows
+
+
+def expression_tree(report: Report, root: Any) -> list[dict[str, Any]]:
+    """Depth-first walk of the expressions behind a guard (each node once), flattened with depths."""
+    nodes: list[dict[str, Any]] = []
+    if not isinstance(root, int) or isinstance(root, bool):
+        return nodes
+    seen: set[int] = set()
+    work = [(root, 0)]
+    while work and len(nodes) < MAX_PROVENANCE_NODES:
+        node_id, depth = work.pop()
+        if node_id in seen or node_id not in report.expressions:
+            continue
+        seen.add(node_id)
+        meta = report.expressions[node_id]
+        arguments = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
+        nodes.append(
+            {
+                "depth": min(depth, 12),
+                "result": format_value(meta.get("result")),
+                "method": format_value(meta.get("method")),
+                "arguments": ", ".join(map(str, arguments)),
+                "user_stack": [frame_view(f, report) for f in frames_from_json(meta.get("user_stack")) or []],
+                "stack": [frame_view(f, report) for f in frames_from_json(meta.get("stack")) or []],
+            }
+        )
+        children = meta.get("argument_ids") if isinstance(meta.get("argument_ids"), list) else []
+        work.extend((child, depth + 1) for child in reversed(children) if isinstance(child, int))
+    return nodes
+
+
+def export_rows(report: Report) -> list[dict[str, Any]]:
+    """The issues torch.export ran into, as table rows (plain text; the template escapes it)."""
+    rows = []
+    for failure in report.export_failures:
+        meta = failure.meta
+        expr, result, op, reason = (meta.get(k) for k in ("expr", "result", "op", "reason"))
+        if failure.failure_type == "Guard Evaluated":
+            text = f"The guard {expr} was evaluated during export and may have caused a constraint violation."
+        elif failure.failure_type == "Data Dependent Error":
+            text = f"Could not decide whether {expr} always holds, so it was specialised to {result} and a runtime assert was inserted."
+        elif failure.failure_type == "Missing Fake Kernel":
+            text = f"torch.ops.{op} has no fake kernel implementation."
+        elif failure.failure_type == "Mismatched Fake Kernel":
+            text = f"torch.ops.{op} has a fake kernel whose behaviour differs from the real kernel: {reason}"
+        else:
+            text = f"A guard on the data-dependent expression {expr} raised an error."
+        rows.append(
+            {
+                "type": failure.failure_type,
+                "text": text,
+                "url": failure.url,
+                "line": failure.lineno,
+                "fake_kernel": "Fake Kernel" in failure.failure_type,
+                "label": label(failure.compile_id),
+                "page": compile_page_url(failure.compile_id),
+            }
+        )
+    return rows
+
+
 def stack_traces_context(traces: dict[str, Any]) -> dict[str, Any]:
     """Kernel → stack traces, with the escaped `\\n` sequences torch writes turned into real lines."""
     kernels = []
@@ -247,6 +338,9 @@ def index_context(report: Report) -> dict[str, Any]:
         compiles=compile_entries(report),
         status_labels=STATUS_LABELS,
         rank=report.rank,
+        export_mode=report.export_mode,
+        export_rows=export_rows(report),
+        exported_programs=[url for url in report.exported_programs if url],
     )
     return context
 

@@ -20,7 +20,7 @@ import orjson
 
 from . import facts
 from .model import CompileId, Record
-from .report import GraphBreak
+from .report import ExportFailure, GraphBreak
 from .stacks import dump_file_path, frames_from_json, strip_convert_frame
 
 if TYPE_CHECKING:
@@ -279,20 +279,77 @@ for _kind, _title in {
     "describe_tensor": "Fake-tensor conversion: an input tensor (shape, dtype, device, strides)",
     "describe_source": "Fake-tensor conversion: the Dynamo source of a tensor",
     "create_symbol": "A backed symbol was created: a dynamic dimension appeared",
-    "create_unbacked_symbol": "An unbacked symbol was created (data-dependent value)",
-    "guard_added": "A shape guard was added (verbose, with frame locals)",
     "propagate_real_tensors": "Real-tensor propagation decided an unbacked expression",
-    "propagate_real_tensors_provenance": "Real-tensor propagation decision, with provenance",
-    "guard_on_data_dependent_error": "A guard on a data-dependent expression raised an error",
-    "expression_created": "A symbolic expression was built",
-    "missing_fake_kernel": "A custom op has no fake kernel",
-    "mismatched_fake_kernel": "A custom op's fake kernel disagrees with its real kernel",
     "export": "torch.export started",
-    "exported_program": "The final exported program",
     "compilation_metrics_runtime": "Compile overhead paid at run time (cudagraphify, Triton autotuning)",
     "bwd_compilation_metrics_runtime": "Backward compile overhead paid at run time",
 }.items():
     parser(_kind, title=_title, files=False)(_no_files)
+
+
+# --------------------------------------------------------------------------------------------
+# torch.export: what draft_export found. Noted in every mode; files only in export mode (-e), where
+# tlparse numbers exactly these outputs (exported programs and guard pages).
+
+
+@parser("exported_program", title="The final exported program", files=False)
+def exported_program(record: Record, ctx: ParseContext) -> list[Output]:
+    ctx.report.exported_programs.append("")
+    if not ctx.export:
+        return []
+    index = len(ctx.report.exported_programs) - 1
+
+    def remember(url: str) -> None:
+        ctx.report.exported_programs[index] = url
+
+    return [Output(PAYLOAD, "exported_program.txt", on_written=remember)]
+
+
+@parser("guard_added", title="A shape guard was added (verbose, with frame locals)", files=False)
+def guard_added(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "guard_added")
+    if meta.get("prefix") != "eval":  # only guards evaluated by export can be constraint violations
+        return []
+    return _export_failure(record, ctx, "Guard Evaluated", meta, guard_page=True)
+
+
+@parser("propagate_real_tensors_provenance", title="Real-tensor propagation decided an unbacked expression", files=False)
+def propagate_real_tensors_provenance(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "propagate_real_tensors_provenance")
+    return _export_failure(record, ctx, "Data Dependent Error", meta, guard_page=True)
+
+
+@parser("guard_on_data_dependent_error", title="A guard on a data-dependent expression raised an error", files=False)
+def guard_on_data_dependent_error(record: Record, ctx: ParseContext) -> list[Output]:
+    return _export_failure(record, ctx, "Data Dependent Guard Error", ctx.dict_field(record, ctx.current_kind), guard_page=False)
+
+
+@parser("missing_fake_kernel", title="A custom op has no fake kernel", files=False)
+@parser("mismatched_fake_kernel", title="A custom op's fake kernel disagrees with its real kernel", files=False)
+def fake_kernel(record: Record, ctx: ParseContext) -> list[Output]:
+    kind = "Missing Fake Kernel" if ctx.current_kind == "missing_fake_kernel" else "Mismatched Fake Kernel"
+    return _export_failure(record, ctx, kind, ctx.dict_field(record, ctx.current_kind), guard_page=False)
+
+
+@parser("expression_created", title="A symbolic expression was built (export provenance)", files=False)
+@parser("create_unbacked_symbol", title="An unbacked symbol was created (data-dependent value)", files=False)
+def symbolic_expression(record: Record, ctx: ParseContext) -> list[Output]:
+    if ctx.export:  # the provenance graph behind guard pages; chatty, so only kept when it is used
+        ctx.report.note_expression(ctx.current_kind, ctx.dict_field(record, ctx.current_kind))
+    return []
+
+
+def _export_failure(record: Record, ctx: ParseContext, failure_type: str, meta: dict[str, Any], guard_page: bool) -> list[Output]:
+    failure = ExportFailure(failure_type, meta, record.compile_id, record.lineno)
+    ctx.report.export_failures.append(failure)
+    if not (ctx.export and guard_page):
+        return []
+
+    def remember(url: str) -> None:
+        failure.url = url
+
+    context = ctx.guard_page(record, meta)
+    return [Output(FILE, "symbolic_guard_information.html", "guard_info.html.j2", context, on_written=remember)]
 
 
 def title_of(kind: str) -> str:

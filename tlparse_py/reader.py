@@ -125,12 +125,14 @@ class LogReader:
     they still belong in raw.jsonl.
     """
 
-    def __init__(self, path: Path, stats: Stats, diagnostics: DiagnosticLog, year: int | None = None):
+    def __init__(
+        self, path: Path, stats: Stats, diagnostics: DiagnosticLog, year: int | None = None, strings: StringTable | None = None
+    ):
         self.path = path
         self.label = path.name
         self.stats = stats
         self.diagnostics = diagnostics
-        self.strings = StringTable()
+        self.strings = strings if strings is not None else StringTable()
         self.expected_rank: int | None = None
         self.bytes_read = 0
         self.year = year if year is not None else _file_year(path)
@@ -212,13 +214,27 @@ class LogReader:
     def _take_payload(self, lines: Iterator[bytes], lineno: int) -> tuple[bytes | None, int, bytes]:
         """Consume the TAB lines after a header; return (next line, its number - 1, payload)."""
         parts = []
-        line = next(lines, None)
+        line, lineno = self._next_skipping_blank(lines, lineno)
         while line is not None and line[:1] == b"\t":
+            parts.append(_strip_eol(line)[1:])
+            line, lineno = self._next_skipping_blank(lines, lineno)
+        return line, lineno, b"\n".join(parts)
+
+    def _next_skipping_blank(self, lines: Iterator[bytes], lineno: int) -> tuple[bytes | None, int]:
+        """The next line, counted; blank lines in between are skipped (as tlparse does: a payload
+        may be interrupted by stray empty lines, torch itself writes an empty payload line as a tab).
+
+        Returns the line with the number of the line *before* it, as the main loop expects.
+        """
+        while True:
+            line = next(lines, None)
+            if line is None or line.strip(b"\r\n"):
+                if line is not None and line[:1] == b"\t":
+                    lineno += 1
+                    self.bytes_read += len(line)
+                return line, lineno
             lineno += 1
             self.bytes_read += len(line)
-            parts.append(_strip_eol(line)[1:])
-            line = next(lines, None)
-        return line, lineno, b"\n".join(parts)
 
     def _skip_payload(
         self, lines: Iterator[bytes], lineno: int, line: bytes | None = None
@@ -226,12 +242,13 @@ class LogReader:
         """Skip TAB lines starting at `line` (or the next one); return (next line, lineno, count)."""
         count = 0
         if line is None:
-            line = next(lines, None)
-        while line is not None and line[:1] == b"\t":
-            count += 1
+            line, lineno = self._next_skipping_blank(lines, lineno)
+        else:
             lineno += 1
             self.bytes_read += len(line)
-            line = next(lines, None)
+        while line is not None and line[:1] == b"\t":
+            count += 1
+            line, lineno = self._next_skipping_blank(lines, lineno)
         return line, lineno, count
 
     def _record(

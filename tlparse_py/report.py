@@ -89,6 +89,17 @@ class CacheEvent:
 
 
 @dataclass(slots=True)
+class ExportFailure:
+    """An issue torch.export / draft_export ran into (tlparse's export report rows)."""
+
+    failure_type: str
+    meta: dict[str, Any]
+    compile_id: CompileId | None
+    lineno: int
+    url: str = ""  # its symbolic_guard_information page, in export mode
+
+
+@dataclass(slots=True)
 class FailureRow:
     compile_id: CompileId | None
     url: str
@@ -102,6 +113,7 @@ class InputInfo:
     path: str
     size: int
     others: list[str] = field(default_factory=list)  # other logs in the folder we did not read
+    also: list[str] = field(default_factory=list)  # further logs read into this report
 
 
 @dataclass
@@ -112,6 +124,7 @@ class Report:
     strings: StringTable
     plain_text: bool = False
     custom_header_html: str = ""
+    export_mode: bool = False
     rank: int | None = None
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
@@ -126,6 +139,9 @@ class Report:
     shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
     unknown_kinds: Counter[str] = field(default_factory=Counter)
     graph_breaks: list[GraphBreak] = field(default_factory=list)
+    export_failures: list[ExportFailure] = field(default_factory=list)
+    exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
+    expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes
     recompile_reasons: dict[CompileId | None, list[str]] = field(default_factory=dict)
     cache_events: list[CacheEvent] = field(default_factory=list)
     # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
@@ -158,6 +174,13 @@ class Report:
 
     def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
         self.shape_facts.setdefault((kind, compile_id.frame_key()), []).append(meta)
+
+    def note_expression(self, kind: str, meta: dict[str, Any]) -> None:
+        """A node of the symbolic-expression graph that guard pages walk (export mode only)."""
+        if kind == "expression_created" and isinstance(meta.get("result_id"), int):
+            self.expressions[meta["result_id"]] = meta
+        elif kind == "create_unbacked_symbol" and isinstance(meta.get("node_id"), int):
+            self.expressions[meta["node_id"]] = {**meta, "result": meta.get("symbol"), "method": "create_unbacked_symbol"}
 
     def metrics_page_written(self, record: Record, url: str) -> None:
         """Attach the page url to the newest metrics entry and derive its failures-page rows."""

@@ -44,21 +44,19 @@ def check_target(out: Path, overwrite: bool) -> None:
         raise OutputError(f"cannot create {out}: {parent} is not a folder")
 
 
-class ReportWriter:
-    """Writes files under a staging root; `commit()` moves the finished report to `out`."""
+class FolderWriter:
+    """Writes report files under `root` (already inside a staging folder): the only file writer."""
 
-    def __init__(self, out: Path, overwrite: bool):
-        check_target(out, overwrite)
-        self.out = out.absolute()
-        self.overwrite = overwrite
-        try:
-            self.out.parent.mkdir(parents=True, exist_ok=True)
-            self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
-        except OSError as exc:
-            raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+    def __init__(self, root: Path):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
         self.files_written = 0
         self.bytes_written = 0
         self._dirs: set[Path] = {self.root}
+
+    def sub(self, folder: str) -> FolderWriter:
+        """A writer for a sub-report (e.g. `rank_0/`), inside the same staging folder."""
+        return FolderWriter(self.path(f"{folder}/.keep").parent)
 
     def path(self, rel: str) -> Path:
         """The staging path of a relative report path; anything that would leave the report is refused."""
@@ -96,8 +94,23 @@ class ReportWriter:
         return self.path(rel).exists()
 
     def scratch(self) -> IO[bytes]:
-        """An anonymous temporary file next to the report (same disk), gone when closed."""
-        return tempfile.TemporaryFile(dir=self.out.parent, prefix=f".{self.out.name}.spool-")
+        """An anonymous temporary file on the report's disk, gone when closed."""
+        return tempfile.TemporaryFile(dir=self.root, prefix=".spool-")
+
+
+class ReportWriter(FolderWriter):
+    """Writes files under a staging root beside `out`; `commit()` moves the finished report to `out`."""
+
+    def __init__(self, out: Path, overwrite: bool):
+        check_target(out, overwrite)
+        self.out = out.absolute()
+        self.overwrite = overwrite
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+        except OSError as exc:
+            raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+        super().__init__(root)
 
     def commit(self) -> Path:
         """Put the finished report in place, replacing the old one only now."""
