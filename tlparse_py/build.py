@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from . import facts, pages, parsers
+from . import facts, pages, parsers, provenance
 from .model import Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
 from .reader import DiagnosticLog, LogReader, StringTable, open_log
@@ -41,6 +41,7 @@ class Options:
     plain_text: bool = False
     custom_header_html: str = ""
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
+    provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
 
 
 class ParseContext:
@@ -182,6 +183,10 @@ class ReportBuilder:
         else:
             url = f"{folder}/{numbered(output.name, number)}"
         artifact = Artifact(url=url, name=url.rpartition("/")[2], number=number, suffix=cache_suffix(url), kind=self.context.current_kind)
+        if output.kind in (PAYLOAD, REFORMAT):
+            artifact.raw = url
+        elif record.payload:
+            artifact.raw = self.payload_path(record)  # written after the parsers (see add)
         if artifact.name.startswith(STACK_TRACES_PREFIX) and artifact.name.endswith(".json"):
             # tlparse gives the readable companion its own number (before the JSON's entry)
             artifact.readable_url = self._stack_traces_companion(record, url)
@@ -344,9 +349,21 @@ class ReportBuilder:
         for position, key in enumerate(keys):
             context = pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
             self.writer.write(self.report.pages[key], render("compile.html.j2", context))
+        if self.options.provenance:
+            self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", pages.failures_context(self.report)))
         self.writer.write("index.html", render("index.html.j2", pages.index_context(self.report)))
         self.spool.close()
+
+    def _write_provenance_pages(self, keys: list[CompileId | None]) -> None:
+        """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
+        for key in keys:
+            url = pages.provenance_page_url(key)
+            context = provenance.page_context(self.report.directory[key], self.writer.read)
+            context.update(pages.base_context(self.report, f"Provenance {pages.label(key)}"))
+            context.update(compile_id=key, compile_page=pages.compile_page_url(key))
+            self.report.provenance_pages.append((key, url, context["has_data"]))
+            self.writer.write(url, render("provenance.html.j2", context))
 
     def _write_raw_jsonl(self) -> None:
         with self.writer.open("raw.jsonl") as out:

@@ -52,7 +52,7 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Name every skipped or damaged line on stderr.")
 @click.option("-p", "--plain-text", is_flag=True, help="Write inductor output code as plain .txt instead of highlighted HTML.")
 @click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
-@click.option("-i", "--inductor-provenance", is_flag=True, help="Inductor provenance tracking pages. [not available yet]")
+@click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code.")
 @click.option("--all-ranks-html", is_flag=True, help="One report over every rank's log in PATH. [not available yet]")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
 def main(
@@ -74,7 +74,7 @@ def main(
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
     """
-    for flag, name in ((inductor_provenance, "--inductor-provenance"), (all_ranks_html, "--all-ranks-html")):
+    for flag, name in ((all_ranks_html, "--all-ranks-html"),):
         if flag:
             raise CliError(f"{name} is not available yet in tlparse-py {__version__}; run without it for the compile report")
     if latest and all_ranks_html:
@@ -82,7 +82,7 @@ def main(
     path = _path_or_env(path)
     chosen = _choose(path, latest, export)
     started = time.perf_counter()
-    report = _write(chosen, out, overwrite, verbose, Options(plain_text, custom_header_html, export))
+    report = _write(chosen, out, overwrite, verbose, Options(plain_text, custom_header_html, export, inductor_provenance))
     _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
     _check_strict(report, strict, strict_compile_id, out)
     if not no_browser:

@@ -159,6 +159,7 @@ class Artifact:
     readable_url: str | None = None
     kind: str = ""  # the record kind that made it (for our pages; not in compile_directory.json)
     is_link: bool = False
+    raw: str | None = None  # the file holding the record's raw payload (itself, for payload files)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -50,6 +50,10 @@ def compile_page_url(compile_id: CompileId | None) -> str:
     return f"{compile_id.directory_key().dirname}/index.html"
 
 
+def provenance_page_url(key: CompileId | None) -> str:
+    return f"provenance_tracking_{'unknown' if key is None else key.dirname}.html"
+
+
 def label(key: CompileId | None) -> str:
     return "(unknown)" if key is None else str(key)
 
@@ -339,6 +343,7 @@ def index_context(report: Report) -> dict[str, Any]:
         status_labels=STATUS_LABELS,
         rank=report.rank,
         export_mode=report.export_mode,
+        provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
         export_rows=export_rows(report),
         exported_programs=[url for url in report.exported_programs if url],
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -77,6 +78,8 @@ def highlight_lines(text: str, lang: str) -> tuple[list[Markup], bool]:
     if lines and lines[-1] == "":
         lines.pop()
     expected = text.count("\n") + 1
+    if len(lines) == expected - 1 and text.endswith("\n"):
+        lines.append(Markup(""))  # the empty last line of a text ending in a newline
     if len(lines) != expected:  # never let a lexer quirk shift the line anchors
         return [escape(line) for line in text.split("\n")], False
     return [Markup(line) for line in lines], True
@@ -135,6 +138,13 @@ def format_seconds(value: Any) -> str:
     if value >= 1:
         return f"{value:.2f} s"
     return f"{value * 1000:.1f} ms"
+
+
+def script_json(value: Any) -> Markup:
+    """JSON for a `<script type="application/json">` block: `<`, `>` and `&` become \\u escapes, so
+    no text from a log can close the script element, and the JSON stays parseable as is."""
+    text = json.dumps(value, indent=2, sort_keys=True)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 def trusted_html(text: str) -> Markup:

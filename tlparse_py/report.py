@@ -150,6 +150,7 @@ class Report:
     records: int = 0
     pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
     global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
+    provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
 
     # -- facts noted by parsers -------------------------------------------------------------
 
