@@ -196,7 +196,7 @@ def test_no_path_and_no_torch_trace_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "missing PATH" in result.stderr
 
 
-@pytest.mark.parametrize("flag", ["-i", "--inductor-provenance", "--all-ranks-html"])
+@pytest.mark.parametrize("flag", ["--all-ranks-html"])
 def test_later_flags_say_so_and_exit_2(tmp_path, flag):
     result = run(good_log(tmp_path / "a.log"), flag, "-o", tmp_path / "out", "--no-browser")
     assert result.exit_code == 2 and "not available yet" in result.stderr
