@@ -157,13 +157,16 @@ def test_latest_on_a_file_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "--latest" in result.stderr
 
 
-def test_rank_logs_point_to_all_ranks_html(tmp_path):
+def test_a_folder_of_rank_logs_gets_a_multi_rank_report(tmp_path):
     folder = tmp_path / "trace"
     folder.mkdir()
     for rank in (0, 1):
         write_log(folder / f"dedicated_log_torch_trace_rank_{rank}_x.log", [line({"export": {}, "rank": rank})])
-    result = run(folder, "-o", tmp_path / "out", "--no-browser")
-    assert result.exit_code == 2 and "--all-ranks-html" in result.stderr and "ranks (0, 1)" in result.stderr
+    out = tmp_path / "out"
+    result = run(folder, "-o", out, "--no-browser")
+    assert result.exit_code == 0 and "2 ranks (0, 1): writing a multi-rank report" in result.stderr
+    assert (out / "rank_0" / "index.html").is_file() and (out / "rank_1" / "index.html").is_file()
+    assert "Multi-rank report" in (out / "index.html").read_text()
 
 
 def test_ranks_found_by_content_when_names_have_none(tmp_path):
@@ -172,7 +175,8 @@ def test_ranks_found_by_content_when_names_have_none(tmp_path):
     for rank in (0, 1):
         write_log(folder / f"dedicated_log_torch_trace_{rank}x.log", [line({"export": {}}), line({"export": {}, "rank": rank})])
     result = run(folder, "-o", tmp_path / "out", "--no-browser")
-    assert result.exit_code == 2 and "ranks (0, 1)" in result.stderr
+    assert result.exit_code == 0 and "ranks (0, 1)" in result.stderr
+    assert (tmp_path / "out" / "rank_1" / "index.html").is_file()
 
 
 def test_gzipped_log(tmp_path):
@@ -194,13 +198,6 @@ def test_torch_trace_environment_variable_is_the_default_path(tmp_path):
 def test_no_path_and_no_torch_trace_is_a_usage_error(tmp_path):
     result = run("-o", tmp_path / "out", env={"TORCH_TRACE": ""})
     assert result.exit_code == 2 and "missing PATH" in result.stderr
-
-
-@pytest.mark.parametrize("flag", ["--all-ranks-html"])
-def test_later_flags_say_so_and_exit_2(tmp_path, flag):
-    result = run(good_log(tmp_path / "a.log"), flag, "-o", tmp_path / "out", "--no-browser")
-    assert result.exit_code == 2 and "not available yet" in result.stderr
-    assert not (tmp_path / "out").exists()
 
 
 def test_strict_writes_the_report_then_exits_1(tmp_path):

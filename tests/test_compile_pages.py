@@ -10,7 +10,7 @@ import pytest
 
 from conftest import TRACES, read_json
 from linkcheck import broken_links
-from logs import cid, line, metrics, start, write_log
+from logs import cid, line, metrics, write_log
 from tlparse_py import compile_page, summary
 
 SHOWN_KINDS = re.compile(

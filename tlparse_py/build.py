@@ -104,6 +104,7 @@ class ReportBuilder:
         self.context = ParseContext(self)
         self.label = Path(report.source.path).name
         self.counter = 0
+        self.last_number = -1
         self.payloads_written: set[str] = set()
         self.raw_body = writer.scratch()
         self.spool = writer.scratch()
@@ -170,7 +171,7 @@ class ReportBuilder:
 
     def _emit(self, output: Output, record: Record, key: CompileId | None, folder: str) -> str:
         """Number one output, render/write it, list it in the directory; return its url."""
-        number = self._next_number()
+        number = self.last_number = self._next_number()
         entries = self.report.directory[key]
         if output.kind == LINK:
             entries.append(Artifact(url=output.url, name=output.name, number=number, kind=self.context.current_kind, is_link=True))
@@ -380,10 +381,15 @@ class ReportBuilder:
                     shutil.copyfileobj(source, out, 1 << 20)
 
     def _write_static(self) -> None:
-        for item in sorted(STATIC_DIR.iterdir()):
-            if item.is_file():
-                self.writer.write(f"static/{item.name}", item.read_bytes())
-        self.writer.write("static/pygments.css", pygments_css())
+        write_static(self.writer)
+
+
+def write_static(writer: FolderWriter) -> None:
+    """The shared stylesheet, scripts and Pygments colours every page links to."""
+    for item in sorted(STATIC_DIR.iterdir()):
+        if item.is_file():
+            writer.write(f"static/{item.name}", item.read_bytes())
+    writer.write("static/pygments.css", pygments_css())
 
 
 def compile_directory_json(report: Report) -> bytes:

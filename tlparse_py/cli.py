@@ -16,7 +16,8 @@ import click
 
 from . import __version__
 from .build import Options, write_report
-from .inputs import ChosenInput, InputError, choose_input
+from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
+from .multirank import RankResult, write_all_ranks
 from .model import Diagnostic, Stats
 from .reader import DiagnosticLog
 from .report import InputInfo, Report
@@ -53,7 +54,7 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
 @click.option("-p", "--plain-text", is_flag=True, help="Write inductor output code as plain .txt instead of highlighted HTML.")
 @click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
 @click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code.")
-@click.option("--all-ranks-html", is_flag=True, help="One report over every rank's log in PATH. [not available yet]")
+@click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges.")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
 def main(
     path: Path | None,
@@ -74,15 +75,21 @@ def main(
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
     """
-    for flag, name in ((all_ranks_html, "--all-ranks-html"),):
-        if flag:
-            raise CliError(f"{name} is not available yet in tlparse-py {__version__}; run without it for the compile report")
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
-    chosen = _choose(path, latest, export)
+    options = Options(plain_text, custom_header_html, export, inductor_provenance)
     started = time.perf_counter()
-    report = _write(chosen, out, overwrite, verbose, Options(plain_text, custom_header_html, export, inductor_provenance))
+    if all_ranks_html:
+        _write_multi_rank(path, out, overwrite, options, no_browser)
+        return
+    try:
+        chosen = _choose(path, latest, export)
+    except SeveralRanks as several:
+        _echo_err(str(several))
+        _write_multi_rank(path, out, overwrite, options, no_browser)
+        return
+    report = _write(chosen, out, overwrite, verbose, options)
     _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
     _check_strict(report, strict, strict_compile_id, out)
     if not no_browser:
@@ -103,6 +110,8 @@ def _choose(path: Path, latest: bool, export: bool) -> ChosenInput:
         chosen = choose_input(path, latest, export)
         with open(chosen.log, "rb") as handle:
             handle.read(1)
+    except SeveralRanks:
+        raise
     except InputError as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
@@ -129,6 +138,31 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
     except OSError as exc:
         target = exc.filename or out
         raise CliError(f"could not write the report ({target}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
+
+
+def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool) -> None:
+    """--all-ranks-html: a report per rank, in parallel, and a landing page comparing them."""
+
+    def done(result: RankResult) -> None:
+        if result.error:
+            _echo_err(f"{result.folder}: could not be read: {result.error}")
+        _echo_err(f"{result.folder} ({Path(result.log).name}): {result.stats_line}")
+
+    try:
+        landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done)
+    except InputError as exc:
+        raise CliError(str(exc)) from None
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"could not write the report ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
+    for note in notes:
+        click.echo(note)
+    click.echo(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
+    if landing.diverges:
+        _echo_err("Ranks diverge: see the landing page for where")
+    if not no_browser:
+        _open_browser(out)
 
 
 def _size(path: Path) -> int:

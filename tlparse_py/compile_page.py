@@ -330,7 +330,7 @@ def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:
     codegen = min(codegen, inductor) if _number(codegen) else 0.0
     values = (entire - backend, backend - inductor, inductor - codegen, codegen)
     segments, x = [], 0.0
-    for (label, css), seconds in zip(PHASES, values):
+    for (label, css), seconds in zip(PHASES, values, strict=True):
         width = 1000 * seconds / entire
         segments.append({"label": label, "css": css, "seconds": seconds, "x": round(x, 2), "width": round(width, 2), "share": seconds / entire})
         x += width

@@ -6,6 +6,7 @@ and returns its best reading, never raising.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -87,3 +88,87 @@ def parse_compile_id(text: Any) -> CompileId | None:
         return None
     ca, frame, fcid = (int(g) if g is not None else None for g in match.groups())
     return CompileId(ca, frame, fcid, 0)
+
+
+def first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0][:200]
+
+
+def string_list(text: str) -> list[str]:
+    """A JSON list of strings (collective schedules); anything else reads as empty."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def runtime_and_tensor_meta(text: str) -> tuple[list[dict[str, Any]], str]:
+    """(ops with their estimated runtime, fingerprint of the tensor metadata alone).
+
+    tlparse fingerprints the whole artifact, runtimes included, so any timing noise reads as
+    "divergent tensor metadata"; we fingerprint names, types and output shapes/strides/dtypes only.
+    """
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [], ""
+    ops = value.get("ops") if isinstance(value, dict) else None
+    if not isinstance(ops, list):
+        return [], ""
+    runtimes, meta = [], []
+    for op in ops:
+        if not isinstance(op, dict):
+            continue
+        runtime = op.get("estimated_runtime_ns")
+        if isinstance(op.get("name"), str) and isinstance(runtime, (int, float)) and not isinstance(runtime, bool):
+            runtimes.append({"name": op["name"], "estimated_runtime_ns": runtime})
+        meta.append({k: v for k, v in op.items() if k != "estimated_runtime_ns"})
+    fingerprint = hashlib.md5(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return runtimes, fingerprint
+
+
+def execution_order(text: str) -> list[str]:
+    """`{"graph_execution_order": [...]}` → compile ids as displayed (`[0/1]`)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    order = value.get("graph_execution_order") if isinstance(value, dict) else None
+    if not isinstance(order, list):
+        return []
+    result = []
+    for item in order:
+        cid = item.get("compile_id") if isinstance(item, dict) else item
+        if isinstance(cid, str):
+            result.append(f"[{cid}]")
+    return result
+
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all")
+_C10D_CALL = re.compile(r"torch\s*\.\s*ops\s*\.\s*_?c10d_functional\s*\.\s*(\w+)\s*\.\s*default\s*\(")
+_COMMENTS = re.compile(r"#[^\n]*|//[^\n]*|/\*.*?\*/", re.S)
+
+
+def normalise_collective(op: str) -> str | None:
+    """`torch.ops._c10d_functional.all_reduce_.default` → `all_reduce` (None if not a collective)."""
+    name = op.rstrip("_")
+    for collective in COLLECTIVES:
+        if collective in name:
+            return collective
+    return "reduce" if "reduce" in name else None
+
+
+def collective_calls(code: str) -> tuple[dict[str, int], int]:
+    """Collective calls in generated code (comments stripped) and how many wait_tensor calls follow them."""
+    counts: dict[str, int] = {}
+    waits = 0
+    for match in _C10D_CALL.finditer(_COMMENTS.sub("", code)):
+        op = match.group(1)
+        if op == "wait_tensor":
+            waits += 1
+            continue
+        name = normalise_collective(op)
+        if name is not None:
+            counts[name] = counts.get(name, 0) + 1
+    return counts, waits

@@ -19,6 +19,10 @@ class InputError(Exception):
     """The input cannot be used; the message says why and what to do."""
 
 
+class SeveralRanks(InputError):
+    """The folder holds the logs of several ranks: a multi-rank report is the answer."""
+
+
 @dataclass
 class ChosenInput:
     log: Path
@@ -84,11 +88,7 @@ def choose_input(path: Path, latest: bool = False, export: bool = False) -> Chos
         return ChosenInput(chosen, others, f"--latest: reading {chosen.name}, the newest of {len(logs)} logs")
     ranks = sorted({r for r in map(rank_of, logs) if r is not None})
     if len(ranks) > 1:
-        raise InputError(
-            f"{path} holds logs of {len(ranks)} ranks ({', '.join(map(str, ranks))}); "
-            "--all-ranks-html will report on all of them (not available yet in this version); "
-            "pass one log file to report on one rank"
-        )
+        raise SeveralRanks(f"{path} holds logs of {len(ranks)} ranks ({', '.join(map(str, ranks))}): writing a multi-rank report")
     if export:
         # the main log first: it defines the string ids the capture file refers to
         ordered = sorted(logs, key=lambda p: (-p.stat().st_size, p.name))

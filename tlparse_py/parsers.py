@@ -11,6 +11,7 @@ record carries several kinds. Kinds registered with `files=False` never produce 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -127,6 +128,9 @@ def dynamo_guards(record: Record, ctx: ParseContext) -> list[Output]:
 
 @parser("inductor_output_code", title="Inductor: generated output code")
 def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
+    key = record.compile_id.directory_key() if record.compile_id is not None else None
+    if key not in ctx.report.distributed.code_collectives:  # the collectives parity check reads the first code
+        ctx.report.distributed.code_collectives[key] = facts.collective_calls(record.payload_text())
     filename = ctx.text_field(record, "inductor_output_code", "filename")
     stem = f"inductor_output_code_{PurePosixPath(filename.replace(chr(92), '/')).stem}" if filename else "inductor_output_code"
     if ctx.plain_text:
@@ -224,6 +228,35 @@ def cache_event(record: Record, ctx: ParseContext, url: str) -> None:
     ctx.report.cache_events.append(facts.cache_event(record.compile_id, name, record.payload_text(), url))
 
 
+def _artifact_number(ctx: ParseContext) -> int:
+    return ctx.builder.last_number  # the number the artifact just got (its place in log order)
+
+
+@artifact_fact("inductor_runtime_and_tensor_meta")
+def runtime_estimates(record: Record, ctx: ParseContext, url: str) -> None:
+    ops, fingerprint = facts.runtime_and_tensor_meta(record.payload_text())
+    ctx.report.distributed.runtime.append((_artifact_number(ctx), record.compile_id, ops, fingerprint))
+
+
+@artifact_fact("inductor_collective_schedule")
+def collective_schedule(record: Record, ctx: ParseContext, url: str) -> None:
+    ops = facts.string_list(record.payload_text())
+    ctx.report.distributed.schedules.append((_artifact_number(ctx), record.compile_id, ops))
+
+
+@artifact_fact("graph_execution", "inductor_graph_execution")
+def graph_execution(record: Record, ctx: ParseContext, url: str) -> None:
+    ctx.report.distributed.execution_orders.append((_artifact_number(ctx), facts.execution_order(record.payload_text())))
+
+
+@artifact_fact("compiler_collective", "aot_joint_graph_sync_decision_cross_ranks", "inductor_spmd_graph_mismatch")
+def compiler_collective(record: Record, ctx: ParseContext, url: str) -> None:
+    name = ctx.text_field(record, "artifact", "name") or ""
+    text = record.payload_text()
+    digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+    ctx.report.distributed.agreements.append((record.compile_id, name, digest, facts.first_line(text), url))
+
+
 def pretty_json(payload: bytes) -> bytes:
     """Payload JSON re-indented with sorted keys (as tlparse writes it); text that is not JSON is kept as is."""
     try:
@@ -261,6 +294,14 @@ def chromium_event(record: Record, ctx: ParseContext) -> list[Output]:
     return []
 
 
+@parser("create_symbol", title="A backed symbol was created: a dynamic dimension appeared", files=False)
+def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
+    source = ctx.dict_field(record, "create_symbol").get("source")
+    if record.compile_id is not None and isinstance(source, str):
+        ctx.report.distributed.dynamic_sources.setdefault(record.compile_id.frame_key(), set()).add(source)
+    return []
+
+
 @parser("symbolic_shape_specialization", title="A symbol was specialised to a constant", files=False)
 @parser("guard_added_fast", title="A shape guard was added", files=False)
 def shape_fact(record: Record, ctx: ParseContext) -> list[Output]:
@@ -278,7 +319,6 @@ for _kind, _title in {
     "describe_storage": "Fake-tensor conversion: a real storage",
     "describe_tensor": "Fake-tensor conversion: an input tensor (shape, dtype, device, strides)",
     "describe_source": "Fake-tensor conversion: the Dynamo source of a tensor",
-    "create_symbol": "A backed symbol was created: a dynamic dimension appeared",
     "propagate_real_tensors": "Real-tensor propagation decided an unbacked expression",
     "export": "torch.export started",
     "compilation_metrics_runtime": "Compile overhead paid at run time (cudagraphify, Triton autotuning)",

@@ -99,6 +99,24 @@ class ExportFailure:
     url: str = ""  # its symbolic_guard_information page, in export mode
 
 
+@dataclass
+class DistributedFacts:
+    """What the multi-rank landing page compares across ranks, noted while each rank is read.
+
+    Everything is keyed by the compile id that logged it and the artifact's global number (log order).
+    """
+
+    # (number, compile id, ops [{name, estimated_runtime_ns}], fingerprint of the tensor metadata)
+    runtime: list[tuple[int, CompileId | None, list[dict[str, Any]], str]] = field(default_factory=list)
+    schedules: list[tuple[int, CompileId | None, list[str]]] = field(default_factory=list)  # collective op names
+    execution_orders: list[tuple[int, list[str]]] = field(default_factory=list)  # compile ids in run order
+    # compile id → (collective call counts in the first output code, wait_tensor calls)
+    code_collectives: dict[CompileId | None, tuple[dict[str, int], int]] = field(default_factory=dict)
+    # (compile id, artifact name, digest of its text, first line, url) for compiler-collective artifacts
+    agreements: list[tuple[CompileId | None, str, str, str, str]] = field(default_factory=list)
+    dynamic_sources: dict[CompileId, set[str]] = field(default_factory=dict)  # frame compile → dynamic dims
+
+
 @dataclass(slots=True)
 class FailureRow:
     compile_id: CompileId | None
@@ -142,6 +160,7 @@ class Report:
     export_failures: list[ExportFailure] = field(default_factory=list)
     exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
     expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes
+    distributed: DistributedFacts = field(default_factory=DistributedFacts)
     recompile_reasons: dict[CompileId | None, list[str]] = field(default_factory=dict)
     cache_events: list[CacheEvent] = field(default_factory=list)
     # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
