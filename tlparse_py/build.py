@@ -25,7 +25,7 @@ from .model import Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
 from .reader import DiagnosticLog, LogReader, StringTable, open_log
 from .compile_page import PageBuilder
-from .render import STATIC_DIR, HighlightCache, pygments_css, render
+from .render import STATIC_DIR, Highlighter, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
 from .paths import numbered, safe_relpath
@@ -42,6 +42,8 @@ class Options:
     custom_header_html: str = ""
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
     provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
+    highlight_mb: float = 8.0  # text highlighted with Pygments per report; the rest is shown plain
+    inline_mb: float = 64.0  # text shown inline on compile-id pages per report; the rest is linked
 
 
 class ParseContext:
@@ -83,8 +85,8 @@ class ParseContext:
     # -- page contexts -----------------------------------------------------------------------
 
     def code_page(self, record: Record, lang: str, title: str) -> dict[str, Any]:
-        lines, highlighted = self.builder.highlighter.lines(record.payload_text(), lang)
-        return pages.code_context(lines, highlighted, lang, title, self.builder.payload_path(record))
+        lines = self.builder.highlighter.lines(record.payload_text(), lang)
+        return pages.code_context(lines, lang, title, self.builder.payload_path(record))
 
     def guard_page(self, record: Record, meta: dict[str, Any]) -> dict[str, Any]:
         return pages.guard_context(self.report, meta)
@@ -108,7 +110,7 @@ class ReportBuilder:
         self.payloads_written: set[str] = set()
         self.raw_body = writer.scratch()
         self.spool = writer.scratch()
-        self.highlighter = HighlightCache(writer.scratch())
+        self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6)
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # chromium B events awaiting their E
         self.chromium = writer.open("chromium_events.json")
         self.chromium.write(b"[")
@@ -346,7 +348,7 @@ class ReportBuilder:
         for key in self.report.directory:
             self.report.pages[key] = pages.compile_page_url(key)
         keys = list(self.report.directory)
-        page_builder = PageBuilder(self.report, self.writer.read, self.highlighter)
+        page_builder = PageBuilder(self.report, self.writer.read, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
         for position, key in enumerate(keys):
             context = pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
             self.writer.write(self.report.pages[key], render("compile.html.j2", context))

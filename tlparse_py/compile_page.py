@@ -9,14 +9,12 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-from markupsafe import Markup
 
 from . import parsers
 from .model import CompileId
-from .render import HighlightCache
+from .render import Highlighter, Lines
 from .report import Report
 from .stacks import frames_from_json
 
@@ -102,18 +100,20 @@ class Section:
     lang: str
     size: int
     subgraph: str | None = None
-    lines: list[Markup] = field(default_factory=list)
-    highlighted: bool = False
+    lines: Lines | None = None
     too_large: bool = False
+    note: str = ""  # why it is linked rather than shown
     diff: dict[str, Any] | None = None
     text: str = ""  # kept only while the page is built (for diffs)
 
 
 class PageBuilder:
-    def __init__(self, report: Report, read: Reader, highlighter: HighlightCache):
+    def __init__(self, report: Report, read: Reader, highlighter: Highlighter, inline_budget: float = 64e6):
         self.report = report
         self.read = read
         self.highlighter = highlighter
+        self.inline_budget = inline_budget  # bytes of text shown inline across all compile pages
+        self.inlined = 0
 
     def sections(self, records: list[dict[str, Any]]) -> dict[str, list[Section]]:
         """Group the compile id's texts by page section, in log order."""
@@ -178,12 +178,20 @@ class PageBuilder:
             size=record.get("payload_bytes") or 0,
             subgraph=str(subgraph) if subgraph is not None else None,
         )
-        data = self.read(record["payload"]) if section.size <= INLINE_LIMIT else None
-        if data is None:
-            section.too_large = True
+        if section.size > INLINE_LIMIT:
+            section.too_large, section.note = True, f"too large to show inline ({section.size:,} bytes)"
             return section
+        if self.inlined + section.size > self.inline_budget:
+            section.too_large = True
+            section.note = f"the compile pages of this report already show {self.inlined / 1e6:.0f} MB of text (--inline-mb)"
+            return section
+        data = self.read(record["payload"])
+        if data is None:
+            section.too_large, section.note = True, "its file could not be read back"
+            return section
+        self.inlined += len(data)
         section.text = data.decode("utf-8", "replace")
-        section.lines, section.highlighted = self.highlighter.lines(section.text, lang)
+        section.lines = self.highlighter.lines(section.text, lang)
         return section
 
     def _add_diffs(self, steps: list[Section]) -> None:
@@ -207,15 +215,14 @@ class PageBuilder:
 
     def _diff(self, base: Section, step: Section) -> dict[str, Any]:
         old, new = base.text.splitlines(), step.text.splitlines()
-        info: dict[str, Any] = {"base_title": base.title, "base_id": base.id, "added": 0, "removed": 0, "lines": [], "skipped": False}
+        info: dict[str, Any] = {"base_title": base.title, "base_id": base.id, "added": 0, "removed": 0, "lines": None, "skipped": False}
         if len(old) > DIFF_LINE_LIMIT or len(new) > DIFF_LINE_LIMIT:
             info["skipped"] = True
             return info
         diff = list(difflib.unified_diff(old, new, base.title, step.title, lineterm="", n=3))
         info["added"] = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
         info["removed"] = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-        if diff:
-            info["lines"], _ = self.highlighter.lines("\n".join(diff), "diff")
+        info["lines"] = self.highlighter.lines("\n".join(diff), "diff") if diff else None
         return info
 
 

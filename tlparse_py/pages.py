@@ -62,8 +62,8 @@ def label(key: CompileId | None) -> str:
 # pages rendered while reading
 
 
-def code_context(lines: list[Any], highlighted: bool, lang: str, title: str, raw_url: str) -> dict[str, Any]:
-    return {"title": title, "lines": lines, "highlighted": highlighted, "raw_url": raw_url, "lang": lang}
+def code_context(lines: Any, lang: str, title: str, raw_url: str) -> dict[str, Any]:
+    return {"title": title, "lines": lines, "raw_url": raw_url, "lang": lang}
 
 
 def metrics_context(report: Report, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:

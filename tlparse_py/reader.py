@@ -148,57 +148,46 @@ class LogReader:
             yield from self._records(handle)
 
     def _records(self, handle: IO[bytes]) -> Iterator[Record]:
-        lines = iter(handle)
-        lineno = 0
-        line = next(lines, None)
-        while line is not None:
-            lineno += 1
-            self.bytes_read += len(line)
-            line = _strip_eol(line)
+        lines = LineScanner(handle)
+        self._scanner = lines
+        while (line := lines.next_line()) is not None:
             if not line:
-                line = next(lines, None)
                 continue
-            if line[:1] == b"\t":
-                # payload lines with no record before them
-                first = lineno
-                line, lineno, count = self._skip_payload(lines, lineno)
+            if line[0] == TAB:
+                first = lines.lineno
+                _, count = lines.take_block()
                 self._problem("fail_orphan_payload", first, "payload lines with no record", f"{count + 1} line(s)")
                 continue
             header = GLOG_PREFIX.match(line) or GLOG_PREFIX.search(line)
             if header is None:
-                self._problem("fail_glog", lineno, "not a trace line (no glog prefix)", _snippet(line))
-                line = next(lines, None)
+                self._problem("fail_glog", lines.lineno, "not a trace line (no glog prefix)", _snippet(line))
                 continue
-            record_line = lineno
+            record_line = lines.lineno
             envelope, problem = self._envelope(line[header.end() :], record_line)
             if envelope is None:
                 self._problem("fail_json", record_line, "envelope is not a JSON object", problem)
-                # its payload lines (if any) belong to the bad record: skip them silently
-                line, lineno, _ = self._skip_payload(lines, lineno)
+                lines.take_block()  # its payload lines (if any) belong to the bad record: skip them
                 continue
             if "str" in envelope:
                 if not self.strings.add(envelope["str"]):
                     self._problem("fail_field_type", record_line, "malformed `str` record", _snippet(line))
-                line, lineno, _ = self._skip_payload(lines, lineno)
+                lines.take_block()
                 continue
             payload = None
             expected_md5 = None
             if "has_payload" in envelope:
                 expected_md5 = envelope["has_payload"]
-                line, lineno, payload = self._take_payload(lines, lineno)
+                payload, _ = lines.take_block()
                 if not (isinstance(expected_md5, str) and hashlib.md5(payload).hexdigest() == expected_md5):
                     self._problem("fail_payload_md5", record_line, "payload md5 mismatch", f"expected {expected_md5!s:.40}")
                 if not isinstance(expected_md5, str):
                     expected_md5 = str(expected_md5)
-            else:
-                line = next(lines, None)
-                if line is not None and line[:1] == b"\t":
-                    first = lineno + 1
-                    line, lineno, count = self._skip_payload(lines, lineno, line)
-                    self._problem(
-                        "fail_orphan_payload", first, "payload lines after a record without has_payload", f"{count} line(s)"
-                    )
+            elif lines.next_starts_with_tab():
+                first = lines.lineno + 1
+                _, count = lines.take_block()
+                self._problem("fail_orphan_payload", first, "payload lines after a record without has_payload", f"{count} line(s)")
             yield self._record(envelope, header, record_line, payload, expected_md5)
+        self.bytes_read = lines.bytes_read
 
     def _envelope(self, data: bytes, lineno: int) -> tuple[dict[str, Any] | None, str]:
         try:
@@ -210,46 +199,6 @@ class LogReader:
         if bad_utf8:
             self._problem("fail_utf8", lineno, "invalid UTF-8 in the envelope (replaced)")
         return value, ""
-
-    def _take_payload(self, lines: Iterator[bytes], lineno: int) -> tuple[bytes | None, int, bytes]:
-        """Consume the TAB lines after a header; return (next line, its number - 1, payload)."""
-        parts = []
-        line, lineno = self._next_skipping_blank(lines, lineno)
-        while line is not None and line[:1] == b"\t":
-            parts.append(_strip_eol(line)[1:])
-            line, lineno = self._next_skipping_blank(lines, lineno)
-        return line, lineno, b"\n".join(parts)
-
-    def _next_skipping_blank(self, lines: Iterator[bytes], lineno: int) -> tuple[bytes | None, int]:
-        """The next line, counted; blank lines in between are skipped (as tlparse does: a payload
-        may be interrupted by stray empty lines, torch itself writes an empty payload line as a tab).
-
-        Returns the line with the number of the line *before* it, as the main loop expects.
-        """
-        while True:
-            line = next(lines, None)
-            if line is None or line.strip(b"\r\n"):
-                if line is not None and line[:1] == b"\t":
-                    lineno += 1
-                    self.bytes_read += len(line)
-                return line, lineno
-            lineno += 1
-            self.bytes_read += len(line)
-
-    def _skip_payload(
-        self, lines: Iterator[bytes], lineno: int, line: bytes | None = None
-    ) -> tuple[bytes | None, int, int]:
-        """Skip TAB lines starting at `line` (or the next one); return (next line, lineno, count)."""
-        count = 0
-        if line is None:
-            line, lineno = self._next_skipping_blank(lines, lineno)
-        else:
-            lineno += 1
-            self.bytes_read += len(line)
-        while line is not None and line[:1] == b"\t":
-            count += 1
-            line, lineno = self._next_skipping_blank(lines, lineno)
-        return line, lineno, count
 
     def _record(
         self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None
@@ -286,6 +235,115 @@ class LogReader:
             source_line=int(g("line")),
             other_rank=other,
         )
+
+
+TAB = 0x09
+_BLOCK_END = re.compile(rb"\n(?![\t\r\n])")  # a newline not followed by another payload (or blank) line
+_CR_AT_EOL = re.compile(rb"\r(?=\n|$)")
+
+
+class LineScanner:
+    """Lines of a binary stream, read in large chunks.
+
+    Payloads (runs of TAB lines) are cut out with a few bytes operations instead of a Python step
+    per line: that is what keeps the reader fast on logs of hundreds of MB.
+    """
+
+    CHUNK = 1 << 22
+
+    def __init__(self, handle: IO[bytes]):
+        self.handle = handle
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+        self.lineno = 0
+        self.bytes_read = 0
+
+    def _fill(self) -> bool:
+        """Append the next chunk (dropping what was consumed); False at end of input."""
+        if self.eof:
+            return False
+        data = self.handle.read(self.CHUNK)
+        if not data:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos :] + data
+        self.pos = 0
+        return True
+
+    def next_line(self) -> bytes | None:
+        """The next line without its line ending; None at the end."""
+        newline = self.buf.find(b"\n", self.pos)
+        while newline < 0 and self._fill():
+            newline = self.buf.find(b"\n", self.pos)
+        if newline < 0:
+            if self.pos >= len(self.buf):
+                return None
+            line, self.pos = self.buf[self.pos :], len(self.buf)
+        else:
+            line, self.pos = self.buf[self.pos : newline], newline + 1
+        self.lineno += 1
+        self.bytes_read += len(line) + 1
+        return line[:-1] if line.endswith(b"\r") else line
+
+    def _peek(self, offset: int = 0) -> int | None:
+        while self.pos + offset >= len(self.buf):
+            if not self._fill():
+                return None
+        return self.buf[self.pos + offset]
+
+    def next_starts_with_tab(self) -> bool:
+        return self._peek() == TAB
+
+    def take_block(self) -> tuple[bytes, int]:
+        """Consume the TAB lines that follow (blank lines among them are skipped, as tlparse does).
+
+        Returns the payload (one leading TAB removed per line, lines joined by newlines) and the
+        number of payload lines.
+        """
+        parts: list[bytes] = []
+        count = 0
+        while True:
+            first = self._peek()
+            if first == TAB:
+                match = _BLOCK_END.search(self.buf, self.pos)
+                while (match is None or match.start() == len(self.buf) - 1) and self._fill():
+                    match = _BLOCK_END.search(self.buf, self.pos)
+                end = match.start() if match else len(self.buf)
+                chunk = self.buf[self.pos : end]
+                self.pos = end + 1 if match else end
+                self.bytes_read += len(chunk) + 1
+                self._add_block(chunk, parts)
+                count += len(parts) - count
+                continue
+            if first in (0x0A, 0x0D) and self._blank_lines_then_tab():
+                continue
+            break
+        self.lineno += count
+        return b"\n".join(parts), count
+
+    def _add_block(self, chunk: bytes, parts: list[bytes]) -> None:
+        """Split a chunk of TAB lines (and stray blank lines between them) into payload lines."""
+        if b"\r" in chunk:
+            chunk = _CR_AT_EOL.sub(b"", chunk)
+        for line in chunk.split(b"\n"):
+            if line:
+                parts.append(line[1:])
+            else:
+                self.lineno += 1  # a blank line between payload lines: counted, not kept
+
+    def _blank_lines_then_tab(self) -> bool:
+        """Whether blank lines here are followed by more payload; if so they are consumed."""
+        offset = 0
+        while (byte := self._peek(offset)) in (0x0A, 0x0D):
+            offset += 1
+        if byte != TAB:
+            return False
+        blanks = self.buf.count(b"\n", self.pos, self.pos + offset)
+        self.lineno += blanks
+        self.bytes_read += offset
+        self.pos += offset
+        return True
 
 
 def _s(value: bytes) -> str:

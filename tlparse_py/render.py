@@ -1,7 +1,8 @@
 """Templates and highlighting: model data in, HTML text out. No file I/O except reading templates.
 
-Autoescape is on for every template. The only trusted HTML comes from `highlight_lines` (Pygments
-output) and from the user's own `--custom-header-html`, both wrapped in `Markup` here and nowhere else.
+Autoescape is on for every template. The only trusted HTML comes from `code_html` (escaped text or
+Pygments output, line by line), `script_json` and the user's own `--custom-header-html`, all wrapped
+in `Markup` here and nowhere else.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -28,7 +30,7 @@ TEMPLATE_DIR = next(p for p in (HERE.parent / "templates", HERE / "templates") i
 STATIC_DIR = TEMPLATE_DIR / "static"
 
 # Above this size a payload is shown as escaped text with line anchors, not highlighted.
-HIGHLIGHT_LIMIT = 2_000_000
+HIGHLIGHT_LIMIT = 1_000_000
 PYGMENTS_STYLE = "default"
 PYGMENTS_DARK_STYLE = "monokai"
 
@@ -48,6 +50,7 @@ def environment() -> jinja2.Environment:
     env.globals["version"] = __version__
     env.filters["safe_href"] = safe_href
     env.filters["seconds"] = format_seconds
+    env.globals["code_html"] = code_html
     return env
 
 
@@ -64,50 +67,95 @@ def _formatter() -> HtmlFormatter:
     return HtmlFormatter(nowrap=True)
 
 
-def highlight_lines(text: str, lang: str) -> tuple[list[Markup], bool]:
-    """The text as one HTML fragment per source line, and whether it was highlighted.
+@dataclass(slots=True)
+class Lines:
+    """A text as one HTML fragment per line (escaped, or Pygments spans closed at each line end).
 
-    Pygments closes its spans at every line end, so each fragment stands alone and can carry its
-    own `#L<n>` anchor. Huge payloads skip highlighting (escaped text keeps pages fast to open).
+    `html` holds trusted HTML; it only becomes Markup through `code_html`.
     """
-    if len(text) > HIGHLIGHT_LIMIT or lang not in _LEXERS:
-        return [escape(line) for line in text.split("\n")], False
+
+    html: list[str]
+    highlighted: bool
+    note: str = ""  # why it was not highlighted, for the page
+
+
+def plain_lines(text: str, note: str = "") -> Lines:
+    """Escaped lines: the whole text escaped at once (fast), then split."""
+    return Lines(str(escape(text)).split("\n"), False, note)
+
+
+def highlight_lines(text: str, lang: str) -> Lines:
+    """The text highlighted by Pygments, one self-contained fragment per source line.
+
+    Pygments closes its spans at every line end, so each fragment can carry its own `#L<n>`
+    anchor. A lexer result with a different line count falls back to plain text, so anchors
+    never shift.
+    """
+    if lang not in _LEXERS:
+        return plain_lines(text)
     lexer = _LEXERS[lang](stripnl=False, ensurenl=True)
-    html = pygments_highlight(text, lexer, _formatter())
-    lines = html.split("\n")
+    lines = pygments_highlight(text, lexer, _formatter()).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     expected = text.count("\n") + 1
     if len(lines) == expected - 1 and text.endswith("\n"):
-        lines.append(Markup(""))  # the empty last line of a text ending in a newline
-    if len(lines) != expected:  # never let a lexer quirk shift the line anchors
-        return [escape(line) for line in text.split("\n")], False
-    return [Markup(line) for line in lines], True
+        lines.append("")  # the empty last line of a text ending in a newline
+    if len(lines) != expected:
+        return plain_lines(text)
+    return Lines(lines, True)
 
 
-class HighlightCache:
-    """Highlighted lines kept on disk by (text md5, language), so a payload shown twice (its own
-    page and its compile-id page) is highlighted once, without holding the HTML in memory."""
+class Highlighter:
+    """Pygments highlighting with a budget, cached on disk by (text md5, language).
 
-    def __init__(self, spool: IO[bytes]):
+    Highlighting costs ~1 s per MB of text; a report highlights at most `budget` bytes of text
+    (and no single text above `limit`), in the order pages ask, and shows the rest as escaped
+    text with the same line anchors. Texts shown twice (their own page and their compile-id
+    page) are highlighted once, and the HTML is kept on disk, not in memory.
+    """
+
+    def __init__(self, spool: IO[bytes], budget: float = 8e6, limit: int = HIGHLIGHT_LIMIT):
         self.spool = spool
-        self.index: dict[tuple[bytes, str], tuple[int, int, bool]] = {}
+        self.budget = budget
+        self.limit = limit
+        self.used = 0
+        self.index: dict[tuple[bytes, str], tuple[int, int]] = {}
 
-    def lines(self, text: str, lang: str) -> tuple[list[Markup], bool]:
+    def lines(self, text: str, lang: str) -> Lines:
+        if lang == "text":
+            return plain_lines(text)
         key = (hashlib.md5(text.encode("utf-8", "surrogatepass")).digest(), lang)
         hit = self.index.get(key)
         if hit is not None:
-            offset, size, highlighted = hit
+            offset, size = hit
             self.spool.seek(offset)
             html = self.spool.read(size).decode("utf-8", "surrogatepass")
             self.spool.seek(0, 2)
-            return [Markup(line) for line in html.split("\n")], highlighted
-        lines, highlighted = highlight_lines(text, lang)
-        data = "\n".join(lines).encode("utf-8", "surrogatepass")
-        self.spool.seek(0, 2)
-        self.index[key] = (self.spool.tell(), len(data), highlighted)
-        self.spool.write(data)
-        return lines, highlighted
+            return Lines(html.split("\n"), True)
+        if len(text) > self.limit:
+            return plain_lines(text, f"too large to highlight ({len(text):,} characters)")
+        if self.used + len(text) > self.budget:
+            return plain_lines(text, f"this report already highlighted {self.used / 1e6:.1f} MB of text (--highlight-mb)")
+        self.used += len(text)
+        result = highlight_lines(text, lang)
+        if result.highlighted:
+            data = "\n".join(result.html).encode("utf-8", "surrogatepass")
+            self.spool.seek(0, 2)
+            self.index[key] = (self.spool.tell(), len(data))
+            self.spool.write(data)
+        return result
+
+
+def code_html(lines: Lines, prefix: str = "") -> Markup:
+    """The `<pre class="code">` of a text: every line a block with an `#<prefix>L<n>` anchor.
+
+    Built with one join rather than a template loop: pages of big logs hold millions of lines.
+    """
+    body = "".join(
+        f'<span class="line" id="{prefix}L{n}"><a class="ln" href="#{prefix}L{n}">{n}</a>{line}</span>'
+        for n, line in enumerate(lines.html, start=1)
+    )
+    return Markup(f'<pre class="code">{body}</pre>')
 
 
 @functools.lru_cache(maxsize=1)
