@@ -99,7 +99,7 @@ def test_compile_page_expand_collapse_and_anchor_reveal(browser, report_dir):
     page.click("button[data-toggle-all=close]")
     assert open_details(page)[0] == 0
     # a line anchor inside a collapsed section is revealed when the page is opened at it
-    line_id = page.evaluate("document.querySelector('#pipeline pre.code .line').id")
+    line_id = page.evaluate("document.querySelector('#pipeline pre.code > span').id")
     page = view.open(compile_page, f"#{line_id}")
     assert page.evaluate(f"document.getElementById('{line_id}').closest('details').open") is True
     assert view.errors == []
@@ -120,7 +120,7 @@ def test_highlighted_output_code_page(browser, report_dir):
     view = Page(browser)
     code_page = next((report_dir / "-_3_0_0").glob("inductor_output_code_*.html"))
     page = view.open(code_page, "#L3")
-    assert page.evaluate("document.querySelectorAll('pre.code .line').length") > 10
+    assert page.evaluate("document.querySelectorAll('pre.code > span').length") > 10
     assert page.evaluate("getComputedStyle(document.getElementById('L3')).backgroundColor") != "rgba(0, 0, 0, 0)"
     assert view.errors == []
     view.close()

@@ -14,18 +14,18 @@ import re
 import shutil
 from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import facts, pages, parsers, provenance
+from . import compile_page, facts, pages, parsers, provenance
 from .model import Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
-from .reader import DiagnosticLog, LogReader, StringTable, open_log
+from .reader import DiagnosticLog, LogReader, StringTable, is_gzip, open_log
 from .compile_page import PageBuilder
-from .render import STATIC_DIR, Highlighter, pygments_css, render
+from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
 from .paths import numbered, safe_relpath
@@ -42,8 +42,9 @@ class Options:
     custom_header_html: str = ""
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
     provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
-    highlight_mb: float = 8.0  # text highlighted with Pygments per report; the rest is shown plain
-    inline_mb: float = 64.0  # text shown inline on compile-id pages per report; the rest is linked
+    highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain
+    inline_mb: float = 16.0  # text shown inline on compile-id pages per report; the rest is linked
+    workers: int = field(default_factory=highlight_workers)  # highlighting processes beside the reader
 
 
 class ParseContext:
@@ -85,8 +86,10 @@ class ParseContext:
     # -- page contexts -----------------------------------------------------------------------
 
     def code_page(self, record: Record, lang: str, title: str) -> dict[str, Any]:
-        lines = self.builder.highlighter.lines(record.payload_text(), lang)
-        return pages.code_context(lines, lang, title, self.builder.payload_path(record))
+        self.builder.highlighter.request(record.payload_text(), lang)
+        context = pages.code_context(None, lang, title, self.builder.payload_path(record))
+        context["deferred_lang"] = lang
+        return context
 
     def guard_page(self, record: Record, meta: dict[str, Any]) -> dict[str, Any]:
         return pages.guard_context(self.report, meta)
@@ -110,7 +113,8 @@ class ReportBuilder:
         self.payloads_written: set[str] = set()
         self.raw_body = writer.scratch()
         self.spool = writer.scratch()
-        self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6)
+        self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=options.workers)
+        self.deferred: list[tuple[str, str, dict[str, Any], str, str]] = []  # code pages rendered at the end
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # chromium B events awaiting their E
         self.chromium = writer.open("chromium_events.json")
         self.chromium.write(b"[")
@@ -137,6 +141,15 @@ class ReportBuilder:
         if not is_chromium:
             self._raw_jsonl(record, payload_file)
             self._spool(record, key, payload_file, urls)
+            if payload_file is not None:
+                self._highlight_early(record, payload_file)
+
+    def _highlight_early(self, record: Record, payload_file: str) -> None:
+        """Hand a text the pages will show to the highlighting workers while reading goes on."""
+        name = compile_page.name_of(record.kinds, record.envelope)
+        if compile_page.group_of(name, record.kinds) is not None:
+            lang, _ = compile_page.display(name, record.kinds, payload_file)
+            self.highlighter.request(record.payload_text(), lang)
 
     def _run_parsers(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[dict[str, Any]]]:
         payload_file = None
@@ -193,13 +206,15 @@ class ReportBuilder:
         if artifact.name.startswith(STACK_TRACES_PREFIX) and artifact.name.endswith(".json"):
             # tlparse gives the readable companion its own number (before the JSON's entry)
             artifact.readable_url = self._stack_traces_companion(record, url)
-        self.writer.write(url, self._content(output, record, url))
+        content = self._content(output, record, url)
+        if content is not None:
+            self.writer.write(url, content)
         entries.append(artifact)
         if output.on_written is not None:
             output.on_written(url)
         return url
 
-    def _content(self, output: Output, record: Record, url: str) -> bytes | str:
+    def _content(self, output: Output, record: Record, url: str) -> bytes | str | None:
         payload = record.payload or b""
         if output.kind == PAYLOAD:
             return payload
@@ -207,6 +222,14 @@ class ReportBuilder:
             assert output.reformat is not None
             return output.reformat(payload)
         context = dict(output.context or {})
+        if context.get("deferred_lang"):  # a code page: rendered at the end, once its highlighting is done
+            self.deferred.append((url, output.template, context, self.payload_path(record), context.pop("deferred_lang")))
+            self._page_defaults(context, record, url)
+            return None
+        self._page_defaults(context, record, url)
+        return render(output.template, context)
+
+    def _page_defaults(self, context: dict[str, Any], record: Record, url: str) -> None:
         context.setdefault("root", "../" * url.count("/"))
         context.setdefault("source", self.report.source)
         context.setdefault("title", self.context.current_kind)
@@ -214,7 +237,6 @@ class ReportBuilder:
         context.setdefault("kind", self.context.current_kind)
         context.setdefault("lineno", record.lineno)
         context.setdefault("compile_page", pages.compile_page_url(record.compile_id))
-        return render(output.template, context)
 
     def _stack_traces_companion(self, record: Record, url: str) -> str:
         self._next_number()
@@ -252,7 +274,11 @@ class ReportBuilder:
         return path
 
     def add_chromium_event(self, record: Record) -> None:
-        """Append one event to chromium_events.json (pretty, sorted keys, as tlparse writes it)."""
+        """Append one event to chromium_events.json: a JSON array, one event per line (sorted keys).
+
+        tlparse indents every event; one line per event keeps the same array at half the size,
+        which matters when a big log holds hundreds of thousands of events.
+        """
         try:
             event = orjson.loads(record.payload or b"")
         except orjson.JSONDecodeError:
@@ -262,12 +288,12 @@ class ReportBuilder:
                 self.context.problem(record, None, "chromium_event payload is not JSON (skipped)")
                 return
         try:
-            text = orjson.dumps(event, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+            text = orjson.dumps(event, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
         except (TypeError, orjson.JSONEncodeError):
             self.report.stats.add("fail_json_serialization")
             return
         self.chromium.write(b"\n" if not self.report.chromium_events else b",\n")
-        self.chromium.write(b"  " + text.replace(b"\n", b"\n  "))
+        self.chromium.write(text)
         self.report.chromium_events += 1
         if isinstance(event, dict):
             self._time_phase(event, record)
@@ -338,6 +364,14 @@ class ReportBuilder:
 
     # -- the end -----------------------------------------------------------------------------
 
+    def _write_deferred(self) -> None:
+        """Code pages, now that their highlighting has run alongside the reading."""
+        for url, template, context, raw, lang in self.deferred:
+            text = (self.writer.read(raw) or b"").decode("utf-8", "replace")
+            context["lines"] = self.highlighter.lines(text, lang)
+            self.writer.write(url, render(template, context))
+        self.deferred.clear()
+
     def finish(self, logs: list[Path]) -> None:
         self.chromium.write(b"\n]" if self.report.chromium_events else b"]")
         self.chromium.close()
@@ -345,6 +379,7 @@ class ReportBuilder:
         self._write_raw_log(logs)
         self.writer.write("compile_directory.json", compile_directory_json(self.report))
         self._write_static()
+        self._write_deferred()
         for key in self.report.directory:
             self.report.pages[key] = pages.compile_page_url(key)
         keys = list(self.report.directory)
@@ -377,6 +412,10 @@ class ReportBuilder:
 
     def _write_raw_log(self, logs: list[Path]) -> None:
         """raw.log: the log itself (un-gzipped), byte for byte; several logs are concatenated."""
+        plain = [log for log in logs if not is_gzip(log)]
+        if len(logs) == 1 and plain:  # the common case: let the kernel copy it
+            shutil.copyfile(logs[0], self.writer.path("raw.log"))
+            return
         with self.writer.open("raw.log") as out:
             for log in logs:
                 with open_log(log) as source:
@@ -445,14 +484,17 @@ def build_report(
         export_mode=options.export,
     )
     builder = ReportBuilder(report, writer, options)
-    for log in logs:
-        reader = LogReader(log, stats, diagnostics, strings=strings)
-        reader.on_rank_detected = on_rank
-        for record in reader.records():
-            builder.add(record)
-        if report.rank is None:
-            report.rank = reader.expected_rank
-    builder.finish(logs)
+    try:
+        for log in logs:
+            reader = LogReader(log, stats, diagnostics, strings=strings)
+            reader.on_rank_detected = on_rank
+            for record in reader.records():
+                builder.add(record)
+            if report.rank is None:
+                report.rank = reader.expected_rank
+        builder.finish(logs)
+    finally:
+        builder.highlighter.close()
     return report
 
 

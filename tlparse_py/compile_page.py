@@ -65,14 +65,50 @@ PASS_STAGES = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint", "po
 PHASES = (("Dynamo", "dynamo"), ("AOTAutograd", "aot"), ("Inductor", "inductor"), ("Code generation", "codegen"))
 
 
-def record_name(record: dict[str, Any]) -> str:
-    """What a spooled record is: its kind, or for artifacts and graph dumps their name."""
-    kind = record["kinds"][0] if record["kinds"] else "(no kind)"
+def name_of(kinds: list[str], meta: dict[str, Any]) -> str:
+    """What a record is: its kind, or for artifacts and graph dumps their name."""
+    kind = kinds[0] if kinds else "(no kind)"
     if kind in ("artifact", "graph_dump"):
-        meta = record["meta"].get(kind)
-        name = meta.get("name") if isinstance(meta, dict) else None
+        value = meta.get(kind)
+        name = value.get("name") if isinstance(value, dict) else None
         return name if isinstance(name, str) else kind
     return kind
+
+
+def record_name(record: dict[str, Any]) -> str:
+    return name_of(record["kinds"], record["meta"])
+
+
+def group_of(name: str, kinds: list[str]) -> str | None:
+    """The compile-page section a text belongs to (None: not shown as a text)."""
+    if name == "dynamo_graph_break_reason":
+        return "graph_breaks"
+    if name in ("recompile_reasons", "compiled_autograd_compile_reasons"):
+        return "recompiles"
+    if name in GUARD_NAMES:
+        return "guards"
+    if pipeline_step(name) is not None:
+        return "pipeline"
+    if name in CODE_NAMES:
+        return "code"
+    kind = kinds[0] if kinds else ""
+    if kind in ("artifact", "graph_dump") or not parsers.known(kind):
+        return "other"
+    return None
+
+
+def display(name: str, kinds: list[str], payload_url: str) -> tuple[str, str]:
+    """(highlighting language, title) of a text."""
+    step = pipeline_step(name)
+    if step is not None:
+        return "python", step[2]
+    if name in CODE_NAMES:
+        return CODE_NAMES[name]
+    if name == "dynamo_guards":
+        return "json", GUARD_NAMES[name]
+    if name in GUARD_NAMES:
+        return "python", GUARD_NAMES[name]
+    return ("json" if payload_url.endswith(".json") else "text"), name
 
 
 def pipeline_step(name: str) -> tuple[str, str, str] | None:
@@ -114,6 +150,26 @@ class PageBuilder:
         self.highlighter = highlighter
         self.inline_budget = inline_budget  # bytes of text shown inline across all compile pages
         self.inlined = 0
+        self._cache_index: dict[CompileId | None, list[Any]] | None = None
+        self._break_index: dict[CompileId | None, list[Any]] | None = None
+
+    def cache_events_of(self, key: CompileId | None) -> list[Any]:
+        """Cache lookups logged under this compile id (indexed once for all pages)."""
+        if self._cache_index is None:
+            self._cache_index = {}
+            for event in self.report.cache_events:
+                event_key = event.compile_id.directory_key() if event.compile_id is not None else None
+                self._cache_index.setdefault(event_key, []).append(event)
+        return self._cache_index.get(key, [])
+
+    def graph_breaks_of(self, key: CompileId | None) -> list[Any]:
+        """Graph breaks of the frame compile: logged by the attempt that broke, shown on every attempt's page."""
+        if self._break_index is None:
+            self._break_index = {}
+            for brk in self.report.graph_breaks:
+                frame = brk.compile_id.frame_key() if brk.compile_id is not None else None
+                self._break_index.setdefault(frame, []).append(brk)
+        return self._break_index.get(key.frame_key() if key is not None else None, [])
 
     def sections(self, records: list[dict[str, Any]]) -> dict[str, list[Section]]:
         """Group the compile id's texts by page section, in log order."""
@@ -135,37 +191,14 @@ class PageBuilder:
     def _group_of(self, name: str, record: dict[str, Any]) -> str | None:
         if record.get("payload") is None or "chromium_event" in record["kinds"]:
             return None
-        if name == "dynamo_graph_break_reason":
-            return "graph_breaks"
-        if name in ("recompile_reasons", "compiled_autograd_compile_reasons"):
-            return "recompiles"
-        if name in GUARD_NAMES:
-            return "guards"
-        if pipeline_step(name) is not None:
-            return "pipeline"
-        if name in CODE_NAMES:
-            return "code"
-        if record["kinds"] and record["kinds"][0] in ("artifact", "graph_dump") or not parsers.known(record["kinds"][0] if record["kinds"] else ""):
-            return "other"
-        return None
+        return group_of(name, record["kinds"])
 
     def _section(self, section_id: str, name: str, record: dict[str, Any]) -> Section:
         outputs = [o["url"] for o in record.get("outputs", []) if not o.get("external")]
-        step = pipeline_step(name)
-        lang, title = "text", name
-        if step is not None:
-            lang, title = "python", step[2]
-        elif name in CODE_NAMES:
-            lang, title = CODE_NAMES[name]
-        elif name in GUARD_NAMES:
-            lang, title = "python", GUARD_NAMES[name]
-        elif record["payload"].endswith(".json"):
-            lang = "json"
+        lang, title = display(name, record["kinds"], record["payload"])
         if record["kinds"] and record["kinds"][0] == "optimize_ddp_split_child":
             meta = record["meta"].get("optimize_ddp_split_child")
             title = f"{title} {meta.get('name', '')}" if isinstance(meta, dict) else title
-        if name == "dynamo_guards":
-            lang = "json"
         subgraph = (record.get("context") or {}).get("subgraph_name")
         section = Section(
             id=section_id,
@@ -369,28 +402,18 @@ def phase_table(report: Report, key: CompileId | None) -> list[tuple[str, float]
     return sorted(((n, t / 1e6) for n, t in times.items() if not n.startswith("pass.")), key=lambda r: -r[1])[:25]
 
 
-def cache_rows(report: Report, key: CompileId | None) -> list[dict[str, Any]]:
-    rows = []
-    for event in report.cache_events:
-        event_key = event.compile_id.directory_key() if event.compile_id is not None else None
-        if event_key == key:
-            rows.append(
-                {
-                    "cache": event.cache,
-                    "state": event.state,
-                    "key": event.key,
-                    "reason": event.reason,
-                    "saved": event.time_saved_ns / 1e9 if event.time_saved_ns else None,
-                    "url": event.url,
-                }
-            )
-    return rows
-
-
-def graph_break_rows(report: Report, key: CompileId | None) -> list[Any]:
-    """Graph breaks of the frame compile: logged by the attempt that broke, shown on every attempt's page."""
-    frame = key.frame_key() if key is not None else None
-    return [g for g in report.graph_breaks if (g.compile_id.frame_key() if g.compile_id else None) == frame]
+def cache_rows(builder: PageBuilder, key: CompileId | None) -> list[dict[str, Any]]:
+    return [
+        {
+            "cache": event.cache,
+            "state": event.state,
+            "key": event.key,
+            "reason": event.reason,
+            "saved": event.time_saved_ns / 1e9 if event.time_saved_ns else None,
+            "url": event.url,
+        }
+        for event in builder.cache_events_of(key)
+    ]
 
 
 def recompile_rows(report: Report, key: CompileId | None) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ from .render import safe_href, trusted_html
 from .report import STATUS_LABELS, Report
 from .stacks import Frame, eval_with_key, frames_from_json, simplify_filename
 
-MAX_RECORDS_PER_KIND = 200
+MAX_RECORDS_PER_KIND = 50  # per kind on a compile-id page; all of them are in raw.jsonl
 MAX_VALUE_CHARS = 4000
 
 
@@ -426,12 +426,12 @@ def compile_context(
         ],
         stack=[frame_view(f, report) for f in stack or []],
         sections=sections,
-        graph_breaks=compile_page.graph_break_rows(report, key),
+        graph_breaks=builder.graph_breaks_of(key),
         recompiles=compile_page.recompile_rows(report, key),
         tensors=compile_page.input_tensors(records),
         symbols=compile_page.symbols(records, report),
         runtime=compile_page.runtime_overheads(records),
-        cache=compile_page.cache_rows(report, key),
+        cache=compile_page.cache_rows(builder, key),
         pass_timings=compile_page.pass_timings(report, key),
         phases=compile_page.phase_table(report, key),
         subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),

@@ -78,6 +78,14 @@ class StringTable:
         return [self.strings.get(i) for i in range(size)]
 
 
+def is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
 def open_log(path: Path) -> IO[bytes]:
     """Open a log for binary reading, transparently un-gzipping `.gz` files (checked by magic bytes)."""
     handle = open(path, "rb")

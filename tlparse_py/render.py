@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -106,25 +108,50 @@ def highlight_lines(text: str, lang: str) -> Lines:
 
 
 class Highlighter:
-    """Pygments highlighting with a budget, cached on disk by (text md5, language).
+    """Pygments highlighting with a budget, in worker processes, cached on disk by (text md5, language).
 
-    Highlighting costs ~1 s per MB of text; a report highlights at most `budget` bytes of text
-    (and no single text above `limit`), in the order pages ask, and shows the rest as escaped
-    text with the same line anchors. Texts shown twice (their own page and their compile-id
-    page) are highlighted once, and the HTML is kept on disk, not in memory.
+    Highlighting costs about a second per MB of text, so a report highlights at most `budget`
+    bytes of text (and no single text above `limit`), in the order they are asked for, and shows
+    the rest as escaped text with the same line anchors. Texts are handed to worker processes as
+    soon as they are read (`request`), so highlighting runs alongside reading; a text shown twice
+    (its own page and its compile-id page) is highlighted once, and the HTML waits on disk.
     """
 
-    def __init__(self, spool: IO[bytes], budget: float = 8e6, limit: int = HIGHLIGHT_LIMIT):
+    def __init__(self, spool: IO[bytes], budget: float = 4e6, limit: int = HIGHLIGHT_LIMIT, workers: int = 0):
         self.spool = spool
         self.budget = budget
         self.limit = limit
         self.used = 0
         self.index: dict[tuple[bytes, str], tuple[int, int]] = {}
+        self.pending: dict[tuple[bytes, str], Future[Lines]] = {}
+        self.pool = ProcessPoolExecutor(max_workers=workers) if workers > 0 else None
+
+    @staticmethod
+    def _key(text: str, lang: str) -> tuple[bytes, str]:
+        return hashlib.md5(text.encode("utf-8", "surrogatepass")).digest(), lang
+
+    def _take_budget(self, text: str) -> str:
+        """Reserve the text's share of the budget; the reason it cannot be highlighted otherwise."""
+        if len(text) > self.limit:
+            return f"too large to highlight ({len(text):,} characters)"
+        if self.used + len(text) > self.budget:
+            return f"this report already highlighted {self.used / 1e6:.1f} MB of text (--highlight-mb)"
+        self.used += len(text)
+        return ""
+
+    def request(self, text: str, lang: str) -> None:
+        """Start highlighting in the background (a no-op without workers or budget)."""
+        if self.pool is None or lang == "text":
+            return
+        key = self._key(text, lang)
+        if key in self.index or key in self.pending or self._take_budget(text):
+            return
+        self.pending[key] = self.pool.submit(highlight_lines, text, lang)
 
     def lines(self, text: str, lang: str) -> Lines:
         if lang == "text":
             return plain_lines(text)
-        key = (hashlib.md5(text.encode("utf-8", "surrogatepass")).digest(), lang)
+        key = self._key(text, lang)
         hit = self.index.get(key)
         if hit is not None:
             offset, size = hit
@@ -132,12 +159,14 @@ class Highlighter:
             html = self.spool.read(size).decode("utf-8", "surrogatepass")
             self.spool.seek(0, 2)
             return Lines(html.split("\n"), True)
-        if len(text) > self.limit:
-            return plain_lines(text, f"too large to highlight ({len(text):,} characters)")
-        if self.used + len(text) > self.budget:
-            return plain_lines(text, f"this report already highlighted {self.used / 1e6:.1f} MB of text (--highlight-mb)")
-        self.used += len(text)
-        result = highlight_lines(text, lang)
+        future = self.pending.pop(key, None)
+        if future is not None:
+            result = future.result()
+        else:
+            reason = self._take_budget(text)
+            if reason:
+                return plain_lines(text, reason)
+            result = highlight_lines(text, lang)
         if result.highlighted:
             data = "\n".join(result.html).encode("utf-8", "surrogatepass")
             self.spool.seek(0, 2)
@@ -145,16 +174,24 @@ class Highlighter:
             self.spool.write(data)
         return result
 
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+def highlight_workers() -> int:
+    """Worker processes for highlighting: the cores left beside the reader, at most four."""
+    return max(0, min(4, (os.cpu_count() or 1) - 1))
+
 
 def code_html(lines: Lines, prefix: str = "") -> Markup:
     """The `<pre class="code">` of a text: every line a block with an `#<prefix>L<n>` anchor.
 
-    Built with one join rather than a template loop: pages of big logs hold millions of lines.
+    Built with one join rather than a template loop, and with no per-line markup beyond the anchor
+    (line numbers are CSS counters): pages of big logs hold millions of lines.
     """
-    body = "".join(
-        f'<span class="line" id="{prefix}L{n}"><a class="ln" href="#{prefix}L{n}">{n}</a>{line}</span>'
-        for n, line in enumerate(lines.html, start=1)
-    )
+    body = "".join(f'<span id="{prefix}L{n}">{line}</span>' for n, line in enumerate(lines.html, start=1))
     return Markup(f'<pre class="code">{body}</pre>')
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,9 +70,12 @@ def compile_rows(report: Report) -> list[CompileRow]:
 
 def _name_from_pool(report: Report, key: CompileId) -> str:
     """The frame's name from any compile of the same frame (a failed recompile may not log one)."""
-    pools = [report.metrics.get(key.frame_key(), [])]
-    pools += [entries for frame, entries in report.metrics.items() if frame is not None and frame.frame_id == key.frame_id and frame.compiled_autograd_id == key.compiled_autograd_id]
-    for entries in pools:
+    same_frame = (
+        entries
+        for frame, entries in report.metrics.items()
+        if frame is not None and frame.frame_id == key.frame_id and frame.compiled_autograd_id == key.compiled_autograd_id
+    )
+    for entries in itertools.chain([report.metrics.get(key.frame_key(), [])], same_frame):
         for entry in entries:
             if entry.get("co_name"):
                 return str(entry.get("co_name"))

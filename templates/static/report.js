@@ -31,4 +31,13 @@
   }
   window.addEventListener("hashchange", reveal);
   reveal();
+  // Clicking a line number (drawn by CSS) makes that line the page's address, like a link would.
+  document.querySelectorAll("pre.code").forEach(function (pre) {
+    pre.addEventListener("click", function (event) {
+      var line = event.target;
+      if (!line.id || line.parentElement !== pre) return;
+      if (event.clientX - line.getBoundingClientRect().left > 70) return;
+      window.location.hash = line.id;
+    });
+  });
 })();
