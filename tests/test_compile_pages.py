@@ -176,7 +176,7 @@ def test_highlight_and_inline_budgets(tmp_path, report_of):
     lines = [line({"inductor_output_code": {"filename": f"/t/c{n}.py"}, **cid(n, 0, 0)}, code + f"\n# {n}") for n in range(3)]
     report, out = report_of(write_log(tmp_path / "a.log", lines), highlight_mb=0.05, inline_mb=0.06)
     pages = [(out / f"-_{n}_0_0" / f"inductor_output_code_c{n}_{n}.html").read_text() for n in range(3)]
-    assert ['<span class="mi">' in p for p in pages] == [True, True, False]
+    assert ['<span class="m">' in p for p in pages] == [True, True, False]
     assert "already highlighted" in pages[2]
     compile_pages = [(out / f"-_{n}_0_0" / "index.html").read_text() for n in range(3)]
     assert ["(--inline-mb)" in p for p in compile_pages] == [False, False, True]

@@ -14,7 +14,7 @@ import re
 import shutil
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,9 @@ class Options:
     custom_header_html: str = ""
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
     provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
-    highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain
+    highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain (and coloured by the page's script)
     inline_mb: float = 16.0  # text shown inline on compile-id pages per report; the rest is linked
-    workers: int = field(default_factory=highlight_workers)  # highlighting processes beside the reader
+    workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
 
 
 class ParseContext:
@@ -113,7 +113,8 @@ class ReportBuilder:
         self.payloads_written: set[str] = set()
         self.raw_body = writer.scratch()
         self.spool = writer.scratch()
-        self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=options.workers)
+        workers = options.workers if options.workers is not None else highlight_workers(report.source.size)
+        self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=workers)
         self.deferred: list[tuple[str, str, dict[str, Any], str, str]] = []  # code pages rendered at the end
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # chromium B events awaiting their E
         self.chromium = writer.open("chromium_events.json")

@@ -116,6 +116,7 @@ def build_rank(job: RankJob, root: Path) -> RankResult:
         result.error = f"{type(exc).__name__}: {exc}"
         result.stats_line = stats.format()
         return result
+
     return facts_of(report, result, stats, diagnostics)
 
 

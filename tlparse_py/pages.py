@@ -19,7 +19,7 @@ from .render import safe_href, trusted_html
 from .report import STATUS_LABELS, Report
 from .stacks import Frame, eval_with_key, frames_from_json, simplify_filename
 
-MAX_RECORDS_PER_KIND = 50  # per kind on a compile-id page; all of them are in raw.jsonl
+MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
 MAX_VALUE_CHARS = 4000
 
 

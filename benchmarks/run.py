@@ -1,0 +1,127 @@
+"""Benchmark tlparse-py against tlparse 0.4.3 on the same large logs, side by side, in one run.
+
+    python benchmarks/run.py --sizes 50 200 1000 [--json results.json] [--work /tmp/tlparse-bench]
+
+For each size it builds a log from the harness fixtures (benchmarks/make_logs.py), then runs each
+tool on it into a fresh folder (after `sync`, so one run's write-back does not slow the next) and
+measures wall time, peak RSS of the whole process tree (sampled from /proc), output size and files.
+tlparse is used when it is on PATH (`pip install tlparse==0.4.3`). Prints a table and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from make_logs import build  # noqa: E402
+
+
+def tree_rss_kb(root_pid: int) -> int:
+    """Resident memory of a process and all its descendants (kB), from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        pid = int(entry)
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = pages * os.sysconf("SC_PAGE_SIZE") // 1024
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def measure(command: list[str], out: Path) -> dict[str, float]:
+    if out.exists():
+        shutil.rmtree(out)
+    subprocess.run(["sync"], check=False)
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss_kb(proc.pid))
+        time.sleep(0.02)
+    seconds = time.perf_counter() - started
+    stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    files = [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
+    return {
+        "exit": proc.returncode,
+        "seconds": round(seconds, 2),
+        "peak_rss_mb": round(peak / 1024, 1),
+        "output_mb": round(sum(p.stat().st_size for p in files) / 1e6, 1),
+        "files": len(files),
+        "stats": next((line for line in stderr.splitlines() if line.startswith("Stats")), ""),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=float, nargs="+", default=[50, 200])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/tlparse-bench"))
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--keep", action="store_true", help="keep the generated logs and reports")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    tools = {"tlparse-py": [sys.executable, "-m", "tlparse_py"]}
+    if shutil.which("tlparse"):
+        tools["tlparse 0.4.3"] = [shutil.which("tlparse")]
+    else:
+        print("tlparse is not installed (pip install tlparse==0.4.3): timing tlparse-py alone", file=sys.stderr)
+    results = []
+    for size in args.sizes:
+        log = args.work / f"bench_{size:g}mb.log"
+        if not log.exists():
+            build(size, log)
+        for name, command in tools.items():
+            out = args.work / f"out_{size:g}mb_{name.split()[0]}"
+            row = {"size_mb": size, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name}
+            row.update(measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out))
+            results.append(row)
+            print(f"{size:6g} MB  {name:14s} {row['seconds']:7.2f} s  {row['peak_rss_mb']:8.1f} MB RSS  "
+                  f"{row['output_mb']:8.1f} MB out  {row['files']:6d} files  exit {row['exit']}", flush=True)
+            if not args.keep:
+                shutil.rmtree(out, ignore_errors=True)
+        if not args.keep:
+            log.unlink()
+    print()
+    print(f"{'size':>8} {'tool':14} {'wall s':>8} {'RSS MB':>8} {'out MB':>8} {'files':>7}")
+    for row in results:
+        print(f"{row['size_mb']:>6g}MB {row['tool']:14} {row['seconds']:8.2f} {row['peak_rss_mb']:8.1f} {row['output_mb']:8.1f} {row['files']:7d}")
+    ratios = []
+    for size in args.sizes:
+        ours = next((r for r in results if r["size_mb"] == size and r["tool"] == "tlparse-py"), None)
+        theirs = next((r for r in results if r["size_mb"] == size and r["tool"] == "tlparse 0.4.3"), None)
+        if ours and theirs and theirs["seconds"] and theirs["peak_rss_mb"]:
+            ratio = {"size_mb": size, "wall_ratio": round(ours["seconds"] / theirs["seconds"], 2),
+                     "rss_ratio": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3)}
+            ratios.append(ratio)
+            print(f"{size:>6g}MB  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x")
+    ours_rows = [r for r in results if r["tool"] == "tlparse-py"]
+    if len(ours_rows) >= 2:
+        first, last = ours_rows[0], ours_rows[-1]
+        print(f"tlparse-py from {first['size_mb']:g} MB to {last['size_mb']:g} MB: RSS x{last['peak_rss_mb'] / first['peak_rss_mb']:.2f}, "
+              f"wall x{last['seconds'] / first['seconds']:.2f} (size x{last['size_mb'] / first['size_mb']:.1f})")
+    if args.json:
+        args.json.write_text(json.dumps({"results": results, "ratios": ratios}, indent=2))
+    return 0 if all(r["exit"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
