@@ -48,10 +48,20 @@ def tree_rss_kb(root_pid: int) -> int:
     return total
 
 
+def quiet_disk() -> None:
+    """Start each run from the same state: nothing left to write back, and (as root) a cold cache."""
+    subprocess.run(["sync"], check=False)
+    if os.geteuid() == 0:
+        try:
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        except OSError:
+            pass
+
+
 def measure(command: list[str], out: Path) -> dict[str, float]:
     if out.exists():
         shutil.rmtree(out)
-    subprocess.run(["sync"], check=False)
+    quiet_disk()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -77,6 +87,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/tlparse-bench"))
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the generated logs and reports")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per tool and size (alternating); the median is reported")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     tools = {"tlparse-py": [sys.executable, "-m", "tlparse_py"]}
@@ -89,15 +100,23 @@ def main() -> int:
         log = args.work / f"bench_{size:g}mb.log"
         if not log.exists():
             build(size, log)
-        for name, command in tools.items():
-            out = args.work / f"out_{size:g}mb_{name.split()[0]}"
-            row = {"size_mb": size, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name}
-            row.update(measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out))
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
+        for attempt in range(args.repeat):
+            for name, command in tools.items():
+                out = args.work / f"out_{size:g}mb_{name.split()[0]}"
+                run = measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out)
+                runs[name].append(run)
+                print(f"{size:6g} MB  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['peak_rss_mb']:8.1f} MB RSS  "
+                      f"{run['output_mb']:8.1f} MB out  {run['files']:6d} files  exit {run['exit']}", flush=True)
+                if not args.keep:
+                    shutil.rmtree(out, ignore_errors=True)
+        for name, measured in runs.items():
+            median = sorted(measured, key=lambda r: r["seconds"])[len(measured) // 2]
+            row = {"size_mb": size, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name, "runs": len(measured),
+                   "all_seconds": [r["seconds"] for r in measured]}
+            row.update(median)
+            row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in measured)
             results.append(row)
-            print(f"{size:6g} MB  {name:14s} {row['seconds']:7.2f} s  {row['peak_rss_mb']:8.1f} MB RSS  "
-                  f"{row['output_mb']:8.1f} MB out  {row['files']:6d} files  exit {row['exit']}", flush=True)
-            if not args.keep:
-                shutil.rmtree(out, ignore_errors=True)
         if not args.keep:
             log.unlink()
     print()

@@ -71,7 +71,7 @@ def metrics_context(report: Report, record: Record, meta: dict[str, Any], title:
     stack = report.start_stacks.get(record.compile_id.frame_key()) if record.compile_id is not None else None
     return {
         "title": title,
-        "fields": field_rows(meta),
+        "fields": pretty_value(meta),
         "meta": meta,
         "stack": [frame_view(f, report) for f in stack or []],
         "outputs": [artifact_view(a) for a in report.directory.get(key, [])],
@@ -239,6 +239,15 @@ def format_value(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} characters)"
 
 
+def pretty_value(value: Any) -> str:
+    """Metadata as indented JSON (one escaped block per record is far cheaper than a table)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    return text if len(text) <= MAX_VALUE_CHARS * 4 else text[: MAX_VALUE_CHARS * 4] + f"\n… ({len(text):,} characters)"
+
+
 def trie_rows(report: Report, trie) -> list[dict[str, Any]]:
     rows = []
     for kind, frame, terminals in trie.rows():
@@ -389,8 +398,8 @@ def record_groups(records: list[dict[str, Any]], counts: Counter[str]) -> list[d
                 group["records"].append(
                     {
                         "line": record["line"],
-                        "fields": field_rows(meta) if isinstance(meta, dict) else [("value", format_value(meta))],
-                        "context": field_rows(record.get("context") or {}),
+                        "meta": pretty_value(meta),
+                        "context": pretty_value(record["context"]) if record.get("context") else "",
                         "payload": record["payload"],
                         "payload_bytes": record["payload_bytes"],
                         "outputs": record["outputs"],

@@ -266,6 +266,7 @@ class LineScanner:
         self.eof = False
         self.lineno = 0
         self.bytes_read = 0
+        self.lines_in_parts = 0
 
     def _fill(self) -> bool:
         """Append the next chunk (dropping what was consumed); False at end of input."""
@@ -310,7 +311,7 @@ class LineScanner:
         number of payload lines.
         """
         parts: list[bytes] = []
-        count = 0
+        self.lines_in_parts = 0
         while True:
             first = self._peek()
             if first == TAB:
@@ -322,21 +323,25 @@ class LineScanner:
                 self.pos = end + 1 if match else end
                 self.bytes_read += len(chunk) + 1
                 self._add_block(chunk, parts)
-                count += len(parts) - count
                 continue
             if first in (0x0A, 0x0D) and self._blank_lines_then_tab():
                 continue
             break
-        self.lineno += count
-        return b"\n".join(parts), count
+        self.lineno += self.lines_in_parts
+        return b"\n".join(parts), self.lines_in_parts
 
     def _add_block(self, chunk: bytes, parts: list[bytes]) -> None:
         """Split a chunk of TAB lines (and stray blank lines between them) into payload lines."""
         if b"\r" in chunk:
             chunk = _CR_AT_EOL.sub(b"", chunk)
+        if b"\n\n" not in chunk and not chunk.endswith(b"\n"):  # the usual case, done in C
+            parts.append(chunk[1:].replace(b"\n\t", b"\n"))
+            self.lines_in_parts += chunk.count(b"\n") + 1
+            return
         for line in chunk.split(b"\n"):
             if line:
                 parts.append(line[1:])
+                self.lines_in_parts += 1
             else:
                 self.lineno += 1  # a blank line between payload lines: counted, not kept
 

@@ -127,8 +127,7 @@ class Highlighter:
         self.used = 0
         self.index: dict[tuple[bytes, str], tuple[int, int]] = {}
         self.pending: dict[tuple[bytes, str], Future[Lines]] = {}
-        # forkserver, not fork: a forked worker shares the reader's memory copy-on-write, and every
-        # page the reader then touches costs a page fault (seconds of system time on a big log)
+        # forkserver, not fork: see highlight_workers
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) if workers > 0 else None
 
     @staticmethod
@@ -201,17 +200,15 @@ class Highlighter:
 
 
 def highlight_workers(input_bytes: int = 1 << 40) -> int:
-    """Worker processes for highlighting beside the reader.
+    """Worker processes for highlighting beside the reader: the other cores, at most four.
 
-    None for small logs (starting a worker costs more than it saves) and none on machines with
-    fewer than four cores: the reader's writes need the kernel's write-back threads, and a busy
-    highlighting worker on the second of two cores slows the whole run down (measured: 6.6 s
-    without, 11 s with, on a 200 MB log on 2 cores).
+    None for small logs, whose highlighting takes less time than starting a worker. Workers come
+    from a fork server, never forked from the reader: a forked worker shares the reader's memory
+    copy-on-write, and the page faults that follow cost seconds of system time on a big log.
     """
-    cores = os.cpu_count() or 1
-    if input_bytes < 8_000_000 or cores < 4:
+    if input_bytes < 8_000_000:
         return 0
-    return min(4, cores - 2)
+    return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 
 def code_html(lines: Lines, prefix: str = "") -> Markup:
