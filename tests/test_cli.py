@@ -260,3 +260,26 @@ def test_python_dash_m_in_a_subprocess(tmp_path):
     assert read_json(out / "compile_directory.json")["[0/0]"]["artifacts"][0]["name"] == "dynamo_output_graph_0.txt"
     bad = subprocess.run([sys.executable, "-m", "tlparse_py", str(tmp_path / "nope"), "--no-browser"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.startswith("Error: ")
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch):
+    import io
+
+    from tlparse_py.cli import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    bar = ProgressBar(total=200_000_000)
+    bar(50_000_000, 1234)
+    bar.clear()
+    assert "[#######" in terminal.getvalue() and " 25% " in terminal.getvalue() and "1,234 records" in terminal.getvalue()
+    piped = io.StringIO()
+    monkeypatch.setattr("sys.stderr", piped)
+    quiet = ProgressBar(total=10)
+    quiet(5, 1)
+    quiet.clear()
+    assert piped.getvalue() == ""

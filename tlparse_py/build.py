@@ -467,8 +467,11 @@ def build_report(
     options: Options,
     source: InputInfo,
     on_rank: Any = None,
+    progress: Any = None,
 ) -> Report:
     """Read the logs (usually one) and write the whole report into the writer's folder.
+
+    `progress(bytes_read, records)` is called now and then while reading (for a progress bar).
 
     Several logs share one string table: draft_export's capture file uses file-name ids that only
     the main log of the same process defines.
@@ -488,8 +491,10 @@ def build_report(
         for log in logs:
             reader = LogReader(log, stats, diagnostics, strings=strings)
             reader.on_rank_detected = on_rank
-            for record in reader.records():
+            for count, record in enumerate(reader.records(), start=1):
                 builder.add(record)
+                if progress is not None and count % 2000 == 0:
+                    progress(reader.scanned_bytes(), report.records)
             if report.rank is None:
                 report.rank = reader.expected_rank
         builder.finish(logs)
@@ -507,6 +512,7 @@ def write_report(
     source: InputInfo | None = None,
     echo: Any = None,
     on_rank: Any = None,
+    progress: Any = None,
 ) -> Report:
     """Read `log` and write its report to `out`, all or nothing (the library entry point).
 
@@ -520,7 +526,7 @@ def write_report(
     if source is None:
         source = InputInfo(str(logs[0]), logs[0].stat().st_size, also=[p.name for p in logs[1:]])
     try:
-        report = build_report(logs, writer, stats, diagnostics, options or Options(), source, on_rank)
+        report = build_report(logs, writer, stats, diagnostics, options or Options(), source, on_rank, progress)
         writer.commit()
     except BaseException:
         writer.abort()

@@ -19,7 +19,7 @@ from .build import Options, write_report
 from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
 from .multirank import RankResult, write_all_ranks
 from .model import Diagnostic, Stats
-from .reader import DiagnosticLog
+from .reader import DiagnosticLog, is_gzip
 from .report import InputInfo, Report
 from .writer import OutputError
 
@@ -55,6 +55,10 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
 @click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
 @click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code.")
 @click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges.")
+@click.option("--highlight-mb", type=click.FloatRange(min=0), default=4.0, show_default=True, metavar="MB",
+              help="Text highlighted with Pygments per report; beyond it text is shown plain (big logs stay fast).")
+@click.option("--inline-mb", type=click.FloatRange(min=0), default=16.0, show_default=True, metavar="MB",
+              help="Text shown inline on compile-id pages per report; beyond it sections link to their files.")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
 def main(
     path: Path | None,
@@ -70,6 +74,8 @@ def main(
     export: bool,
     inductor_provenance: bool,
     all_ranks_html: bool,
+    highlight_mb: float,
+    inline_mb: float,
 ) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
@@ -78,7 +84,7 @@ def main(
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
-    options = Options(plain_text, custom_header_html, export, inductor_provenance)
+    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb)
     started = time.perf_counter()
     if all_ranks_html:
         _write_multi_rank(path, out, overwrite, options, no_browser)
@@ -121,8 +127,39 @@ def _choose(path: Path, latest: bool, export: bool) -> ChosenInput:
     return chosen
 
 
+class ProgressBar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal (never in CI logs)."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.started = time.perf_counter()
+        self.enabled = sys.stderr.isatty()
+        self.drawn = False
+
+    def __call__(self, done: int, records: int) -> None:
+        if not self.enabled:
+            return
+        seconds = max(time.perf_counter() - self.started, 1e-6)
+        rate = done / 1e6 / seconds
+        if self.total and done <= self.total:
+            filled = int(30 * done / self.total)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {100 * done / self.total:3.0f}% "
+        else:
+            bar = ""
+        sys.stderr.write(f"\r{bar}{done / 1e6:,.0f} MB, {records:,} records, {rate:.0f} MB/s ")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r" + " " * 79 + "\r")
+            sys.stderr.flush()
+
+
 def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Report:
     source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others], [p.name for p in chosen.also])
+    total = sum(_size(p) for p in chosen.logs if not is_gzip(p))
+    progress = ProgressBar(total)
     try:
         return write_report(
             chosen.logs,
@@ -132,12 +169,15 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
             source=source,
             echo=_echo_diagnostic if verbose else None,
             on_rank=_rank_detected,
+            progress=progress,
         )
     except OutputError as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         target = exc.filename or out
         raise CliError(f"could not write the report ({target}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
+    finally:
+        progress.clear()
 
 
 def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool) -> None:

@@ -146,6 +146,11 @@ class LogReader:
         self.year = year if year is not None else _file_year(path)
         self.on_rank_detected: Callable[[int], None] | None = None
 
+    def scanned_bytes(self) -> int:
+        """How far into the log reading is (bytes of log text)."""
+        scanner = getattr(self, "_scanner", None)
+        return scanner.bytes_read if scanner is not None else self.bytes_read
+
     def _problem(self, counter: str | None, lineno: int, problem: str, detail: str = "") -> None:
         if counter:
             self.stats.add(counter)
