@@ -124,3 +124,23 @@ def test_highlighted_output_code_page(browser, report_dir):
     assert page.evaluate("getComputedStyle(document.getElementById('L3')).backgroundColor") != "rgba(0, 0, 0, 0)"
     assert view.errors == []
     view.close()
+
+
+def test_plain_python_past_the_budget_is_coloured_by_the_page(browser, tmp_path):
+    from logs import cid, line, write_log
+    from tlparse_py.build import Options, write_report
+
+    code = "def call(args):\n    x = 'a<b>' + 1  # note\n    return None"
+    log = write_log(tmp_path / "a.log", [line({"inductor_output_code": {"filename": "/t/cx.py"}, **cid()}, code)])
+    out = tmp_path / "out"
+    write_report(log, out, options=Options(highlight_mb=0))
+    page_path = out / "-_0_0_0" / "inductor_output_code_cx_0.html"
+    assert 'data-colour="python"' in page_path.read_text()
+    view = Page(browser)
+    page = view.open(page_path)
+    assert page.evaluate("document.querySelector('pre.code span.k').textContent") == "def"
+    assert page.evaluate("document.querySelector('pre.code span.s2').textContent") == "'a<b>'"
+    assert page.evaluate("document.querySelector('#L2').textContent") == "    x = 'a<b>' + 1  # note"
+    assert page.evaluate("document.querySelectorAll('pre.code script, pre.code b').length") == 0
+    assert view.errors == []
+    view.close()

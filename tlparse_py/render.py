@@ -82,11 +82,12 @@ class Lines:
     html: list[str]
     highlighted: bool
     note: str = ""  # why it was not highlighted, for the page
+    lang: str = "text"  # the language it would be highlighted as (the page script colours plain Python)
 
 
-def plain_lines(text: str, note: str = "") -> Lines:
+def plain_lines(text: str, note: str = "", lang: str = "text") -> Lines:
     """Escaped lines: the whole text escaped at once (fast), then split."""
-    return Lines(str(escape(text)).split("\n"), False, note)
+    return Lines(str(escape(text)).split("\n"), False, note, lang)
 
 
 def highlight_lines(text: str, lang: str) -> Lines:
@@ -137,7 +138,7 @@ class Highlighter:
     def _take_budget(self, text: str) -> str:
         """Reserve the text's share of the budget; the reason it cannot be highlighted otherwise."""
         if len(text) > self.limit:
-            return f"too large to highlight ({len(text):,} characters)"
+            return f"too large to highlight here ({len(text):,} characters)"
         if self.used + len(text) > self.budget:
             return f"this report already highlighted {self.used / 1e6:.1f} MB of text (--highlight-mb)"
         self.used += len(text)
@@ -178,7 +179,7 @@ class Highlighter:
         if result is None:
             reason = self._take_budget(text)
             if reason:
-                return plain_lines(text, reason)
+                return plain_lines(text, reason, lang)
             result = highlight_lines(text, lang)
         if result.highlighted:
             data = "\n".join(result.html).encode("utf-8", "surrogatepass")
@@ -218,7 +219,8 @@ def code_html(lines: Lines, prefix: str = "") -> Markup:
     (line numbers are CSS counters): pages of big logs hold millions of lines.
     """
     body = "".join(f'<span id="{prefix}L{n}">{line}</span>' for n, line in enumerate(lines.html, start=1))
-    return Markup(f'<pre class="code">{body}</pre>')
+    colour_later = ' data-colour="python"' if not lines.highlighted and lines.lang == "python" else ""
+    return Markup(f'<pre class="code"{colour_later}>{body}</pre>')
 
 
 @functools.lru_cache(maxsize=1)
