@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from . import compile_page, facts, pages, parsers, provenance
-from .model import Artifact, CompileId, Record, Stats, cache_suffix
+from .model import HINTS, Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
 from .reader import DiagnosticLog, LogReader, StringTable, is_gzip, open_log
 from .compile_page import PageBuilder
@@ -56,20 +56,22 @@ class ParseContext:
         self.plain_text = builder.options.plain_text
         self.export = builder.options.export
         self.current_kind: str = ""
+        self._reported: tuple[int, str] | None = None
 
     # -- fields ------------------------------------------------------------------------------
 
     def problem(self, record: Record, counter: str | None, problem: str, detail: str = "") -> None:
         if counter:
             self.report.stats.add(counter)
-        self.report.diagnostics.add(self.builder.label, record.lineno, problem, detail)
+        self.report.diagnostics.add(self.builder.label, record.lineno, problem, detail, HINTS.get(counter or "", ""))
 
     def dict_field(self, record: Record, kind: str) -> dict[str, Any]:
         """The record's metadata object; anything else counts as a field-type problem and reads as {}."""
         value = record.envelope.get(kind)
         if isinstance(value, dict):
             return value
-        if value is not None:
+        if value is not None and self._reported != (id(record), kind):  # once per record and kind
+            self._reported = (id(record), kind)
             self.problem(record, "fail_field_type", f"`{kind}` metadata is not an object", repr(value)[:80])
         return {}
 
@@ -369,7 +371,12 @@ class ReportBuilder:
         for url, template, context, raw, lang in self.deferred:
             text = (self.writer.read(raw) or b"").decode("utf-8", "replace")
             context["lines"] = self.highlighter.lines(text, lang)
-            self.writer.write(url, render(template, context))
+            try:
+                self.writer.write(url, render(template, context))
+            except OSError:
+                raise
+            except Exception as exc:
+                self._page_failed(url, url, exc)
         self.deferred.clear()
 
     def finish(self, logs: list[Path]) -> None:
@@ -385,23 +392,44 @@ class ReportBuilder:
         keys = list(self.report.directory)
         page_builder = PageBuilder(self.report, self.writer.read, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
         for position, key in enumerate(keys):
-            context = pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
-            self.writer.write(self.report.pages[key], render("compile.html.j2", context))
+            url = self.report.pages[key]
+            try:
+                context = pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
+                self.writer.write(url, render("compile.html.j2", context))
+            except OSError:
+                raise
+            except Exception as exc:  # a page that cannot be built must not cost the report
+                self._page_failed(url, pages.label(key), exc)
         if self.options.provenance:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", pages.failures_context(self.report)))
         self.writer.write("index.html", render("index.html.j2", pages.index_context(self.report)))
         self.spool.close()
 
+    def _page_failed(self, url: str, what: str, exc: Exception) -> None:
+        """Count and show a page we could not build, and put a page saying so in its place."""
+        self.report.stats.add("fail_parser")
+        detail = f"{type(exc).__name__}: {exc}"
+        self.report.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
+        context = pages.base_context(self.report, f"Page of {what}", root="../" * url.count("/"))
+        context.update(what=what, detail=detail)
+        self.writer.write(url, render("page_error.html.j2", context))
+
     def _write_provenance_pages(self, keys: list[CompileId | None]) -> None:
         """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
         for key in keys:
             url = pages.provenance_page_url(key)
-            context = provenance.page_context(self.report.directory[key], self.writer.read)
-            context.update(pages.base_context(self.report, f"Provenance {pages.label(key)}"))
-            context.update(compile_id=key, compile_page=pages.compile_page_url(key))
-            self.report.provenance_pages.append((key, url, context["has_data"]))
-            self.writer.write(url, render("provenance.html.j2", context))
+            try:
+                context = provenance.page_context(self.report.directory[key], self.writer.read)
+                context.update(pages.base_context(self.report, f"Provenance {pages.label(key)}"))
+                context.update(compile_id=key, compile_page=pages.compile_page_url(key))
+                self.report.provenance_pages.append((key, url, context["has_data"]))
+                self.writer.write(url, render("provenance.html.j2", context))
+            except OSError:
+                raise
+            except Exception as exc:
+                self.report.provenance_pages.append((key, url, False))
+                self._page_failed(url, f"provenance of {pages.label(key)}", exc)
 
     def _write_raw_jsonl(self) -> None:
         with self.writer.open("raw.jsonl") as out:

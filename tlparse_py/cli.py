@@ -38,7 +38,8 @@ def _echo_err(message: str) -> None:
 
 def _echo_diagnostic(diagnostic: Diagnostic) -> None:
     detail = f": {diagnostic.detail}" if diagnostic.detail else ""
-    _echo_err(f"{diagnostic.path}:{diagnostic.lineno}: {diagnostic.problem}{detail}")
+    hint = f" ({diagnostic.hint})" if diagnostic.hint else ""
+    _echo_err(f"{diagnostic.path}:{diagnostic.lineno}: {diagnostic.problem}{detail}{hint}")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

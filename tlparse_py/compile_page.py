@@ -276,6 +276,11 @@ def _text(value: Any) -> str:
     return json.dumps(value)
 
 
+def _id(value: Any) -> Any:
+    """An id from a log as a dict key (logs may hold lists or dicts where ints belong)."""
+    return value if isinstance(value, (int, str, float, type(None))) else repr(value)
+
+
 def input_tensors(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """describe_tensor joined with describe_source (by describer and tensor id) and describe_storage."""
     sources: dict[tuple[Any, Any], list[str]] = {}
@@ -284,15 +289,15 @@ def input_tensors(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     for record in records:
         if "describe_source" in record["kinds"]:
             meta = _meta(record, "describe_source")
-            sources.setdefault((meta.get("describer_id"), meta.get("id")), []).append(_text(meta.get("source")))
+            sources.setdefault((_id(meta.get("describer_id")), _id(meta.get("id"))), []).append(_text(meta.get("source")))
         elif "describe_storage" in record["kinds"]:
             meta = _meta(record, "describe_storage")
-            storages[(meta.get("describer_id"), meta.get("id"))] = meta.get("size")
+            storages[(_id(meta.get("describer_id")), _id(meta.get("id")))] = meta.get("size")
         elif "describe_tensor" in record["kinds"]:
             tensors.append(_meta(record, "describe_tensor"))
     rows = []
     for meta in tensors:
-        key = (meta.get("describer_id"), meta.get("id"))
+        key = (_id(meta.get("describer_id")), _id(meta.get("id")))
         flags = [name for name in ("requires_grad", "is_leaf", "is_view", "is_parameter", "is_sparse", "is_inference") if meta.get(name)]
         rows.append(
             {
@@ -301,7 +306,7 @@ def input_tensors(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                 "dtype": _text(meta.get("dtype")).removeprefix("torch."),
                 "device": _text(meta.get("device")).removeprefix("device(type=").removesuffix(")").replace("'", ""),
                 "stride": _text(meta.get("stride")),
-                "storage": _text(storages.get((meta.get("describer_id"), meta.get("storage")))),
+                "storage": _text(storages.get((_id(meta.get("describer_id")), _id(meta.get("storage"))))),
                 "flags": ", ".join(flags),
             }
         )

@@ -110,6 +110,20 @@ class Stats:
         return "Stats { " + ", ".join(parts) + (" }" if parts else "}")
 
 
+# What a user can do about each kind of problem (shown with -v and in the report's problem list).
+HINTS = {
+    "fail_glog": "the line is not from a trace log (mixed-in output, or a corrupted file); it is skipped, the rest is read",
+    "fail_json": "the record's metadata is not valid JSON (a cut or edited line); the record and its payload are skipped",
+    "fail_payload_md5": "the payload was changed after torch wrote it (a cut or edited log); it is shown as read",
+    "fail_utf8": "the line holds bytes that are not UTF-8; they are shown as \ufffd",
+    "fail_field_type": "a field has an unexpected type (a different torch version?); the record is kept, that field ignored",
+    "fail_orphan_payload": "payload lines whose record is missing (a cut log?); they are skipped",
+    "fail_dynamo_guards_json": "the guard list is not the JSON torch writes; its raw text is kept in payloads/",
+    "fail_parser": "a bug in tlparse-py: please report it with this log; the record's raw data is in raw.jsonl",
+    "fail_key_conflict": "the record uses a key raw.jsonl adds; it is left out of raw.jsonl only",
+}
+
+
 @dataclass(slots=True)
 class Diagnostic:
     """One problem found in the input, kept for stderr (-v) and the report."""
@@ -118,6 +132,7 @@ class Diagnostic:
     lineno: int
     problem: str
     detail: str = ""
+    hint: str = ""  # what the user can do about it
 
 
 @dataclass(slots=True)

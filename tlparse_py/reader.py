@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import orjson
 
-from .model import COMPILE_ID_KEYS, CONTEXT_KEYS, CompileId, Diagnostic, Record, Stats
+from .model import COMPILE_ID_KEYS, CONTEXT_KEYS, HINTS, CompileId, Diagnostic, Record, Stats
 
 # The glog prefix torch writes: `V1202 12:14:23.064000 5351 torch/_dynamo/utils.py:2350] {...}`.
 # Unlike tlparse we do not keep the space before the path, we allow a Windows drive letter in the
@@ -43,9 +43,9 @@ class DiagnosticLog:
         self.total = 0
         self.echo = echo
 
-    def add(self, path: str, lineno: int, problem: str, detail: str = "") -> None:
+    def add(self, path: str, lineno: int, problem: str, detail: str = "", hint: str = "") -> None:
         self.total += 1
-        diagnostic = Diagnostic(path, lineno, problem, detail[:300])
+        diagnostic = Diagnostic(path, lineno, problem, detail[:300], hint)
         if len(self.kept) < self.limit:
             self.kept.append(diagnostic)
         if self.echo is not None:
@@ -154,7 +154,7 @@ class LogReader:
     def _problem(self, counter: str | None, lineno: int, problem: str, detail: str = "") -> None:
         if counter:
             self.stats.add(counter)
-        self.diagnostics.add(self.label, lineno, problem, detail)
+        self.diagnostics.add(self.label, lineno, problem, detail, HINTS.get(counter or "", ""))
 
     def records(self) -> Iterator[Record]:
         with open_log(self.path) as handle:
