@@ -232,37 +232,34 @@ def first_difference(a: list[Any], b: list[Any]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def cache_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
-    """Groups of ranks with the same sequence of cache hits/misses/bypasses, and where each group departs."""
-    sequences = {r.rank: [(mark, label) for _, mark, label, _ in r.cache] for r in ranks}
+def sequence_divergence(sequences: dict[int, list[tuple[str, str]]]) -> list[dict[str, Any]]:
+    """Ranks grouped by equal sequences of (item, compile id), majority first; for each group, where
+    it first departs from the majority: the position, its item and compile id there, and the majority's."""
     groups = groups_of(sequences)
     if len(groups) <= 1:
         return []
     reference = groups[0][0]
     rows = []
     for sequence, members in groups:
-        index = first_difference([m for m, _ in reference], [m for m, _ in sequence])
-        where = sequence[index][1] if index is not None and index < len(sequence) else None
-        rows.append({"ranks": members, "marks": "".join(m for m, _ in sequence), "at": index, "compile_id": where})
+        index = first_difference([item for item, _ in reference], [item for item, _ in sequence])
+        here = sequence[index] if index is not None and index < len(sequence) else (None, None)
+        there = reference[index] if index is not None and index < len(reference) else (None, None)
+        rows.append({"ranks": members, "sequence": sequence, "at": index, "item": here[0], "compile_id": here[1], "expected": there[0]})
     return rows
+
+
+def cache_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
+    """Groups of ranks with the same sequence of cache hits/misses/bypasses, and where each group departs."""
+    rows = sequence_divergence({r.rank: [(mark, label) for _, mark, label, _ in r.cache] for r in ranks})
+    return [{**row, "marks": "".join(mark for mark, _ in row["sequence"])} for row in rows]
 
 
 def schedule_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Groups of ranks issuing the same collectives in the same order (a mismatch hangs the job)."""
     if not any(r.schedules for r in ranks):
         return []
-    sequences = {r.rank: [(op, label) for _, label, _, ops in r.schedules for op in ops] for r in ranks}
-    groups = groups_of(sequences)
-    if len(groups) <= 1:
-        return []
-    reference = groups[0][0]
-    rows = []
-    for sequence, members in groups:
-        index = first_difference([o for o, _ in reference], [o for o, _ in sequence])
-        here = sequence[index] if index is not None and index < len(sequence) else (None, None)
-        there = reference[index] if index is not None and index < len(reference) else (None, None)
-        rows.append({"ranks": members, "count": len(sequence), "at": index, "op": here[0], "compile_id": here[1], "expected": there[0]})
-    return rows
+    rows = sequence_divergence({r.rank: [(op, label) for _, label, _, ops in r.schedules for op in ops] for r in ranks})
+    return [{**row, "count": len(row["sequence"]), "op": row["item"]} for row in rows]
 
 
 def tensor_meta_groups(ranks: list[RankResult]) -> list[dict[str, Any]]:
