@@ -7,6 +7,7 @@ small `RankResult` of facts; the landing page compares those facts. Divergence b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -552,7 +553,8 @@ def write_all_ranks(
     from .render import render
     from .writer import ReportWriter
 
-    jobs = discover(folder, options)
+    # ranks already run in parallel: no highlighting workers inside each rank's process
+    jobs = discover(folder, dataclasses.replace(options, workers=0))
     writer = ReportWriter(out, overwrite)
     try:
         results = build_all(jobs, writer.root, on_done=on_done)
