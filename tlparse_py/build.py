@@ -43,7 +43,7 @@ class Options:
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
     provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
     highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain (and coloured by the page's script)
-    inline_mb: float = 16.0  # text shown inline on compile-id pages per report; the rest is linked
+    inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
     workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
 
 
@@ -442,7 +442,7 @@ class ReportBuilder:
         """raw.log: the log itself (un-gzipped), byte for byte; several logs are concatenated."""
         plain = [log for log in logs if not is_gzip(log)]
         if len(logs) == 1 and plain:  # the common case: let the kernel copy it
-            shutil.copyfile(logs[0], self.writer.path("raw.log"))
+            self.writer.copy_file(logs[0], "raw.log")
             return
         with self.writer.open("raw.log") as out:
             for log in logs:

@@ -58,7 +58,7 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
 @click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges.")
 @click.option("--highlight-mb", type=click.FloatRange(min=0), default=4.0, show_default=True, metavar="MB",
               help="Text highlighted with Pygments per report; beyond it text is shown plain (big logs stay fast).")
-@click.option("--inline-mb", type=click.FloatRange(min=0), default=16.0, show_default=True, metavar="MB",
+@click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
               help="Text shown inline on compile-id pages per report; beyond it sections link to their files.")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
 def main(

@@ -12,6 +12,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import sys
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -207,9 +208,16 @@ def highlight_workers(input_bytes: int = 1 << 40) -> int:
     from a fork server, never forked from the reader: a forked worker shares the reader's memory
     copy-on-write, and the page faults that follow cost seconds of system time on a big log.
     """
-    if input_bytes < 8_000_000:
+    if input_bytes < 8_000_000 or not _main_is_importable():
         return 0
     return max(0, min(4, (os.cpu_count() or 1) - 1))
+
+
+def _main_is_importable() -> bool:
+    """Fork-server workers re-import `__main__`; from a REPL or stdin that fails (noisily)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return bool(path) and os.path.isfile(path)
 
 
 def code_html(lines: Lines, prefix: str = "") -> Markup:

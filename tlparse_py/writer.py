@@ -73,8 +73,13 @@ class FolderWriter:
     def write(self, rel: str, data: bytes | str) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        with open(self.path(rel), "wb") as handle:
-            handle.write(data)
+        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         self.files_written += 1
         self.bytes_written += len(data)
 
@@ -93,9 +98,13 @@ class FolderWriter:
     def exists(self, rel: str) -> bool:
         return self.path(rel).exists()
 
-    def scratch(self) -> IO[bytes]:
-        """An anonymous temporary file on the report's disk, gone when closed."""
-        return tempfile.TemporaryFile(dir=self.root, prefix=".spool-")
+    def copy_file(self, source: Path, rel: str) -> None:
+        """A byte copy of `source` in the report, made by the kernel."""
+        shutil.copyfile(source, self.path(rel))
+
+    def scratch(self, in_memory: int = 32 << 20) -> IO[bytes]:
+        """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
+        return tempfile.SpooledTemporaryFile(max_size=in_memory, dir=self.root, prefix=".spool-")
 
 
 class ReportWriter(FolderWriter):
