@@ -201,3 +201,36 @@ def test_index_links_every_compile_from_table_and_trie(report_of):
         if summary.is_compile(key):
             assert index.count(f'href="{report.pages[key]}"') >= 2, key  # table and files list (and trie)
     assert json.loads((out / "compile_directory.json").read_text())  # still tlparse's schema
+
+
+def test_pages_built_in_two_processes_are_identical(tmp_path, monkeypatch):
+    """Big reports build pages in a forked process too; the report must not depend on it."""
+    from tlparse_py import build
+
+    log = fixture("transformer")
+    outputs = {}
+    for name, threshold in (("serial", 10**9), ("parallel", 1)):
+        monkeypatch.setattr(build, "PARALLEL_PAGES", threshold)
+        out = tmp_path / name
+        build.write_report(log, out, options=build.Options(highlight_mb=0.2, inline_mb=1))
+        outputs[name] = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert outputs["serial"].keys() == outputs["parallel"].keys()
+    assert [name for name in outputs["serial"] if outputs["serial"][name] != outputs["parallel"][name]] == []
+
+
+def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
+    from tlparse_py import build, pages
+
+    monkeypatch.setattr(build, "PARALLEL_PAGES", 1)
+    original = pages.compile_context
+
+    def broken(report, keys, position, records, builder):
+        if position == 1:  # built by the forked child
+            raise RuntimeError("boom")
+        return original(report, keys, position, records, builder)
+
+    monkeypatch.setattr(build.pages, "compile_context", broken)
+    report = build.write_report(fixture("graph_break"), tmp_path / "out")
+    assert report.stats["fail_parser"] == 1
+    assert [d.problem for d in report.diagnostics.kept] == ["could not build the page of [-/-]"]
+    assert "RuntimeError: boom" in (tmp_path / "out" / "-_-_-_-" / "index.html").read_text()

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import sys
+import tempfile
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,17 +25,18 @@ from typing import Any
 import orjson
 
 from . import compile_page, facts, pages, parsers, provenance
+from .compile_page import PageBuilder
 from .model import HINTS, Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
+from .paths import numbered, safe_relpath
 from .reader import DiagnosticLog, LogReader, StringTable, is_gzip, open_log
-from .compile_page import PageBuilder
 from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
-from .paths import numbered, safe_relpath
 from .writer import FolderWriter, ReportWriter
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
+PARALLEL_PAGES = 200  # below this many pages, a second process costs more than it saves
 RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
 STACK_TRACES_PREFIX = "inductor_provenance_tracking_kernel_stack_traces"
 
@@ -118,6 +123,7 @@ class ReportBuilder:
         workers = options.workers if options.workers is not None else highlight_workers(report.source.size)
         self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=workers)
         self.deferred: list[tuple[str, str, dict[str, Any], str, str]] = []  # code pages rendered at the end
+        self.child_failures: list[tuple[str, str, str]] | None = None  # set in a forked page-building child
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # chromium B events awaiting their E
         self.chromium = writer.open("chromium_events.json")
         self.chromium.write(b"[")
@@ -366,18 +372,85 @@ class ReportBuilder:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def _write_deferred(self) -> None:
-        """Code pages, now that their highlighting has run alongside the reading."""
-        for url, template, context, raw, lang in self.deferred:
-            text = (self.writer.read(raw) or b"").decode("utf-8", "replace")
-            context["lines"] = self.highlighter.lines(text, lang)
-            try:
-                self.writer.write(url, render(template, context))
-            except OSError:
-                raise
-            except Exception as exc:
-                self._page_failed(url, url, exc)
+    def _deferred_jobs(self) -> list[Callable[[], None]]:
+        """Code pages, to render now that their highlighting has run alongside the reading."""
+
+        def job(url: str, template: str, context: dict[str, Any], raw: str, lang: str) -> Callable[[], None]:
+            def render_page() -> None:
+                text = (self.writer.read(raw) or b"").decode("utf-8", "replace")
+                context["lines"] = self.highlighter.lines(text, lang)
+                self._write_page(url, url, template, lambda: context)
+
+            return render_page
+
+        jobs = [job(*item) for item in self.deferred]
         self.deferred.clear()
+        return jobs
+
+    def _write_page(self, url: str, what: str, template: str, make_context: Callable[[], dict[str, Any]]) -> None:
+        """Render and write one page; one that cannot be built is replaced by a page saying why."""
+        try:
+            self.writer.write(url, render(template, make_context()))
+        except OSError:
+            raise
+        except Exception as exc:  # a page that cannot be built must not cost the report
+            self._page_failed(url, what, exc)
+
+    def _compile_page_jobs(self, keys: list[CompileId | None], page_builder: PageBuilder) -> list[Callable[[], None]]:
+        def job(position: int, key: CompileId | None) -> Callable[[], None]:
+            def context() -> dict[str, Any]:
+                return pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
+
+            return lambda: self._write_page(self.report.pages[key], pages.label(key), "compile.html.j2", context)
+
+        return [job(position, key) for position, key in enumerate(keys)]
+
+    def _render_in_parallel(self, jobs: list[Callable[[], None]]) -> None:
+        """Run page jobs in this process and a forked one (every other job each).
+
+        Pages are independent once reading is done, and a fork shares the whole report without
+        copying it. If the child fails, its share is done here; pages it could not build are
+        reported back through a pipe. Small reports, and systems without fork, stay in one process.
+        """
+        if len(jobs) < PARALLEL_PAGES or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+            for job in jobs:
+                job()
+            return
+        self.highlighter.drain()
+        reader_fd, writer_fd = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: build the odd pages, report failures, exit without cleanup
+            code = 1
+            try:
+                os.close(reader_fd)
+                self._become_page_child()
+                for job in jobs[1::2]:
+                    job()
+                os.write(writer_fd, json.dumps(self.child_failures).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(writer_fd)
+        for job in jobs[0::2]:
+            job()
+        with os.fdopen(reader_fd, "rb") as pipe:
+            reported = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            for job in jobs[1::2]:
+                job()
+            return
+        for _url, what, detail in json.loads(reported or b"[]"):
+            self._count_page_failure(what, detail)
+
+    def _become_page_child(self) -> None:
+        """Private read handles on the spool files (a file offset is shared across fork)."""
+        self.child_failures = []
+        self.spool = private_reader(self.spool)
+        self.highlighter.spool = private_reader(self.highlighter.spool)
+        self.highlighter.store = False
 
     def finish(self, logs: list[Path]) -> None:
         self.chromium.write(b"\n]" if self.report.chromium_events else b"]")
@@ -386,20 +459,12 @@ class ReportBuilder:
         self._write_raw_log(logs)
         self.writer.write("compile_directory.json", compile_directory_json(self.report))
         self._write_static()
-        self._write_deferred()
         for key in self.report.directory:
             self.report.pages[key] = pages.compile_page_url(key)
         keys = list(self.report.directory)
         page_builder = PageBuilder(self.report, self.writer.read, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
-        for position, key in enumerate(keys):
-            url = self.report.pages[key]
-            try:
-                context = pages.compile_context(self.report, keys, position, self.spooled_records(key), page_builder)
-                self.writer.write(url, render("compile.html.j2", context))
-            except OSError:
-                raise
-            except Exception as exc:  # a page that cannot be built must not cost the report
-                self._page_failed(url, pages.label(key), exc)
+        page_builder.plan_inline(keys, self.spooled_records)
+        self._render_in_parallel(self._deferred_jobs() + self._compile_page_jobs(keys, page_builder))
         if self.options.provenance:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", pages.failures_context(self.report)))
@@ -408,12 +473,18 @@ class ReportBuilder:
 
     def _page_failed(self, url: str, what: str, exc: Exception) -> None:
         """Count and show a page we could not build, and put a page saying so in its place."""
-        self.report.stats.add("fail_parser")
         detail = f"{type(exc).__name__}: {exc}"
-        self.report.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
+        if self.child_failures is not None:
+            self.child_failures.append((url, what, detail))
+        else:
+            self._count_page_failure(what, detail)
         context = pages.base_context(self.report, f"Page of {what}", root="../" * url.count("/"))
         context.update(what=what, detail=detail)
         self.writer.write(url, render("page_error.html.j2", context))
+
+    def _count_page_failure(self, what: str, detail: str) -> None:
+        self.report.stats.add("fail_parser")
+        self.report.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
     def _write_provenance_pages(self, keys: list[CompileId | None]) -> None:
         """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
@@ -451,6 +522,13 @@ class ReportBuilder:
 
     def _write_static(self) -> None:
         write_static(self.writer)
+
+
+def private_reader(handle: Any) -> Any:
+    """A read handle on the same temporary file with its own offset (in memory: already private)."""
+    if isinstance(handle, tempfile.SpooledTemporaryFile) and not getattr(handle, "_rolled", False):
+        return handle
+    return open(f"/proc/self/fd/{handle.fileno()}", "rb")
 
 
 def write_static(writer: FolderWriter) -> None:

@@ -17,8 +17,8 @@ import click
 from . import __version__
 from .build import Options, write_report
 from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
-from .multirank import RankResult, write_all_ranks
 from .model import Diagnostic, Stats
+from .multirank import RankResult, write_all_ranks
 from .reader import DiagnosticLog, is_gzip
 from .report import InputInfo, Report
 from .writer import OutputError

@@ -150,6 +150,9 @@ class PageBuilder:
         self.highlighter = highlighter
         self.inline_budget = inline_budget  # bytes of text shown inline across all compile pages
         self.inlined = 0
+        # (compile id, log line) of every text shown inline, decided up front in log order so the
+        # pages come out the same however (and in whatever order) they are built
+        self.inline: set[tuple[CompileId | None, int]] | None = None
         self._cache_index: dict[CompileId | None, list[Any]] | None = None
         self._break_index: dict[CompileId | None, list[Any]] | None = None
 
@@ -171,7 +174,19 @@ class PageBuilder:
                 self._break_index.setdefault(frame, []).append(brk)
         return self._break_index.get(key.frame_key() if key is not None else None, [])
 
-    def sections(self, records: list[dict[str, Any]]) -> dict[str, list[Section]]:
+    def plan_inline(self, keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[dict[str, Any]]]) -> None:
+        """Choose which texts the compile pages show inline, within the budget, in log order."""
+        self.inline = set()
+        for key in keys:
+            for record in records_of(key):
+                if self._group_of(record_name(record), record) is None:
+                    continue
+                size = record.get("payload_bytes") or 0
+                if size <= INLINE_LIMIT and self.inlined + size <= self.inline_budget:
+                    self.inlined += size
+                    self.inline.add((key, record["line"]))
+
+    def sections(self, records: list[dict[str, Any]], key: CompileId | None = None) -> dict[str, list[Section]]:
         """Group the compile id's texts by page section, in log order."""
         groups: dict[str, list[Section]] = {
             "graph_breaks": [], "recompiles": [], "guards": [], "pipeline": [], "code": [], "other": []
@@ -181,7 +196,7 @@ class PageBuilder:
             group = self._group_of(name, record)
             if group is None:
                 continue
-            groups[group].append(self._section(f"s{index}", name, record))
+            groups[group].append(self._section(f"s{index}", name, record, key))
         self._add_diffs(groups["pipeline"])
         for sections in groups.values():
             for section in sections:
@@ -193,7 +208,7 @@ class PageBuilder:
             return None
         return group_of(name, record["kinds"])
 
-    def _section(self, section_id: str, name: str, record: dict[str, Any]) -> Section:
+    def _section(self, section_id: str, name: str, record: dict[str, Any], key: CompileId | None) -> Section:
         outputs = [o["url"] for o in record.get("outputs", []) if not o.get("external")]
         lang, title = display(name, record["kinds"], record["payload"])
         if record["kinds"] and record["kinds"][0] == "optimize_ddp_split_child":
@@ -214,15 +229,19 @@ class PageBuilder:
         if section.size > INLINE_LIMIT:
             section.too_large, section.note = True, f"too large to show inline ({section.size:,} bytes)"
             return section
-        if self.inlined + section.size > self.inline_budget:
+        if self.inline is None:  # no plan: decide as we go
+            shown = self.inlined + section.size <= self.inline_budget
+            self.inlined += section.size if shown else 0
+        else:
+            shown = (key, record["line"]) in self.inline
+        if not shown:
             section.too_large = True
-            section.note = f"the compile pages of this report already show {self.inlined / 1e6:.0f} MB of text (--inline-mb)"
+            section.note = f"the compile pages of this report already show {self.inline_budget / 1e6:g} MB of text (--inline-mb)"
             return section
         data = self.read(record["payload"])
         if data is None:
             section.too_large, section.note = True, "its file could not be read back"
             return section
-        self.inlined += len(data)
         section.text = data.decode("utf-8", "replace")
         section.lines = self.highlighter.lines(section.text, lang)
         return section
@@ -255,7 +274,7 @@ class PageBuilder:
         diff = list(difflib.unified_diff(old, new, base.title, step.title, lineterm="", n=3))
         info["added"] = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
         info["removed"] = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-        info["lines"] = self.highlighter.lines("\n".join(diff), "diff") if diff else None
+        info["lines"] = self.highlighter.lines("\n".join(diff), "diff", budgeted=False) if diff else None
         return info
 
 

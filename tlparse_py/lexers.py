@@ -9,7 +9,17 @@ Pygments lexer: same token types, same styles, same line-by-line HTML.
 from __future__ import annotations
 
 from pygments.lexer import RegexLexer, words
-from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
+from pygments.token import (
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    Punctuation,
+    String,
+    Text,
+    Whitespace,
+)
 
 KEYWORDS = (
     "def", "class", "return", "import", "from", "as", "if", "elif", "else", "for", "while", "in", "is", "not",

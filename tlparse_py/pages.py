@@ -421,7 +421,7 @@ def compile_context(
     metrics = [m for m in report.metrics.get(frame_key, []) if (m.compile_id.directory_key() if m.compile_id else None) == key]
     pooled = report.metrics.get(frame_key, []) if key is not None and key.frame_compile_id is not None else metrics
     stack = report.start_stacks.get(frame_key) if key is not None else None
-    sections = builder.sections(records)
+    sections = builder.sections(records, key)
     context.update(
         label=label(key),
         page=compile_page_url(key),

@@ -21,7 +21,15 @@ from typing import IO, Any
 
 import orjson
 
-from .model import COMPILE_ID_KEYS, CONTEXT_KEYS, HINTS, CompileId, Diagnostic, Record, Stats
+from .model import (
+    COMPILE_ID_KEYS,
+    CONTEXT_KEYS,
+    HINTS,
+    CompileId,
+    Diagnostic,
+    Record,
+    Stats,
+)
 
 # The glog prefix torch writes: `V1202 12:14:23.064000 5351 torch/_dynamo/utils.py:2350] {...}`.
 # Unlike tlparse we do not keep the space before the path, we allow a Windows drive letter in the

@@ -37,6 +37,7 @@ STATIC_DIR = TEMPLATE_DIR / "static"
 
 # Above this size a payload is shown as escaped text with line anchors, not highlighted.
 HIGHLIGHT_LIMIT = 1_000_000
+SMALL_TEXT = 200_000  # diffs up to this size are highlighted outside the budget
 PYGMENTS_STYLE = "default"
 PYGMENTS_DARK_STYLE = "monokai"
 
@@ -129,6 +130,9 @@ class Highlighter:
         self.used = 0
         self.index: dict[tuple[bytes, str], tuple[int, int]] = {}
         self.pending: dict[tuple[bytes, str], Future[Lines]] = {}
+        self.store = True  # False in a forked page-building process: the cache file is the parent's
+        self.approved: set[tuple[bytes, str]] = set()  # within the budget, to highlight when asked
+        self.denied: dict[tuple[bytes, str], str] = {}  # over the budget: why
         # forkserver, not fork: see highlight_workers
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) if workers > 0 else None
 
@@ -146,19 +150,33 @@ class Highlighter:
         return ""
 
     def request(self, text: str, lang: str) -> None:
-        """Start highlighting in the background (a no-op without workers or budget)."""
-        if self.pool is None or lang == "text":
+        """Decide now, in log order, whether the text gets highlighted; start it in the background
+        when there are workers. Deciding early keeps the outcome the same whatever order the pages
+        are later built in."""
+        if lang == "text":
             return
         key = self._key(text, lang)
-        if key in self.index or key in self.pending or self._take_budget(text):
+        if key in self.index or key in self.pending or key in self.approved or key in self.denied:
+            return
+        reason = self._take_budget(text)
+        if reason:
+            self.denied[key] = reason
+            return
+        if self.pool is None:
+            self.approved.add(key)
             return
         try:
             self.pending[key] = self.pool.submit(highlight_lines, text, lang)
         except (BrokenProcessPool, RuntimeError, OSError):
-            self.used -= len(text)  # highlighting will happen here, in the main process
+            self.approved.add(key)  # highlighted here, in the main process, when asked for
             self._give_up_pool()
 
-    def lines(self, text: str, lang: str) -> Lines:
+    def lines(self, text: str, lang: str, budgeted: bool = True) -> Lines:
+        """The text's lines, highlighted if it is cached, requested, or fits the budget.
+
+        `budgeted=False` (small diffs) highlights without touching the budget, so what a page shows
+        never depends on the order in which pages are built.
+        """
         if lang == "text":
             return plain_lines(text)
         key = self._key(text, lang)
@@ -178,16 +196,39 @@ class Highlighter:
                 self._give_up_pool()
                 result = highlight_lines(text, lang)
         if result is None:
-            reason = self._take_budget(text)
+            if key in self.approved:
+                reason = ""
+            elif key in self.denied:
+                reason = self.denied[key]
+            elif budgeted:
+                reason = self._take_budget(text)
+            else:
+                reason = "" if len(text) <= SMALL_TEXT else "too large to highlight here"
             if reason:
                 return plain_lines(text, reason, lang)
             result = highlight_lines(text, lang)
-        if result.highlighted:
+        if result.highlighted and self.store:
             data = "\n".join(result.html).encode("utf-8", "surrogatepass")
             self.spool.seek(0, 2)
             self.index[key] = (self.spool.tell(), len(data))
             self.spool.write(data)
         return result
+
+    def drain(self) -> None:
+        """Collect every background result into the cache and stop the workers (before a fork:
+        a forked child cannot wait on its parent's futures)."""
+        for key, future in list(self.pending.items()):
+            try:
+                result = future.result()
+            except (BrokenProcessPool, CancelledError, RuntimeError, OSError):
+                continue
+            if result.highlighted:
+                data = "\n".join(result.html).encode("utf-8", "surrogatepass")
+                self.spool.seek(0, 2)
+                self.index[key] = (self.spool.tell(), len(data))
+                self.spool.write(data)
+        self.pending.clear()
+        self.close()
 
     def _give_up_pool(self) -> None:
         """A worker died (or cannot start): highlight in this process from now on."""

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+
 class OutputError(Exception):
     """The output folder cannot be used (exists, is a file, is not a report...)."""
 

@@ -26,10 +26,10 @@ import re
 import sys
 import sysconfig
 import tempfile
-from dataclasses import dataclass
-from datetime import datetime, UTC
-from pathlib import Path
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
 from .registry import BY_NAME, SCENARIO_DIR
 from .runner import ScenarioResult
