@@ -4,7 +4,8 @@
 
 For each size it builds a log from the harness fixtures (benchmarks/make_logs.py), then runs each
 tool on it into a fresh folder (after `sync`, so one run's write-back does not slow the next) and
-measures wall time, peak RSS of the whole process tree (sampled from /proc), output size and files.
+measures wall time, peak memory of the whole process tree (PSS summed over its processes, sampled
+from /proc), output size and files.
 tlparse is used when it is on PATH (`pip install tlparse==0.4.3`). Prints a table and the ratios.
 """
 
@@ -25,7 +26,13 @@ from make_logs import build  # noqa: E402
 
 
 def tree_rss_kb(root_pid: int) -> int:
-    """Resident memory of a process and all its descendants (kB), from /proc."""
+    """Memory of a process and all its descendants (kB), from /proc.
+
+    Each process counts its proportional set size (PSS): pages shared between processes (a fork
+    shares its parent's memory) are split between them instead of counted once per process, so a
+    tree's total is the memory it really holds. For a single process PSS is its RSS less shared
+    library pages.
+    """
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -39,7 +46,7 @@ def tree_rss_kb(root_pid: int) -> int:
             continue
         pid = int(entry)
         children.setdefault(ppid, []).append(pid)
-        rss[pid] = pages * os.sysconf("SC_PAGE_SIZE") // 1024
+        rss[pid] = _pss_kb(pid, pages * os.sysconf("SC_PAGE_SIZE") // 1024)
     total, stack = 0, [root_pid]
     while stack:
         pid = stack.pop()
@@ -56,6 +63,17 @@ def quiet_disk() -> None:
             Path("/proc/sys/vm/drop_caches").write_text("3\n")
         except OSError:
             pass
+
+
+def _pss_kb(pid: int, fallback: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return fallback
 
 
 def measure(command: list[str], out: Path) -> dict[str, float]:

@@ -103,7 +103,7 @@ class FolderWriter:
         """A byte copy of `source` in the report, made by the kernel."""
         shutil.copyfile(source, self.path(rel))
 
-    def scratch(self, in_memory: int = 32 << 20) -> IO[bytes]:
+    def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
         return tempfile.SpooledTemporaryFile(max_size=in_memory, dir=self.root, prefix=".spool-")
 
