@@ -218,10 +218,6 @@ def artifact_view(artifact: Artifact) -> dict[str, Any]:
     }
 
 
-def field_rows(meta: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(str(name), format_value(value)) for name, value in meta.items()]
-
-
 def format_value(value: Any) -> str:
     if value is None:
         return "null"

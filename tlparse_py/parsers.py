@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import facts
-from .model import CompileId, Record
+from .model import Record
 from .report import ExportFailure, GraphBreak
 from .stacks import dump_file_path, frames_from_json, strip_convert_frame
 
@@ -396,6 +396,3 @@ def title_of(kind: str) -> str:
     info = KINDS.get(kind)
     return info.title if info else "Unknown record kind (not known to this version of tlparse-py)"
 
-
-def compile_id_text(compile_id: CompileId | None) -> str:
-    return "(unknown)" if compile_id is None else str(compile_id)

@@ -96,9 +96,6 @@ class FolderWriter:
         except (OSError, ValueError):
             return None
 
-    def exists(self, rel: str) -> bool:
-        return self.path(rel).exists()
-
     def copy_file(self, source: Path, rel: str) -> None:
         """A byte copy of `source` in the report, made by the kernel."""
         shutil.copyfile(source, self.path(rel))
