@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tlparse_py.build import Options, write_report
+from tlparse_py.pipeline import Options, write_report
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"

@@ -29,7 +29,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def report_dir(tmp_path_factory):
-    from tlparse_py.build import write_report
+    from tlparse_py.pipeline import write_report
 
     out = tmp_path_factory.mktemp("browser") / "report"
     write_report(next((TRACES / "graph_break").glob("dedicated_log*")), out)
@@ -128,7 +128,7 @@ def test_highlighted_output_code_page(browser, report_dir):
 
 def test_plain_python_past_the_budget_is_coloured_by_the_page(browser, tmp_path):
     from logs import cid, line, write_log
-    from tlparse_py.build import Options, write_report
+    from tlparse_py.pipeline import Options, write_report
 
     code = "def call(args):\n    x = 'a<b>' + 1  # note\n    return None"
     log = write_log(tmp_path / "a.log", [line({"inductor_output_code": {"filename": "/t/cx.py"}, **cid()}, code)])

@@ -75,7 +75,7 @@ def test_a_failed_run_leaves_the_old_report(tmp_path, monkeypatch):
     def explode(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("tlparse_py.build.ReportBuilder.finish", explode)
+    monkeypatch.setattr("tlparse_py.pipeline.Pipeline.finish", explode)
     result = run(log, "-o", out, "--overwrite", "--no-browser")
     assert result.exit_code == 1 and "No space left on device" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == before

@@ -11,7 +11,8 @@ import pytest
 from conftest import TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, write_log
-from tlparse_py import compile_page, summary
+from tlparse_py import kinds, summary
+from tlparse_py.views import compile as compile_view
 
 SHOWN_KINDS = re.compile(
     r"(dynamo_output_graph|aot_(joint|forward|backward|inference)_graph|inductor_(pre|post)_grad_graph|"
@@ -124,8 +125,7 @@ def test_pipeline_diffs_show_what_passes_changed(tmp_path, report_of):
         line({"aot_inference_graph": {}, **cid()}, after),
     ]
     report, out = report_of(write_log(tmp_path / "a.log", lines))
-    records = [{"kinds": ["artifact"], "meta": {"artifact": {"name": n}}} for n in ("before_post_grad_graph",)]
-    assert compile_page.record_name(records[0]) == "before_post_grad_graph"
+    assert kinds.payload_name(["artifact"], {"artifact": {"name": "before_post_grad_graph"}}) == "before_post_grad_graph"
     page = (out / "-_0_0_0" / "index.html").read_text()
     assert page.count("<details class=\"diff\">") == 2  # the pass step and the end step; the AOT graph is not diffed
     assert "No change." in page  # noop pass
@@ -133,12 +133,12 @@ def test_pipeline_diffs_show_what_passes_changed(tmp_path, report_of):
 
 
 def test_time_bar_segments():
-    bar = compile_page.time_bar({"entire_frame_compile_time_s": 2.0, "backend_compile_time_s": 1.5, "inductor_compile_time_s": 1.0, "code_gen_time_s": 0.5})
+    bar = compile_view.time_bar({"entire_frame_compile_time_s": 2.0, "backend_compile_time_s": 1.5, "inductor_compile_time_s": 1.0, "code_gen_time_s": 0.5})
     assert [(s["label"], s["seconds"], s["width"]) for s in bar["segments"]] == [
         ("Dynamo", 0.5, 250.0), ("AOTAutograd", 0.5, 250.0), ("Inductor", 0.5, 250.0), ("Code generation", 0.5, 250.0)
     ]
-    assert compile_page.time_bar({"entire_frame_compile_time_s": None}) is None
-    assert compile_page.time_bar({"entire_frame_compile_time_s": 1.0, "backend_compile_time_s": 5.0})["segments"][0]["seconds"] == 0
+    assert compile_view.time_bar({"entire_frame_compile_time_s": None}) is None
+    assert compile_view.time_bar({"entire_frame_compile_time_s": 1.0, "backend_compile_time_s": 5.0})["segments"][0]["seconds"] == 0
 
 
 def test_inputs_symbols_and_runtime_overheads(tmp_path, report_of):
@@ -205,32 +205,32 @@ def test_index_links_every_compile_from_table_and_trie(report_of):
 
 def test_pages_built_in_two_processes_are_identical(tmp_path, monkeypatch):
     """Big reports build pages in a forked process too; the report must not depend on it."""
-    from tlparse_py import build
+    from tlparse_py import jobs, pipeline
 
     log = fixture("transformer")
     outputs = {}
     for name, threshold in (("serial", 10**9), ("parallel", 1)):
-        monkeypatch.setattr(build, "PARALLEL_PAGES", threshold)
+        monkeypatch.setattr(jobs, "PARALLEL_PAGES", threshold)
         out = tmp_path / name
-        build.write_report(log, out, options=build.Options(highlight_mb=0.2, inline_mb=1))
+        pipeline.write_report(log, out, options=pipeline.Options(highlight_mb=0.2, inline_mb=1))
         outputs[name] = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert outputs["serial"].keys() == outputs["parallel"].keys()
     assert [name for name in outputs["serial"] if outputs["serial"][name] != outputs["parallel"][name]] == []
 
 
 def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
-    from tlparse_py import build, pages
+    from tlparse_py import jobs, pipeline
 
-    monkeypatch.setattr(build, "PARALLEL_PAGES", 1)
-    original = pages.compile_context
+    monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
+    original = compile_view.compile_context
 
     def broken(report, keys, position, records, builder):
         if position == 1:  # built by the forked child
             raise RuntimeError("boom")
         return original(report, keys, position, records, builder)
 
-    monkeypatch.setattr(build.pages, "compile_context", broken)
-    report = build.write_report(fixture("graph_break"), tmp_path / "out")
+    monkeypatch.setattr(compile_view, "compile_context", broken)
+    report = pipeline.write_report(fixture("graph_break"), tmp_path / "out")
     assert report.stats["fail_parser"] == 1
     assert [d.problem for d in report.diagnostics.kept] == ["could not build the page of [-/-]"]
     assert "RuntimeError: boom" in (tmp_path / "out" / "-_-_-_-" / "index.html").read_text()

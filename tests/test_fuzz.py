@@ -76,7 +76,7 @@ def test_a_log_cut_anywhere_keeps_every_complete_record(records, data):
 @settings(max_examples=25, deadline=None)
 @given(st.binary(max_size=3000))
 def test_the_whole_pipeline_survives_any_bytes(tmp_path_factory, data):
-    from tlparse_py.build import write_report
+    from tlparse_py.pipeline import write_report
 
     folder = tmp_path_factory.mktemp("fuzz")
     log = folder / "x.log"

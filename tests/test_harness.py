@@ -33,7 +33,7 @@ def test_missing_torch_is_said_clearly(monkeypatch, capsys, tmp_path):
 
 
 def test_the_report_never_imports_torch():
-    code = "import sys, tlparse_py.cli, tlparse_py.build, tlparse_py.harness.cli; print('torch' in sys.modules)"
+    code = "import sys, tlparse_py.cli, tlparse_py.pipeline, tlparse_py.harness.cli; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False"
 

@@ -136,7 +136,7 @@ def test_interrupted_run_keeps_the_old_report(tmp_path, monkeypatch):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("tlparse_py.build.ReportBuilder.add", interrupt)
+    monkeypatch.setattr("tlparse_py.pipeline.Pipeline.add", interrupt)
     result = CliRunner().invoke(main, [str(log), "-o", str(out), "--no-browser", "--overwrite"])
     assert result.exit_code != 0
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before

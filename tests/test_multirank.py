@@ -13,7 +13,7 @@ from conftest import SHARED, TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, start, write_log
 from tlparse_py import multirank
-from tlparse_py.build import Options
+from tlparse_py.pipeline import Options
 from tlparse_py.cli import main
 from tlparse_py.inputs import InputError
 

@@ -8,9 +8,9 @@ import pytest
 
 from conftest import read_json
 from logs import cid, line, metrics, start, write_log
-from tlparse_py import parsers
+from tlparse_py import kinds
 from tlparse_py.model import CompileId
-from tlparse_py.report import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
+from tlparse_py.store import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
 
 K00 = CompileId(None, 0, 0, 0)
 
@@ -257,5 +257,5 @@ def test_subgraph_name_is_context_not_a_kind(tmp_path, report_of):
 
 
 def test_every_registered_kind_has_a_title():
-    assert all(info.title for info in parsers.KINDS.values())
-    assert parsers.KINDS["dynamo_output_graph"].order < parsers.KINDS["compilation_metrics"].order
+    assert all(info.title for info in kinds.KINDS.values())
+    assert kinds.KINDS["dynamo_output_graph"].order < kinds.KINDS["compilation_metrics"].order

@@ -15,12 +15,14 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .build import Options, write_report
+from .analysis import Analysis
 from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
-from .model import Diagnostic, Stats
+from .kinds import load_plugins
+from .model import Diagnostic, DiagnosticLog, Stats
 from .multirank import RankResult, write_all_ranks
-from .reader import DiagnosticLog, is_gzip
-from .report import InputInfo, Report
+from .pipeline import Options, write_report
+from .reader import is_gzip
+from .store import InputInfo
 from .writer import OutputError
 
 
@@ -85,6 +87,7 @@ def main(
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
+    load_plugins(warn=_echo_err)
     options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb)
     started = time.perf_counter()
     if all_ranks_html:
@@ -157,8 +160,9 @@ class ProgressBar:
             sys.stderr.flush()
 
 
-def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Report:
-    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others], [p.name for p in chosen.also])
+def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Analysis:
+    also = [p.name for p in chosen.also]
+    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others], also, {p.name: _size(p) for p in chosen.also})
     total = sum(_size(p) for p in chosen.logs if not is_gzip(p))
     progress = ProgressBar(total)
     try:

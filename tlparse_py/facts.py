@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from .model import CompileId
-from .report import CacheEvent
+from .store import CacheEvent
 
 CACHES = ("fx_graph_cache", "aotautograd_cache")
 _USER_CODE_AT = re.compile(r"Graph break in user code at (.+?:\d+)")

@@ -7,6 +7,7 @@ report builder fill the rest, the renderers only read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 # Envelope keys that describe *where* a record belongs rather than *what* it is.
@@ -135,6 +136,50 @@ class Diagnostic:
     hint: str = ""  # what the user can do about it
 
 
+class DiagnosticLog:
+    """Problems found while reading, counted by kind; the first `limit` are kept with details."""
+
+    def __init__(self, limit: int = 500, echo: Callable[[Diagnostic], None] | None = None):
+        self.limit = limit
+        self.kept: list[Diagnostic] = []
+        self.total = 0
+        self.echo = echo
+
+    def add(self, path: str, lineno: int, problem: str, detail: str = "", hint: str = "") -> None:
+        self.total += 1
+        diagnostic = Diagnostic(path, lineno, problem, detail[:300], hint)
+        if len(self.kept) < self.limit:
+            self.kept.append(diagnostic)
+        if self.echo is not None:
+            self.echo(diagnostic)
+
+
+class StringTable:
+    """The `str` intern table of one log file (never shared between files or ranks)."""
+
+    def __init__(self) -> None:
+        self.strings: dict[int, str] = {}
+
+    def add(self, value: Any) -> bool:
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
+            return False
+        index = value[1]
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= 10_000_000:
+            return False
+        self.strings[index] = value[0]
+        return True
+
+    def lookup(self, index: Any) -> str | None:
+        if isinstance(index, str):
+            return index
+        return self.strings.get(index) if isinstance(index, int) else None
+
+    def as_list(self) -> list[str | None]:
+        """The table as tlparse writes it at the top of raw.jsonl (`[null]` when empty)."""
+        size = max(self.strings, default=0) + 1
+        return [self.strings.get(i) for i in range(size)]
+
+
 @dataclass(slots=True)
 class Record:
     """One envelope line and its payload, as read from the log."""
@@ -161,6 +206,42 @@ class Record:
 
     def meta(self, kind: str) -> Any:
         return self.envelope.get(kind)
+
+
+@dataclass(slots=True)
+class OutputRef:
+    """A numbered output of a record: its url, and whether it is an external link."""
+
+    url: str
+    external: bool = False
+
+
+@dataclass(slots=True)
+class RecordSummary:
+    """What a compile page needs of one record, spooled while reading and read back per compile id."""
+
+    line: int
+    kinds: list[str]
+    meta: dict[str, Any]  # each kind's metadata
+    context: dict[str, Any]  # subgraph_name / rank, when present
+    payload: str | None  # the payload's file in the report (None: no payload)
+    payload_bytes: int | None
+    outputs: list[OutputRef]
+
+    def kind_meta(self, kind: str) -> dict[str, Any]:
+        value = self.meta.get(kind)
+        return value if isinstance(value, dict) else {}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line, "kinds": self.kinds, "meta": self.meta, "context": self.context, "payload": self.payload,
+            "payload_bytes": self.payload_bytes, "outputs": [[o.url, o.external] for o in self.outputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RecordSummary:
+        outputs = [OutputRef(url, external) for url, external in data.get("outputs", [])]
+        return cls(data["line"], data["kinds"], data["meta"], data.get("context") or {}, data.get("payload"), data.get("payload_bytes"), outputs)
 
 
 @dataclass(slots=True)

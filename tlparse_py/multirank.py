@@ -19,13 +19,16 @@ from typing import Any
 
 import orjson
 
-from .build import Options, build_report
+from . import __version__
+from .analysis import SCHEMA_VERSION, Analysis
 from .facts import normalise_collective
 from .inputs import InputError, candidate_logs, rank_of
-from .model import CompileId, Stats
-from .reader import DiagnosticLog
-from .report import InputInfo, Report
-from .writer import FolderWriter
+from .model import CompileId, DiagnosticLog, Stats
+from .paths import compile_page_url
+from .pipeline import Options, build_report, write_static
+from .render import render, trusted_html
+from .store import STATUS_LABELS, InputInfo
+from .writer import FolderWriter, ReportWriter
 
 PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"
 CACHE_PRIORITY = {"❌": 3, "✅": 2, "❓": 1}  # miss > hit > bypass, for a compile id's cache status
@@ -103,27 +106,26 @@ class RankResult:
     agreements: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # label, name, digest, line, url
     dynamic: dict[str, list[str]] = field(default_factory=dict)  # frame compile → dynamic sources
     chromium_events: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)  # the rank's summary.json
 
 
 def build_rank(job: RankJob, root: Path) -> RankResult:
     """Write `root/<folder>/` for one log and return what the landing page compares."""
     result = RankResult(job.rank, job.folder, str(job.log))
-    stats, diagnostics = Stats(), DiagnosticLog()
     try:
         writer = FolderWriter(root / job.folder)
         source = InputInfo(str(job.log), _size(job.log))
-        report = build_report([job.log], writer, stats, diagnostics, job.options, source)
+        report = build_report([job.log], writer, job.options, source)
     except Exception as exc:  # one unreadable rank must not lose the others
         result.error = f"{type(exc).__name__}: {exc}"
-        result.stats_line = stats.format()
+        result.stats_line = Stats().format()
         return result
 
-    return facts_of(report, result, stats, diagnostics)
+    return facts_of(report, result, report.stats, report.diagnostics)
 
 
-def facts_of(report: Report, result: RankResult, stats: Stats, diagnostics: DiagnosticLog) -> RankResult:
-    from .pages import compile_page_url
-
+def facts_of(report: Analysis, result: RankResult, stats: Stats, diagnostics: DiagnosticLog) -> RankResult:
+    result.summary = report.to_dict()
     result.stats_line = stats.format()
     result.records = report.records
     result.problems = diagnostics.total
@@ -437,15 +439,14 @@ def dynamic_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
 # writing the landing outputs
 
 
-def merge_chromium(root: Path, results: list[RankResult], out: Any) -> int:
+def merge_chromium(writer: FolderWriter, results: list[RankResult], out: Any) -> int:
     """Concatenate every rank's chromium events with pid = rank (one rank file in memory at a time)."""
     count = 0
     out.write(b"[")
     for r in primary(results):
-        path = root / r.folder / "chromium_events.json"
         try:
-            events = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            events = orjson.loads(writer.sub(r.folder).read("chromium_events.json") or b"")
+        except orjson.JSONDecodeError:
             continue
         for event in events if isinstance(events, list) else []:
             if isinstance(event, dict):
@@ -499,13 +500,13 @@ def analyse(results: list[RankResult]) -> Landing:
     )
 
 
-def write_outputs(writer: Any, landing: Landing, root: Path) -> list[str]:
+def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
     """The landing's JSON files and every rank's collectives_parity.json; returns notes for stdout."""
     notes = []
     for folder, parity in landing.parity.items():
         writer.write(f"{folder}/collectives_parity.json", json.dumps(parity, indent=2))
     with writer.open("chromium_events.json") as out:
-        landing.chromium_events = merge_chromium(root, landing.results, out)
+        landing.chromium_events = merge_chromium(writer, landing.results, out)
     if landing.estimations:
         writer.write("runtime_estimations.json", json.dumps(landing.estimations, indent=2))
         writer.write("chromium_trace_with_runtime.json", json.dumps(runtime_trace(landing.estimations), indent=2, sort_keys=True))
@@ -518,9 +519,6 @@ def write_outputs(writer: Any, landing: Landing, root: Path) -> list[str]:
 
 
 def landing_context(landing: Landing, source: InputInfo, custom_header_html: str) -> dict[str, Any]:
-    from .render import trusted_html
-    from .report import STATUS_LABELS
-
     context = base_context_for(source)
     by_folder = {r.folder: r for r in landing.results}
     context.update(
@@ -549,22 +547,54 @@ def write_all_ranks(
     folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None
 ) -> tuple[Landing, list[str]]:
     """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page."""
-    from .build import write_static
-    from .render import render
-    from .writer import ReportWriter
-
     # ranks already run in parallel: no highlighting workers inside each rank's process
     jobs = discover(folder, dataclasses.replace(options, workers=0))
     writer = ReportWriter(out, overwrite)
     try:
         results = build_all(jobs, writer.root, on_done=on_done)
         landing = analyse(results)
-        notes = write_outputs(writer, landing, writer.root)
+        notes = write_outputs(writer, landing)
         write_static(writer)
         source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
+        writer.write("summary.json", orjson.dumps(landing_summary(landing, jobs), option=orjson.OPT_INDENT_2))
         writer.write("index.html", render("landing.html.j2", landing_context(landing, source, options.custom_header_html)))
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     return landing, notes
+
+
+def divergences(landing: Landing) -> list[dict[str, Any]]:
+    """Every cross-rank verdict as `{kind, compile_id, ranks, detail}`: empty when the ranks agree."""
+    rows: list[dict[str, Any]] = []
+    for row in landing.compile_ids:
+        detail = f"missing {', '.join(row['missing']) or 'nothing'}; extra {', '.join(row['extra']) or 'nothing'}"
+        first = (row["missing"] or row["extra"] or [None])[0]
+        rows.append({"kind": "compile_ids", "compile_id": first, "ranks": [row["rank"]], "detail": detail})
+    for kind, items, what in (("cache", landing.cache, "cache results"), ("collective_schedule", landing.schedules, "collectives")):
+        for row in items[1:]:  # the first group is the majority
+            rows.append({"kind": kind, "compile_id": row["compile_id"], "ranks": row["ranks"],
+                         "detail": f"{what} depart from the majority at position {row['at']}: {row['item']} instead of {row['expected']}"})
+    for row in landing.tensor_meta[1:]:
+        rows.append({"kind": "tensor_meta", "compile_id": None, "ranks": row["ranks"], "detail": "different tensor metadata"})
+    for row in landing.agreements:
+        for group in row["groups"][1:]:
+            rows.append({"kind": "compiler_collective", "compile_id": row["compile_id"], "ranks": group["ranks"],
+                         "detail": f"{row['name']} differs: {group['line']}"})
+    for row in landing.dynamic:
+        for group in row["groups"][1:]:
+            rows.append({"kind": "dynamic_shapes", "compile_id": row["compile_id"], "ranks": group["ranks"],
+                         "detail": f"dynamic dimensions {', '.join(group['sources']) or 'none'}"})
+    return rows
+
+
+def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
+    """The multi-rank summary.json: every rank's summary, and the divergences between ranks."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "tlparse-py", "version": __version__},
+        "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
+        "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
+        "divergences": divergences(landing),
+    }

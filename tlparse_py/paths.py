@@ -35,3 +35,14 @@ def numbered(name: str, number: int) -> str:
     if not dot:
         return f"{safe_component(name)}_{number}"
     return f"{safe_component(stem)}_{number}.{safe_component(ext)}"
+
+
+def compile_page_url(compile_id) -> str:  # CompileId | None (paths stays below the model)
+    """The page of a compile id, as tlparse lays it out: `<dirname>/index.html`."""
+    if compile_id is None:
+        return "unknown/index.html"
+    return f"{compile_id.directory_key().dirname}/index.html"
+
+
+def provenance_page_url(compile_id) -> str:
+    return f"provenance_tracking_{'unknown' if compile_id is None else compile_id.directory_key().dirname}.html"

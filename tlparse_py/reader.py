@@ -26,9 +26,10 @@ from .model import (
     CONTEXT_KEYS,
     HINTS,
     CompileId,
-    Diagnostic,
+    DiagnosticLog,
     Record,
     Stats,
+    StringTable,
 )
 
 # The glog prefix torch writes: `V1202 12:14:23.064000 5351 torch/_dynamo/utils.py:2350] {...}`.
@@ -40,50 +41,6 @@ GLOG_PREFIX = re.compile(
     rb" (?P<pid>\d+) (?P<path>(?:[A-Za-z]:)?[^:\]]+):(?P<line>\d+)\](?P<extra>[^ ]*) "
 )
 MAX_ID = 2**32 - 1
-
-
-class DiagnosticLog:
-    """Problems found while reading, counted by kind; the first `limit` are kept with details."""
-
-    def __init__(self, limit: int = 500, echo: Callable[[Diagnostic], None] | None = None):
-        self.limit = limit
-        self.kept: list[Diagnostic] = []
-        self.total = 0
-        self.echo = echo
-
-    def add(self, path: str, lineno: int, problem: str, detail: str = "", hint: str = "") -> None:
-        self.total += 1
-        diagnostic = Diagnostic(path, lineno, problem, detail[:300], hint)
-        if len(self.kept) < self.limit:
-            self.kept.append(diagnostic)
-        if self.echo is not None:
-            self.echo(diagnostic)
-
-
-class StringTable:
-    """The `str` intern table of one log file (never shared between files or ranks)."""
-
-    def __init__(self) -> None:
-        self.strings: dict[int, str] = {}
-
-    def add(self, value: Any) -> bool:
-        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
-            return False
-        index = value[1]
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= 10_000_000:
-            return False
-        self.strings[index] = value[0]
-        return True
-
-    def lookup(self, index: Any) -> str | None:
-        if isinstance(index, str):
-            return index
-        return self.strings.get(index) if isinstance(index, int) else None
-
-    def as_list(self) -> list[str | None]:
-        """The table as tlparse writes it at the top of raw.jsonl (`[null]` when empty)."""
-        size = max(self.strings, default=0) + 1
-        return [self.strings.get(i) for i in range(size)]
 
 
 def is_gzip(path: Path) -> bool:

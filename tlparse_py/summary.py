@@ -1,4 +1,7 @@
-"""What went wrong, in numbers: the index page's summary, computed from the report model only."""
+"""Questions asked of the store: what went wrong, in numbers, per compile and in total.
+
+Pure functions of `store.Store`; the index page, `summary.json` and multi-rank all use them.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import CompileId
-from .report import MetricsEntry, Report
+from .model import CompileId, display_key
+from .stacks import simplify_filename
+from .store import CacheEvent, GraphBreak, MetricsEntry, Store
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -16,17 +20,11 @@ def is_compile(key: CompileId | None) -> bool:
     return key is not None and (key.frame_id is not None or key.compiled_autograd_id is not None)
 
 
-def own_metrics(report: Report, key: CompileId | None) -> list[MetricsEntry]:
-    """Metrics logged under exactly this compile id (attempt included)."""
-    frame = key.frame_key() if key is not None else None
-    return [m for m in report.metrics.get(frame, []) if (m.compile_id.directory_key() if m.compile_id else None) == key]
-
-
 def first_line(text: Any) -> str:
     return str(text).strip().split("\n", 1)[0] if text else ""
 
 
-def _seconds(value: Any) -> float | None:
+def seconds(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
@@ -42,7 +40,7 @@ class CompileRow:
     reason: str  # why it failed / restarted / recompiled (first line)
 
 
-def compile_rows(report: Report) -> list[CompileRow]:
+def compile_rows(report: Store) -> list[CompileRow]:
     """One row per compile id, in log order."""
     cache_marks: dict[CompileId | None, str] = {}
     for key, artifacts in report.directory.items():
@@ -51,7 +49,7 @@ def compile_rows(report: Report) -> list[CompileRow]:
     for key in report.directory:
         if not is_compile(key):
             continue
-        metrics = own_metrics(report, key)
+        metrics = report.own_metrics(key)
         fields = metrics[0].fields if metrics else {}
         rows.append(
             CompileRow(
@@ -59,7 +57,7 @@ def compile_rows(report: Report) -> list[CompileRow]:
                 label=str(key),
                 status=report.status_of(key),
                 name=str(fields.get("co_name") or _name_from_pool(report, key)),
-                seconds=_seconds(fields.get("entire_frame_compile_time_s")),
+                seconds=seconds(fields.get("entire_frame_compile_time_s")),
                 graph_ops=fields.get("graph_op_count") if isinstance(fields.get("graph_op_count"), int) else None,
                 cache=cache_marks.get(key, ""),
                 reason=_reason(report, key, fields),
@@ -68,7 +66,7 @@ def compile_rows(report: Report) -> list[CompileRow]:
     return rows
 
 
-def _name_from_pool(report: Report, key: CompileId) -> str:
+def _name_from_pool(report: Store, key: CompileId) -> str:
     """The frame's name from any compile of the same frame (a failed recompile may not log one)."""
     same_frame = (
         entries
@@ -82,7 +80,7 @@ def _name_from_pool(report: Report, key: CompileId) -> str:
     return ""
 
 
-def _reason(report: Report, key: CompileId, fields: dict[str, Any]) -> str:
+def _reason(report: Store, key: CompileId, fields: dict[str, Any]) -> str:
     if fields.get("fail_type"):
         return f"{fields['fail_type']}: {first_line(fields.get('fail_reason'))}".rstrip(": ")
     if fields.get("restart_reasons"):
@@ -103,7 +101,7 @@ class GraphBreakGroup:
     url: str = ""  # one full report of it
 
 
-def graph_break_groups(report: Report) -> list[GraphBreakGroup]:
+def graph_break_groups(report: Store) -> list[GraphBreakGroup]:
     """Distinct graph breaks (reason + user location), most frequent first.
 
     torch may log the same break twice for one compile (pytorch/pytorch#153669): a repeat within a
@@ -133,7 +131,7 @@ class FrameRecompiles:
     hit_limit: bool
 
 
-def recompiles_per_frame(report: Report) -> list[FrameRecompiles]:
+def recompiles_per_frame(report: Store) -> list[FrameRecompiles]:
     """Frames compiled more than once, with the guard failures that caused each recompile."""
     frames: dict[tuple[int | None, int], list[CompileId]] = {}
     for key in report.directory:
@@ -152,12 +150,12 @@ def recompiles_per_frame(report: Report) -> list[FrameRecompiles]:
     return sorted(result, key=lambda f: -len(f.compiles))
 
 
-def slowest(report: Report, count: int = 10) -> list[CompileRow]:
+def slowest(report: Store, count: int = 10) -> list[CompileRow]:
     rows = [r for r in compile_rows(report) if r.seconds is not None]
     return sorted(rows, key=lambda r: -(r.seconds or 0))[:count]
 
 
-def counts(report: Report) -> dict[str, Any]:
+def counts(report: Store) -> dict[str, Any]:
     """The headline numbers."""
     compiles = [k for k in report.directory if is_compile(k)]
     all_metrics = [m for entries in report.metrics.values() for m in entries]
@@ -173,7 +171,49 @@ def counts(report: Report) -> dict[str, Any]:
         "cache_hits": states.get("hit", 0),
         "cache_misses": states.get("miss", 0),
         "cache_bypasses": states.get("bypass", 0),
-        "compile_time": sum(s for m in all_metrics if (s := _seconds(m.get("entire_frame_compile_time_s"))) is not None),
+        "compile_time": sum(s for m in all_metrics if (s := seconds(m.get("entire_frame_compile_time_s"))) is not None),
         "records": report.records,
         "chromium_events": report.chromium_events,
     }
+
+
+def graph_breaks_of(report: Store, key: CompileId | None) -> list[GraphBreak]:
+    """Graph breaks logged by this compile id (a repeat of the same break within it counted once)."""
+    seen: set[tuple[str, str]] = set()
+    result = []
+    for brk in report.graph_breaks_of(key):
+        if (brk.reason, brk.location) not in seen:
+            seen.add((brk.reason, brk.location))
+            result.append(brk)
+    return result
+
+
+def cache_events_of(report: Store, key: CompileId | None) -> list[CacheEvent]:
+    return report.cache_events_of(key)
+
+
+def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The compiled frame's name and its user-code location (`file:line`), None where not logged.
+
+    The start stack's innermost frame is where Dynamo began tracing; without it, the frame's first
+    line from the metrics.
+    """
+    stack = report.start_stacks.get(key.frame_key())
+    name = fields.get("co_name") or _name_from_pool(report, key) or None
+    if stack:
+        last = stack[-1]
+        filename = simplify_filename(report.resolve_filename(last.filename))
+        return str(name or last.name), f"{filename}:{last.line}"
+    if fields.get("co_filename"):
+        return (str(name) if name else None), f"{fields['co_filename']}:{fields.get('co_firstlineno')}"
+    return (str(name) if name else None), None
+
+
+def export_verdict(report: Store) -> dict[str, Any]:
+    """`{status, error, issues}` of an export report: "ok" when nothing went wrong, else "issues"."""
+    issues = [
+        {"type": f.failure_type, "compile_id": display_key(f.compile_id), "line": f.lineno}
+        for f in report.export_failures
+    ]
+    status = "issues" if issues else ("ok" if report.exported_programs else "unknown")
+    return {"status": status, "error": None, "issues": issues}

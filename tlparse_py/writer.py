@@ -105,6 +105,33 @@ class FolderWriter:
         return tempfile.SpooledTemporaryFile(max_size=in_memory, dir=self.root, prefix=".spool-")
 
 
+class NullWriter(FolderWriter):
+    """A writer that writes nothing: `analyze()` runs the pipeline through it to build the analysis alone."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.gettempdir())
+        self.files_written = 0
+        self.bytes_written = 0
+
+    def sub(self, folder: str) -> FolderWriter:
+        return self
+
+    def write(self, rel: str, data: bytes | str) -> None:
+        pass
+
+    def open(self, rel: str) -> IO[bytes]:
+        return open(os.devnull, "wb")
+
+    def read(self, rel: str) -> bytes | None:
+        return None
+
+    def copy_file(self, source: Path, rel: str) -> None:
+        pass
+
+    def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
+        return tempfile.SpooledTemporaryFile(max_size=in_memory, prefix=".tlparse-py-spool-")
+
+
 class ReportWriter(FolderWriter):
     """Writes files under a staging root beside `out`; `commit()` moves the finished report to `out`."""
 

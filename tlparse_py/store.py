@@ -1,7 +1,8 @@
-"""The report model: what is known about a log once its records have been read.
+"""What the reading pass notes about a log: the typed facts the analysis is built from.
 
 It keeps metadata only (directory entries, stacks, small metric summaries, counters); payloads
-and per-record details live on disk and are read back one compile id at a time.
+and per-record summaries live in the payload store and the record spool, read back one compile
+id at a time.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Artifact, CompileId, Record, Stats
-from .reader import DiagnosticLog, StringTable
+from .model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
 from .stacks import Frame, StackTrie
 
 # Status of a compile id, as the stack trie colours it.
@@ -59,6 +59,7 @@ class MetricsEntry:
     compile_id: CompileId | None
     url: str  # the compilation_metrics page
     fields: dict[str, Any]
+    generation: int = 0  # > 0: the compile id was reused after torch._dynamo.reset()
 
     def get(self, name: str) -> Any:
         return self.fields.get(name)
@@ -132,10 +133,15 @@ class InputInfo:
     size: int
     others: list[str] = field(default_factory=list)  # other logs in the folder we did not read
     also: list[str] = field(default_factory=list)  # further logs read into this report
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes of each further log
+
+    def files(self) -> list[tuple[str, int | None]]:
+        """(path, bytes) of every log read into the report."""
+        return [(self.path, self.size)] + [(name, self.sizes.get(name)) for name in self.also]
 
 
 @dataclass
-class Report:
+class Store:
     source: InputInfo
     stats: Stats
     diagnostics: DiagnosticLog
@@ -152,7 +158,8 @@ class Report:
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)
     metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
-    backward_metrics: dict[CompileId | None, list[dict[str, Any]]] = field(default_factory=dict)
+    # frame compile → (compile id, bwd_compilation_metrics) in log order
+    backward_metrics: dict[CompileId | None, list[tuple[CompileId | None, dict[str, Any]]]] = field(default_factory=dict)
     failures: list[FailureRow] = field(default_factory=list)
     shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
     unknown_kinds: Counter[str] = field(default_factory=Counter)
@@ -170,8 +177,20 @@ class Report:
     pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
     global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
     provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
+    # compile id → its current generation; ids whose compile finished (metrics logged) in it
+    generations: dict[CompileId, int] = field(default_factory=dict)
+    finished: set[CompileId] = field(default_factory=set)
+    torch_version: str | None = None
+    _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
 
     # -- facts noted by parsers -------------------------------------------------------------
+
+    def note_start(self, compile_id: CompileId) -> None:
+        """A `dynamo_start` for an id whose compile already finished: the id was reused after reset()."""
+        key = compile_id.directory_key()
+        if key in self.finished:
+            self.finished.discard(key)
+            self.generations[key] = self.generations.get(key, 0) + 1
 
     def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
         self.start_stacks.setdefault(compile_id.frame_key(), frames)
@@ -186,11 +205,18 @@ class Report:
         if not isinstance(fields["restart_reasons"], list):
             fields["restart_reasons"] = []
         key = record.compile_id.frame_key() if record.compile_id is not None else None
-        self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields))
+        generation = 0
+        if record.compile_id is not None:
+            generation = self.generations.get(record.compile_id.directory_key(), 0)
+            self.finished.add(record.compile_id.directory_key())
+        if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
+            self.torch_version = meta["pytorch_version"]
+        self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields, generation))
 
     def note_backward_metrics(self, compile_id: CompileId | None, meta: dict[str, Any]) -> None:
         key = compile_id.frame_key() if compile_id is not None else None
-        self.backward_metrics.setdefault(key, []).append(meta)
+        own = compile_id.directory_key() if compile_id is not None else None
+        self.backward_metrics.setdefault(key, []).append((own, meta))
 
     def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
         self.shape_facts.setdefault((kind, compile_id.frame_key()), []).append(meta)
@@ -218,6 +244,33 @@ class Report:
                 FailureRow(record.compile_id, url, str(fail_type), str(reason) if reason else "(no reason logged)", f"{filename}:{lineno}")
             )
 
+    def _index(self, name: str, items: list[Any], key_of: Any) -> dict[Any, list[Any]]:
+        """`items` grouped by `key_of(item)`, built once (asked after reading has finished)."""
+        index = self._by_key.get(name)
+        if index is None:
+            index = self._by_key[name] = {}
+            for item in items:
+                index.setdefault(key_of(item), []).append(item)
+        return index
+
+    def cache_events_of(self, key: CompileId | None) -> list[CacheEvent]:
+        """Cache lookups logged under exactly this compile id."""
+        return self._index("cache", self.cache_events, lambda e: _directory_key(e.compile_id)).get(key, [])
+
+    def graph_breaks_of_frame(self, key: CompileId | None) -> list[GraphBreak]:
+        """Graph breaks of the frame compile: logged by the attempt that broke, shown on every attempt's page."""
+        frame = key.frame_key() if key is not None else None
+        return self._index("breaks", self.graph_breaks, lambda b: b.compile_id.frame_key() if b.compile_id else None).get(frame, [])
+
+    def graph_breaks_of(self, key: CompileId | None) -> list[GraphBreak]:
+        """Graph breaks logged by exactly this compile id."""
+        return self._index("own_breaks", self.graph_breaks, lambda b: _directory_key(b.compile_id)).get(key, [])
+
+    def own_metrics(self, key: CompileId | None) -> list[MetricsEntry]:
+        """Metrics logged under exactly this compile id (attempt included)."""
+        frame = key.frame_key() if key is not None else None
+        return [m for m in self.metrics.get(frame, []) if _directory_key(m.compile_id) == key]
+
     # -- questions asked by renderers -------------------------------------------------------
 
     def status_of(self, compile_id: CompileId | None) -> str:
@@ -242,3 +295,7 @@ class Report:
     def resolve_filename(self, filename: int | str | None) -> str:
         name = self.strings.lookup(filename)
         return name if name is not None else "(unknown)"
+
+
+def _directory_key(compile_id: CompileId | None) -> CompileId | None:
+    return compile_id.directory_key() if compile_id is not None else None

@@ -1,0 +1,40 @@
+"""Record kinds: the one registry (`registry`), the parser API (`context`) and torch's kinds (`builtin`).
+
+Importing this package declares every built-in kind; `load_plugins()` adds kinds declared by other
+packages through the `tlparse_py.kinds` entry-point group.
+"""
+
+from __future__ import annotations
+
+from . import builtin as _builtin  # noqa: F401  (declares the built-in kinds)
+from .context import ParseContext
+from .plugins import load_plugins
+from .registry import (
+    FILE,
+    GLOBAL,
+    KINDS,
+    LINK,
+    NAMES,
+    PAYLOAD,
+    REFORMAT,
+    SECTIONS,
+    Kind,
+    Output,
+    Step,
+    declare,
+    describe,
+    kind,
+    known,
+    named,
+    parsers_for,
+    payload_name,
+    title_of,
+    undeclare,
+    with_lang,
+)
+
+__all__ = [
+    "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "REFORMAT", "SECTIONS", "Kind", "Output",
+    "ParseContext", "Step", "declare", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
+    "payload_name", "title_of", "undeclare", "with_lang",
+]

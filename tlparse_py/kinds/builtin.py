@@ -1,0 +1,370 @@
+"""The record kinds torch 2.13 writes, each declared once: parser, files, title, section, language, facts.
+
+Declaration order is tlparse 0.4.3's parser order, which fixes the global file numbering when one
+record carries several kinds. A parser turns a `Record` into `Output`s (files the report should
+contain) and may note facts in the analysis; it never formats HTML and never touches the disk.
+Kinds whose parser returns no files have none in tlparse either, so every other file's number
+stays identical to tlparse's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import PurePosixPath
+from typing import Any
+
+import orjson
+
+from .. import facts
+from ..store import ExportFailure, GraphBreak
+from ..model import Record
+from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
+from .context import ParseContext
+from .registry import FILE, GLOBAL, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, declare, kind, named
+
+# --------------------------------------------------------------------------------------------
+# Graphs and code logged as plain text payloads (tlparse parsers 1-11, same order)
+
+
+def _payload_as(name: str) -> list[Output]:
+    return [Output(PAYLOAD, f"{name}.txt")]
+
+
+def _metrics_page(name: str, meta: dict[str, Any], title: str) -> Output:
+    return Output(FILE, name, view="metrics", data={"meta": meta, "title": title})
+
+
+_GRAPH = {"section": "pipeline", "lang": "python"}
+
+
+@kind("optimize_ddp_split_graph", title="DDPOptimizer: the graph split into buckets", **_GRAPH,
+      label="DDPOptimizer: split graph", step=Step("ddp", "graph"))
+@kind("compiled_autograd_graph", title="Compiled autograd: captured backward graph", **_GRAPH,
+      label="Compiled autograd graph", step=Step("compiled_autograd", "end", "backward"))
+@kind("aot_forward_graph", title="AOTAutograd: partitioned forward graph", **_GRAPH,
+      label="AOT forward graph", step=Step("aot", "graph", "forward"))
+@kind("aot_backward_graph", title="AOTAutograd: partitioned backward graph", **_GRAPH,
+      label="AOT backward graph", step=Step("aot", "graph", "backward"))
+@kind("aot_inference_graph", title="AOTAutograd: inference graph", **_GRAPH,
+      label="AOT inference graph", step=Step("aot", "graph", "inference"))
+@kind("aot_joint_graph", title="AOTAutograd: joint forward+backward graph", **_GRAPH,
+      label="AOT joint graph", step=Step("aot", "graph", "joint"))
+@kind("inductor_post_grad_graph", title="Inductor: graph after post-grad passes", **_GRAPH,
+      label="Post-grad graph (after passes)", step=Step("post_grad", "end"))
+@kind("inductor_pre_grad_graph", title="Inductor: graph before pre-grad passes", **_GRAPH,
+      label="Pre-grad graph", step=Step("pre_grad", "start"))
+@kind("dynamo_cpp_guards_str", title="Dynamo: installed guards (C++ guard tree)", section="guards", lang="python",
+      label="Guards (C++ guard tree)")
+def plain_graph(record: Record, ctx: ParseContext) -> list[Output]:
+    return _payload_as(ctx.current_kind)
+
+
+@kind("graph_dump", title="A named graph or code dump (AOTInductor sources, vLLM graphs)")
+def graph_dump(record: Record, ctx: ParseContext) -> list[Output]:
+    name = ctx.text_field(record, "graph_dump", "name") or "graph_dump"
+    return _payload_as(name)
+
+
+@kind("dynamo_output_graph", title="Dynamo: captured FX graph", **_GRAPH, label="Dynamo graph", step=Step("dynamo", "graph"))
+def dynamo_output_graph(record: Record, ctx: ParseContext) -> list[Output]:
+    return _payload_as("dynamo_output_graph")
+
+
+@kind("dynamo_guards", title="Dynamo: guards (legacy structured list)", section="guards", lang="json", label="Guards")
+def dynamo_guards(record: Record, ctx: ParseContext) -> list[Output]:
+    try:
+        guards = orjson.loads(record.payload or b"")
+        if not isinstance(guards, list) or not all(isinstance(g, dict) and isinstance(g.get("code"), str) for g in guards):
+            raise ValueError("expected a list of {code: str, ...}")
+    except ValueError as exc:
+        ctx.problem(record, "fail_dynamo_guards_json", "dynamo_guards payload is not a guard list", str(exc))
+        return []
+    return [Output(FILE, "dynamo_guards.html", view="guards", data={"guards": [g["code"] for g in guards]})]
+
+
+@kind("inductor_output_code", title="Inductor: generated output code", section="code", lang="python", label="Inductor output code")
+def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
+    key = record.compile_id.directory_key() if record.compile_id is not None else None
+    if key not in ctx.analysis.distributed.code_collectives:  # the collectives parity check reads the first code
+        ctx.analysis.distributed.code_collectives[key] = facts.collective_calls(record.payload_text())
+    filename = ctx.text_field(record, "inductor_output_code", "filename")
+    stem = f"inductor_output_code_{PurePosixPath(filename.replace(chr(92), '/')).stem}" if filename else "inductor_output_code"
+    if ctx.plain_text:
+        return [Output(PAYLOAD, f"{stem}.txt")]
+    return [Output(FILE, f"{stem}.html", view="code", data={"lang": "python", "title": filename or "output code"})]
+
+
+@kind("optimize_ddp_split_child", title="DDPOptimizer: one bucket's submodule", **_GRAPH,
+      label="DDPOptimizer: bucket submodule", step=Step("ddp", "graph"))
+def optimize_ddp_split_child(record: Record, ctx: ParseContext) -> list[Output]:
+    name = ctx.text_field(record, "optimize_ddp_split_child", "name") or "unnamed"
+    return _payload_as(f"optimize_ddp_split_child_{name}")
+
+
+@kind("aot_autograd_backward_compilation_metrics", title="AOTAutograd: backward compilation metrics (legacy)")
+def aot_backward_metrics(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "aot_autograd_backward_compilation_metrics")
+    return [_metrics_page("aot_autograd_backward_compilation_metrics.html", meta, "AOT Autograd Backward Compilation Metrics")]
+
+
+@kind("bwd_compilation_metrics", title="Backward compilation metrics")
+def bwd_metrics(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "bwd_compilation_metrics")
+    ctx.analysis.note_backward_metrics(record.compile_id, meta)
+    return [_metrics_page("bwd_compilation_metrics.html", meta, "Backward Compilation Metrics")]
+
+
+@kind("link", title="A link to an external resource (e.g. an uploaded profile)")
+def link(record: Record, ctx: ParseContext) -> list[Output]:
+    name = ctx.text_field(record, "link", "name") or "link"
+    url = ctx.text_field(record, "link", "url") or ""
+    return [Output(LINK, name, url=url)]
+
+
+@kind("artifact", title="A named artifact (text or JSON)")
+def artifact(record: Record, ctx: ParseContext) -> list[Output]:
+    name = ctx.text_field(record, "artifact", "name") or "artifact"
+    encoding = ctx.text_field(record, "artifact", "encoding")
+    if encoding == "json":
+        output = Output(REFORMAT, f"{name}.json", reformat=pretty_json)
+    else:  # "string", and encodings nobody knows: the payload is shown as text rather than lost
+        output = Output(PAYLOAD, f"{name}.txt")
+    declared = NAMES.get(name)
+    if declared is not None and declared.facts is not None:
+        output.on_written = lambda url: declared.facts(record, ctx, url)
+    return [output]
+
+
+@kind("dump_file", title="Source of FX-generated code (eval_with_key) referenced by stack frames")
+def dump_file(record: Record, ctx: ParseContext) -> list[Output]:
+    name = ctx.text_field(record, "dump_file", "name") or "dump_file"
+    return [Output(GLOBAL, dump_file_path(name), view="code", data={"lang": "python", "title": name})]
+
+
+@kind("compilation_metrics", title="Dynamo: metrics of one frame compile (time, graph size, failure, restarts)")
+def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "compilation_metrics")
+    ctx.analysis.note_metrics(record, meta)
+    page = _metrics_page("compilation_metrics.html", meta, "Compilation Metrics")
+    page.on_written = lambda url: ctx.analysis.metrics_page_written(record, url)
+    return [page]
+
+
+# --------------------------------------------------------------------------------------------
+# Artifacts whose content the summary needs: small facts noted while the payload is at hand
+
+@named("dynamo_graph_break_reason", title="Why Dynamo broke the graph, with the user code line", section="graph_breaks")
+def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
+    reason, explanation, location = facts.parse_graph_break(record.payload_text())
+    ctx.analysis.graph_breaks.append(GraphBreak(record.compile_id, reason, explanation, location, url))
+
+
+@named("recompile_reasons", "compiled_autograd_compile_reasons", title="The guards that failed, making Dynamo recompile", section="recompiles")
+def recompile_reasons(record: Record, ctx: ParseContext, url: str) -> None:
+    key = record.compile_id.directory_key() if record.compile_id is not None else None
+    ctx.analysis.recompile_reasons.setdefault(key, []).extend(facts.parse_reason_list(record.payload_text()))
+
+
+@named(*(f"{cache}_{state}" for cache in facts.CACHES for state in ("hit", "miss", "bypass")), "fx_graph_bundled_cache_hit",
+       title="A cache lookup and its outcome", section="other")
+def cache_event(record: Record, ctx: ParseContext, url: str) -> None:
+    name = ctx.text_field(record, "artifact", "name") or ""
+    ctx.analysis.cache_events.append(facts.cache_event(record.compile_id, name, record.payload_text(), url))
+
+
+def _artifact_number(ctx: ParseContext) -> int:
+    return ctx.number  # the number the artifact just got (its place in log order)
+
+
+@named("inductor_runtime_and_tensor_meta", title="Estimated runtime and tensor metadata of each op", section="other")
+def runtime_estimates(record: Record, ctx: ParseContext, url: str) -> None:
+    ops, fingerprint = facts.runtime_and_tensor_meta(record.payload_text())
+    ctx.analysis.distributed.runtime.append((_artifact_number(ctx), record.compile_id, ops, fingerprint))
+
+
+@named("inductor_collective_schedule", title="The order of collective ops Inductor scheduled", section="other")
+def collective_schedule(record: Record, ctx: ParseContext, url: str) -> None:
+    ops = facts.string_list(record.payload_text())
+    ctx.analysis.distributed.schedules.append((_artifact_number(ctx), record.compile_id, ops))
+
+
+@named("graph_execution", "inductor_graph_execution", title="The order compiled graphs ran in", section="other")
+def graph_execution(record: Record, ctx: ParseContext, url: str) -> None:
+    ctx.analysis.distributed.execution_orders.append((_artifact_number(ctx), facts.execution_order(record.payload_text())))
+
+
+@named("compiler_collective", "aot_joint_graph_sync_decision_cross_ranks", "inductor_spmd_graph_mismatch",
+       title="State exchanged between ranks by compiler collectives", section="other")
+def compiler_collective(record: Record, ctx: ParseContext, url: str) -> None:
+    name = ctx.text_field(record, "artifact", "name") or ""
+    text = record.payload_text()
+    digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+    ctx.analysis.distributed.agreements.append((record.compile_id, name, digest, facts.first_line(text), url))
+
+
+def pretty_json(payload: bytes) -> bytes:
+    """Payload JSON re-indented with sorted keys (as tlparse writes it); text that is not JSON is kept as is."""
+    try:
+        value = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        try:
+            value = json.loads(payload.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return payload
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return payload
+
+
+# --------------------------------------------------------------------------------------------
+# Kinds that feed the report without files of their own
+
+
+@kind("dynamo_start", title="Dynamo started compiling a frame: the user stack that triggered it")
+def dynamo_start(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "dynamo_start")
+    if record.compile_id is not None:
+        ctx.analysis.note_start(record.compile_id)
+    frames = frames_from_json(meta.get("stack"))
+    if frames is not None and record.compile_id is not None:
+        frames = strip_convert_frame(frames, ctx.resolve_filename)
+        ctx.analysis.note_start_stack(record.compile_id, frames)
+    return []
+
+
+@kind("chromium_event", title="A Perfetto/Chrome trace event (collected into chromium_events.json)")
+def chromium_event(record: Record, ctx: ParseContext) -> list[Output]:
+    if ctx.on_chromium_event is not None:
+        ctx.on_chromium_event(record)
+    return []
+
+
+@kind("create_symbol", title="A backed symbol was created: a dynamic dimension appeared")
+def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
+    source = ctx.dict_field(record, "create_symbol").get("source")
+    if record.compile_id is not None and isinstance(source, str):
+        ctx.analysis.distributed.dynamic_sources.setdefault(record.compile_id.frame_key(), set()).add(source)
+    return []
+
+
+@kind("symbolic_shape_specialization", title="A symbol was specialised to a constant")
+@kind("guard_added_fast", title="A shape guard was added")
+def shape_fact(record: Record, ctx: ParseContext) -> list[Output]:
+    if record.compile_id is not None:
+        ctx.analysis.note_shape_fact(ctx.current_kind, record.compile_id, ctx.dict_field(record, ctx.current_kind))
+    return []
+
+
+def _no_files(record: Record, ctx: ParseContext) -> list[Output]:
+    return []
+
+
+# Kinds shown on the compile-id page as records (metadata table + payload), with no file of their own.
+for _kind, _title in {
+    "describe_storage": "Fake-tensor conversion: a real storage",
+    "describe_tensor": "Fake-tensor conversion: an input tensor (shape, dtype, device, strides)",
+    "describe_source": "Fake-tensor conversion: the Dynamo source of a tensor",
+    "propagate_real_tensors": "Real-tensor propagation decided an unbacked expression",
+    "export": "torch.export started",
+    "compilation_metrics_runtime": "Compile overhead paid at run time (cudagraphify, Triton autotuning)",
+    "bwd_compilation_metrics_runtime": "Backward compile overhead paid at run time",
+}.items():
+    declare(_kind, _title)
+
+
+# --------------------------------------------------------------------------------------------
+# torch.export: what draft_export found. Noted in every mode; files only in export mode (-e), where
+# tlparse numbers exactly these outputs (exported programs and guard pages).
+
+
+@kind("exported_program", title="The final exported program", in_export=True)
+def exported_program(record: Record, ctx: ParseContext) -> list[Output]:
+    ctx.analysis.exported_programs.append("")
+    if not ctx.export:
+        return []
+    index = len(ctx.analysis.exported_programs) - 1
+
+    def remember(url: str) -> None:
+        ctx.analysis.exported_programs[index] = url
+
+    return [Output(PAYLOAD, "exported_program.txt", on_written=remember)]
+
+
+@kind("guard_added", title="A shape guard was added (verbose, with frame locals)", in_export=True)
+def guard_added(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "guard_added")
+    if meta.get("prefix") != "eval":  # only guards evaluated by export can be constraint violations
+        return []
+    return _export_failure(record, ctx, "Guard Evaluated", meta, guard_page=True)
+
+
+@kind("propagate_real_tensors_provenance", title="Real-tensor propagation decided an unbacked expression", in_export=True)
+def propagate_real_tensors_provenance(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, "propagate_real_tensors_provenance")
+    return _export_failure(record, ctx, "Data Dependent Error", meta, guard_page=True)
+
+
+@kind("guard_on_data_dependent_error", title="A guard on a data-dependent expression raised an error")
+def guard_on_data_dependent_error(record: Record, ctx: ParseContext) -> list[Output]:
+    return _export_failure(record, ctx, "Data Dependent Guard Error", ctx.dict_field(record, ctx.current_kind), guard_page=False)
+
+
+@kind("missing_fake_kernel", title="A custom op has no fake kernel")
+@kind("mismatched_fake_kernel", title="A custom op's fake kernel disagrees with its real kernel")
+def fake_kernel(record: Record, ctx: ParseContext) -> list[Output]:
+    kind = "Missing Fake Kernel" if ctx.current_kind == "missing_fake_kernel" else "Mismatched Fake Kernel"
+    return _export_failure(record, ctx, kind, ctx.dict_field(record, ctx.current_kind), guard_page=False)
+
+
+@kind("expression_created", title="A symbolic expression was built (export provenance)")
+@kind("create_unbacked_symbol", title="An unbacked symbol was created (data-dependent value)")
+def symbolic_expression(record: Record, ctx: ParseContext) -> list[Output]:
+    if ctx.export:  # the provenance graph behind guard pages; chatty, so only kept when it is used
+        ctx.analysis.note_expression(ctx.current_kind, ctx.dict_field(record, ctx.current_kind))
+    return []
+
+
+def _export_failure(record: Record, ctx: ParseContext, failure_type: str, meta: dict[str, Any], guard_page: bool) -> list[Output]:
+    failure = ExportFailure(failure_type, meta, record.compile_id, record.lineno)
+    ctx.analysis.export_failures.append(failure)
+    if not (ctx.export and guard_page):
+        return []
+
+    def remember(url: str) -> None:
+        failure.url = url
+
+    return [Output(FILE, "symbolic_guard_information.html", view="guard_info", data={"meta": meta}, on_written=remember)]
+
+
+# --------------------------------------------------------------------------------------------
+# Named graphs and code carried by `artifact` / `graph_dump` records: where their text is shown.
+
+for _name, _stage, _role, _label in (
+    ("compiled_autograd_graph_pre_reordering", "compiled_autograd", "start", "Compiled autograd graph (before reordering)"),
+    ("before_pre_grad_graph", "pre_grad", "start", "Before pre-grad passes"),
+    ("after_pre_grad_graph", "pre_grad", "end", "After pre-grad passes"),
+    ("before_recompile_pre_grad", "recompile_pre_grad", "start", "Before pre-grad passes (recompile)"),
+    ("after_recompile_pre_grad", "recompile_pre_grad", "end", "After pre-grad passes (recompile)"),
+    ("before_joint_graph", "joint", "start", "Before joint-graph passes"),
+    ("after_joint_graph", "joint", "end", "After joint-graph passes"),
+    ("aot_inference_graph_after_hop_passes", "aot", "hop", "AOT inference graph after higher-order-op passes"),
+    ("before_post_grad_graph", "post_grad", "start", "Before post-grad passes"),
+    ("after_post_grad_graph", "post_grad", "end", "After post-grad passes"),
+    ("before_recompile_post_grad", "recompile_post_grad", "start", "Before post-grad passes (recompile)"),
+    ("after_recompile_post_grad", "recompile_post_grad", "end", "After post-grad passes (recompile)"),
+    ("overlap_scheduling_graph_before", "overlap", "start", "Before overlap scheduling"),
+    ("overlap_scheduling_graph_after", "overlap", "end", "After overlap scheduling"),
+    ("pre_decomp_comms", "decomp_comms", "start", "Before comms decomposition"),
+    ("post_decomp_comms", "decomp_comms", "end", "After comms decomposition"),
+):
+    declare(_name, "A graph at one step of the compile pipeline", carrier="artifact", **_GRAPH, label=_label, step=Step(_stage, _role))
+
+for _name, _lang, _label in (
+    ("inductor_aot_wrapper_code", "cpp", "AOTInductor wrapper code"),
+    ("inductor_aot_kernel_code", "cpp", "AOTInductor kernel code"),
+    ("inductor_aot_header_code", "cpp", "AOTInductor header"),
+    ("inductor_autotune_at_compile_time_code", "python", "Autotuning code (compile time)"),
+):
+    declare(_name, "Generated code", carrier="graph_dump", section="code", lang=_lang, label=_label)

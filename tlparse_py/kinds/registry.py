@@ -1,0 +1,206 @@
+"""The one registry of record kinds: a declaration holds everything known about a kind.
+
+A *kind* is an envelope key torch writes (`dynamo_output_graph`, `compilation_metrics`, ...). Two
+kinds, `artifact` and `graph_dump`, carry many differently *named* payloads (`before_post_grad_graph`,
+`fx_graph_cache_hit`, ...); those names are declared here too, with `carrier="artifact"`.
+
+A declaration says:
+- how a record is parsed and which numbered files it produces (`parse`), in tlparse's order;
+- the facts it adds to the analysis (`facts`; run in every mode, even when files are not written);
+- its title, its section on the compile page, its highlighting language, its pipeline step.
+
+Adding a kind is one call to `declare` (or the `kind` decorator), from this package or from a
+plugin loaded through the `tlparse_py.kinds` entry-point group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import Record
+    from .context import ParseContext
+
+# Output kinds
+FILE = "file"  # a generated page, numbered: `name_N.ext`
+GLOBAL = "global"  # a generated page at a fixed path from the report root (dump_file)
+PAYLOAD = "payload"  # the payload verbatim, numbered
+REFORMAT = "reformat"  # the payload transformed (pretty JSON), numbered
+LINK = "link"  # an external URL; consumes a number, writes nothing
+
+# Compile-page sections a payload text can be shown in (None: the text is not shown as a section)
+SECTIONS = ("graph_breaks", "recompiles", "guards", "pipeline", "code", "other")
+CARRIERS = ("artifact", "graph_dump")  # kinds whose records carry a named payload
+
+
+@dataclass(slots=True)
+class Output:
+    """A file the report should contain, asked for by a parser; the pipeline numbers and writes it."""
+
+    kind: str
+    name: str = ""  # file name (FILE/PAYLOAD/REFORMAT), path from the root (GLOBAL), label (LINK)
+    view: str = ""  # FILE/GLOBAL: the page view that renders it (see views.pages.PAGE_VIEWS)
+    data: dict[str, Any] | None = None  # what the view needs besides the record
+    reformat: Callable[[bytes], bytes] | None = None
+    url: str = ""  # LINK
+    on_written: Callable[[str], None] | None = None  # told the output's url once it is numbered
+
+
+Parser = Callable[["Record", "ParseContext"], Iterable[Output]]
+Facts = Callable[["Record", "ParseContext", str], None]  # (record, ctx, url of its first output or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A graph's place in the compile pipeline.
+
+    `role`: "start" opens a pass stage; "pass"/"end" steps are diffed against the previous step of
+    the same stage and lineage; "graph" steps stand alone; "hop" steps diff against the inference graph.
+    `lineage`: "forward"/"backward"/"inference"/"joint", or "" when the record itself does not say
+    (the pipeline then infers it from where the record sits in the compile).
+    """
+
+    stage: str
+    role: str
+    lineage: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    name: str
+    title: str  # a short description of what the record is
+    parse: Parser | None = None  # None: never produces numbered files
+    facts: Facts | None = None
+    section: str | None = None  # compile-page section of its payload text
+    lang: str = "text"  # highlighting language of its payload text
+    label: str = ""  # the section's heading (default: the name)
+    step: Step | None = None
+    carrier: str = ""  # "artifact"/"graph_dump" for a named payload; "" for an envelope kind
+    in_export: bool = False  # its files are written in export mode too (-e numbers only those, as tlparse)
+    source: str = "tlparse-py"  # who declared it (a plugin's entry-point name)
+    order: int = 0
+
+    @property
+    def heading(self) -> str:
+        return self.label or self.name
+
+
+KINDS: dict[str, Kind] = {}  # envelope kinds, in declaration (tlparse parser) order
+NAMES: dict[str, Kind] = {}  # named payloads of artifact / graph_dump records
+
+
+def declare(name: str, title: str, *, carrier: str = "", **fields: Any) -> Kind:
+    """Register (or replace) the declaration of a kind or of a named payload."""
+    if fields.get("section") not in (None, *SECTIONS):
+        raise ValueError(f"unknown section {fields['section']!r}; expected one of {SECTIONS}")
+    if carrier and carrier not in CARRIERS:
+        raise ValueError(f"unknown carrier {carrier!r}; expected one of {CARRIERS}")
+    table = NAMES if carrier else KINDS
+    order = table[name].order if name in table else len(table)
+    declared = Kind(name, title, carrier=carrier, order=order, **fields)
+    table[name] = declared
+    return declared
+
+
+def kind(*names: str, title: str, **fields: Any) -> Callable[[Parser], Parser]:
+    """Decorator: declare `names` (envelope keys) with the decorated function as their parser."""
+
+    def register(fn: Parser) -> Parser:
+        for name in names:
+            declare(name, title, parse=fn, **fields)
+        return fn
+
+    return register
+
+
+def named(*names: str, title: str, **fields: Any) -> Callable[[Facts], Facts]:
+    """Decorator: declare artifact `names` with the decorated function as their facts."""
+
+    def register(fn: Facts) -> Facts:
+        for name in names:
+            declare(name, title, carrier="artifact", facts=fn, **fields)
+        return fn
+
+    return register
+
+
+def undeclare(name: str, carrier: str = "") -> None:
+    """Remove a declaration (tests that declare a kind of their own clean up with this)."""
+    (NAMES if carrier else KINDS).pop(name, None)
+
+
+def known(name: str) -> bool:
+    return name in KINDS
+
+
+def parsers_for(kinds: list[str]) -> list[Kind]:
+    """The declared kinds of a record, in declaration (tlparse) order."""
+    return sorted((KINDS[k] for k in kinds if k in KINDS), key=lambda k: k.order)
+
+
+def title_of(name: str) -> str:
+    declared = KINDS.get(name)
+    return declared.title if declared else "Unknown record kind (not known to this version of tlparse-py)"
+
+
+# ------------------------------------------------------------------------------------------------
+# what a record is, for the pages
+
+
+def payload_name(kinds: list[str], meta: dict[str, Any]) -> str:
+    """What a record is: its kind, or for artifacts and graph dumps the name they carry."""
+    first = kinds[0] if kinds else "(no kind)"
+    if first in CARRIERS:
+        value = meta.get(first)
+        name = value.get("name") if isinstance(value, dict) else None
+        return name if isinstance(name, str) else first
+    return first
+
+
+# Named passes torch logs without a fixed list: a declaration made on first sight from the name.
+_PASS_PATTERNS = (
+    ("_pre_grad", "pre_grad", "Pre-grad pass {}"),
+    ("_post_grad", "post_grad", "Post-grad pass {}"),
+)
+
+
+def _pattern(name: str) -> Kind | None:
+    for suffix, stage, title in _PASS_PATTERNS:
+        if name.endswith(suffix):
+            return Kind(name, "A graph after one FX pass", section="pipeline", lang="python",
+                        label=title.format(name[: -len(suffix)]), step=Step(stage, "pass"), carrier="artifact")
+    if name.startswith(("optimus_", "cff_")):
+        return Kind(name, "A graph after one fusion rule", section="pipeline", lang="python",
+                    label=f"Fusion rule {name}", step=Step("fusion", "pass"), carrier="artifact")
+    return None
+
+
+def describe(kinds: list[str], meta: dict[str, Any]) -> Kind | None:
+    """The declaration that says how a record's payload is shown (None: not shown as a section).
+
+    Named payloads are looked up by name; an unnamed or undeclared artifact, and any kind nobody
+    declared, is shown under "other" so its text is never lost.
+    """
+    first = kinds[0] if kinds else ""
+    if first in CARRIERS:
+        name = payload_name(kinds, meta)
+        # a named payload may carry a kind's own name (torch logs `inductor_post_grad_graph` both ways)
+        declared = NAMES.get(name) or (KINDS.get(name) if name not in CARRIERS else None) or _pattern(name)
+        if declared is not None and declared.section is not None:
+            return declared
+        return Kind(name, "A named artifact", section="other", carrier=first)
+    declared = KINDS.get(first)
+    if declared is None:
+        return Kind(first, title_of(first), section="other")
+    if declared.section is None:
+        return None
+    return declared
+
+
+def with_lang(declared: Kind, payload_url: str) -> Kind:
+    """An undeclared language follows the payload file: `.json` text is shown as JSON."""
+    if declared.lang == "text" and declared.section == "other" and payload_url.endswith(".json"):
+        return replace(declared, lang="json")
+    return declared

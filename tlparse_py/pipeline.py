@@ -1,0 +1,326 @@
+"""The pipeline: records from the reader → kinds → the analysis, and numbered outputs written as they come.
+
+`Pipeline.add` runs a record through its kinds' parsers, numbers and writes the outputs they ask for
+(tlparse's global numbering), stores its payload once, and spools a typed summary of it for the
+compile pages; payloads never stay in memory after their record. `Pipeline.finish` writes what
+needs the whole log: raw.jsonl, the directory, the compile pages, the index and `summary.json`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import kinds, provenance
+from .analysis import Analysis
+from .chromium import ChromiumEvents
+from .jobs import Job, PageJobs, private_reader
+from .kinds import LINK, PAYLOAD, REFORMAT, ParseContext
+from .model import CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
+from .outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
+from .paths import compile_page_url, provenance_page_url
+from .reader import is_gzip, open_log
+from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
+from .stacks import frames_from_json
+from .views import compile as compile_view
+from .views import index as index_view
+from .views.common import base_context, label
+from .views.sections import PageBuilder, shown_as
+from .store import InputInfo
+from .writer import FolderWriter, NullWriter, ReportWriter
+
+
+@dataclass
+class Options:
+    plain_text: bool = False
+    custom_header_html: str = ""
+    export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
+    provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
+    highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain (and coloured by the page's script)
+    inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
+    workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
+
+
+class Pipeline:
+    def __init__(self, analysis: Analysis, writer: FolderWriter, options: Options):
+        self.analysis = analysis
+        self.writer = writer
+        self.options = options
+        self.label = Path(analysis.source.path).name
+        self.ctx = ParseContext(analysis, self.label, export=options.export, plain_text=options.plain_text)
+        workers = options.workers if options.workers is not None else highlight_workers(analysis.source.size)
+        self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=workers)
+        self.outputs = Outputs(analysis, writer, self.ctx, self.highlighter)
+        self.payloads = PayloadStore(writer)
+        self.spool = RecordSpool(writer.scratch())
+        self.raw = RawJsonl(writer.scratch(), self.ctx.problem)
+        self.chromium = ChromiumEvents(writer.open("chromium_events.json"), analysis, self.ctx.problem)
+        self.ctx.on_chromium_event = self.chromium.add
+        self.jobs = PageJobs(analysis, writer, self.label)
+
+    # -- per record --------------------------------------------------------------------------
+
+    def add(self, record: Record) -> None:
+        if record.other_rank:
+            self.raw.add(record, None)
+            return
+        self.analysis.records += 1
+        key = record.compile_id.directory_key() if record.compile_id is not None else None
+        self.analysis.directory.setdefault(key, [])
+        folder = record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}"
+        payload_file, refs = self._parse(record, key, folder)
+        self._note_kinds(record, key)
+        if "stack" in record.envelope:
+            frames = frames_from_json(record.envelope["stack"])
+            if frames:
+                self.analysis.unknown_stacks.insert(frames, None)
+        if "chromium_event" in record.envelope:
+            return
+        if payload_file is None and record.payload:
+            payload_file = self.payloads.put(record)
+        self.raw.add(record, payload_file)
+        summary = RecordSummary(
+            record.lineno, record.kinds, {k: record.envelope[k] for k in record.kinds},
+            {k: record.envelope[k] for k in ("subgraph_name", "rank") if k in record.envelope},
+            payload_file, len(record.payload) if record.payload is not None else None, refs,
+        )
+        self.spool.add(key, summary)
+        if payload_file is not None:
+            declared = shown_as(summary)
+            if declared is not None:  # highlight it beside the reading, for its compile page
+                self.highlighter.request(record.payload_text(), declared.lang)
+
+    def _parse(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[OutputRef]]:
+        payload_file = None
+        refs: list[OutputRef] = []
+        for declared in kinds.parsers_for(record.kinds):
+            if declared.parse is None:
+                continue
+            self.ctx.current_kind = declared.name
+            try:
+                outputs = list(declared.parse(record, self.ctx))
+                if self.options.export and not declared.in_export:
+                    outputs = []  # export mode numbers only exported programs and guard pages, as tlparse does
+                for output in outputs:
+                    url = self.outputs.emit(output, record, key, folder)
+                    refs.append(OutputRef(url, output.kind == LINK))
+                    if output.kind in (PAYLOAD, REFORMAT):
+                        payload_file = url
+            except Exception as exc:  # a parser bug must cost one record, not the report
+                self.ctx.problem(record, "fail_parser", f"parser {declared.name} failed", f"{type(exc).__name__}: {exc}")
+        return payload_file, refs
+
+    def _note_kinds(self, record: Record, key: CompileId | None) -> None:
+        counts = self.analysis.kinds.setdefault(key, Counter())
+        for name in record.kinds or ["(no kind)"]:
+            counts[name] += 1
+            if not kinds.known(name) and name != "(no kind)":
+                self.analysis.stats.add("unknown")
+                self.analysis.unknown_kinds[name] += 1
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def finish(self, logs: list[Path]) -> None:
+        self.chromium.close()
+        self.raw.write(self.writer, self.analysis.strings.as_list())
+        write_raw_log(self.writer, logs)
+        self.writer.write("compile_directory.json", compile_directory_json(self.analysis))
+        write_static(self.writer)
+        keys = list(self.analysis.directory)
+        for key in keys:
+            self.analysis.pages[key] = compile_page_url(key)
+        builder = PageBuilder(self.payloads.get, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
+        builder.plan_inline(keys, self.spool.records)
+        self.highlighter.drain()
+        self.jobs.on_fork = [self._private_handles]
+        self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(keys, builder))
+        if self.options.provenance:
+            self._write_provenance_pages(keys)
+        self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
+        self.writer.write("index.html", render("index.html.j2", index_view.index_context(self.analysis)))
+        self.writer.write("summary.json", summary_json(self.analysis))
+        self.spool.handle.close()
+
+    def _private_handles(self) -> None:
+        """In a forked child: own read handles on the spool files (a file offset is shared across fork)."""
+        self.spool.handle = private_reader(self.spool.handle)
+        self.highlighter.spool = private_reader(self.highlighter.spool)
+        self.highlighter.store = False
+
+    def _code_page_jobs(self) -> list[Job]:
+        """Code pages, to render now that their highlighting has run alongside the reading."""
+
+        def job(url: str, template: str, context: dict[str, Any], raw: str, lang: str) -> Job:
+            def render_page() -> None:
+                text = (self.payloads.get(raw) or b"").decode("utf-8", "replace")
+                context["lines"] = self.highlighter.lines(text, lang)
+                self.jobs.page(url, url, template, lambda: context)
+
+            return render_page
+
+        jobs = [job(*item) for item in self.outputs.deferred]
+        self.outputs.deferred.clear()
+        return jobs
+
+    def _compile_page_jobs(self, keys: list[CompileId | None], builder: PageBuilder) -> list[Job]:
+        def job(position: int, key: CompileId | None) -> Job:
+            def context() -> dict[str, Any]:
+                return compile_view.compile_context(self.analysis, keys, position, self.spool.records(key), builder)
+
+            return lambda: self.jobs.page(self.analysis.pages[key], label(key), "compile.html.j2", context)
+
+        return [job(position, key) for position, key in enumerate(keys)]
+
+    def _write_provenance_pages(self, keys: list[CompileId | None]) -> None:
+        """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
+        for key in keys:
+            url = provenance_page_url(key)
+            try:
+                context = provenance.page_context(self.analysis.directory[key], self.payloads.get)
+                context.update(base_context(self.analysis, f"Provenance {label(key)}"))
+                context.update(compile_id=key, compile_page=compile_page_url(key))
+                self.analysis.provenance_pages.append((key, url, context["has_data"]))
+                self.writer.write(url, render("provenance.html.j2", context))
+            except OSError:
+                raise
+            except Exception as exc:
+                self.analysis.provenance_pages.append((key, url, False))
+                self.jobs.failed(url, f"provenance of {label(key)}", exc)
+
+
+def summary_json(analysis: Analysis) -> bytes:
+    return orjson.dumps(analysis.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+
+
+def write_raw_log(writer: FolderWriter, logs: list[Path]) -> None:
+    """raw.log: the log itself (un-gzipped), byte for byte; several logs are concatenated."""
+    plain = [log for log in logs if not is_gzip(log)]
+    if len(logs) == 1 and plain:  # the common case: let the kernel copy it
+        writer.copy_file(logs[0], "raw.log")
+        return
+    with writer.open("raw.log") as out:
+        for log in logs:
+            with open_log(log) as source:
+                shutil.copyfileobj(source, out, 1 << 20)
+
+
+def write_static(writer: FolderWriter) -> None:
+    """The shared stylesheet, scripts and Pygments colours every page links to."""
+    for item in sorted(STATIC_DIR.iterdir()):
+        if item.is_file():
+            writer.write(f"static/{item.name}", item.read_bytes())
+    writer.write("static/pygments.css", pygments_css())
+
+
+Progress = Callable[[int, int], None]
+
+
+def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], None] | None, progress: Progress | None) -> None:
+    """Every record of the logs (usually one) through the pipeline.
+
+    Several logs share one string table: draft_export's capture file uses file-name ids that only
+    the main log of the same process defines.
+    """
+    from .reader import LogReader
+
+    analysis = pipeline.analysis
+    for log in logs:
+        reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings)
+        reader.on_rank_detected = on_rank
+        for count, record in enumerate(reader.records(), start=1):
+            pipeline.add(record)
+            if progress is not None and count % 2000 == 0:
+                progress(reader.scanned_bytes(), analysis.records)
+        if analysis.rank is None:
+            analysis.rank = reader.expected_rank
+
+
+def new_analysis(source: InputInfo, options: Options, echo: Callable[[Diagnostic], None] | None = None) -> Analysis:
+    return Analysis(
+        source=source,
+        stats=Stats(),
+        diagnostics=DiagnosticLog(echo=echo),
+        strings=StringTable(),
+        plain_text=options.plain_text,
+        custom_header_html=options.custom_header_html,
+        export_mode=options.export,
+    )
+
+
+def source_of(logs: list[Path]) -> InputInfo:
+    sizes = {p.name: _size(p) for p in logs[1:]}
+    return InputInfo(str(logs[0]), _size(logs[0]), also=[p.name for p in logs[1:]], sizes=sizes)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def build_report(
+    logs: list[Path],
+    writer: FolderWriter,
+    options: Options,
+    source: InputInfo,
+    on_rank: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
+    echo: Callable[[Diagnostic], None] | None = None,
+) -> Analysis:
+    """Read the logs and write the whole report into the writer's folder; return the analysis."""
+    analysis = new_analysis(source, options, echo)
+    pipeline = Pipeline(analysis, writer, options)
+    try:
+        read_logs(logs, pipeline, on_rank, progress)
+        pipeline.finish(logs)
+    finally:
+        pipeline.highlighter.close()
+    return analysis
+
+
+def analyze_logs(logs: list[Path], options: Options | None = None, source: InputInfo | None = None) -> Analysis:
+    """The analysis of the logs, without writing anything."""
+    options = options or Options()
+    analysis = new_analysis(source or source_of(logs), options)
+    pipeline = Pipeline(analysis, NullWriter(), Options(**{**vars(options), "highlight_mb": 0, "workers": 0}))
+    pipeline.outputs.pages = False
+    try:
+        read_logs(logs, pipeline, None, None)
+        pipeline.chromium.close()
+    finally:
+        pipeline.highlighter.close()
+    return analysis
+
+
+def write_report(
+    log: Path | list[Path],
+    out: Path,
+    *,
+    overwrite: bool = False,
+    options: Options | None = None,
+    source: InputInfo | None = None,
+    echo: Callable[[Diagnostic], None] | None = None,
+    on_rank: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    """Read `log` and write its report to `out`, all or nothing (the library entry point).
+
+    Raises OutputError before any work if `out` cannot be used, OSError if writing fails; in both
+    cases an existing report at `out` is left as it was.
+    """
+    logs = log if isinstance(log, list) else [log]
+    writer = ReportWriter(out, overwrite)
+    try:
+        analysis = build_report(logs, writer, options or Options(), source or source_of(logs), on_rank, progress, echo)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return analysis

@@ -1,0 +1,153 @@
+"""The index and the failures page: the report's summary of what happened and what went wrong."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .. import kinds, summary
+from ..model import CompileId
+from ..render import trusted_html
+from ..store import STATUS_LABELS, Store
+from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
+
+def export_rows(report: Store) -> list[dict[str, Any]]:
+    """The issues torch.export ran into, as table rows (plain text; the template escapes it)."""
+    rows = []
+    for failure in report.export_failures:
+        meta = failure.meta
+        expr, result, op, reason = (meta.get(k) for k in ("expr", "result", "op", "reason"))
+        if failure.failure_type == "Guard Evaluated":
+            text = f"The guard {expr} was evaluated during export and may have caused a constraint violation."
+        elif failure.failure_type == "Data Dependent Error":
+            text = f"Could not decide whether {expr} always holds, so it was specialised to {result} and a runtime assert was inserted."
+        elif failure.failure_type == "Missing Fake Kernel":
+            text = f"torch.ops.{op} has no fake kernel implementation."
+        elif failure.failure_type == "Mismatched Fake Kernel":
+            text = f"torch.ops.{op} has a fake kernel whose behaviour differs from the real kernel: {reason}"
+        else:
+            text = f"A guard on the data-dependent expression {expr} raised an error."
+        rows.append(
+            {
+                "type": failure.failure_type,
+                "text": text,
+                "url": failure.url,
+                "line": failure.lineno,
+                "fake_kernel": "Fake Kernel" in failure.failure_type,
+                "label": label(failure.compile_id),
+                "page": compile_page_url(failure.compile_id),
+            }
+        )
+    return rows
+
+
+def trie_rows(report: Store, trie) -> list[dict[str, Any]]:
+    rows = []
+    for kind, frame, terminals in trie.rows():
+        rows.append(
+            {
+                "kind": kind,
+                "frame": frame_view(frame, report) if frame is not None else None,
+                "ids": [terminal_view(report, t) for t in terminals],
+            }
+        )
+    return rows
+
+
+def terminal_view(report: Store, compile_id: CompileId | None) -> dict[str, Any]:
+    if compile_id is None:
+        return {"label": "(unknown)", "url": None, "status": "missing"}
+    return {"label": str(compile_id), "url": compile_page_url(compile_id), "status": report.status_of(compile_id)}
+
+
+def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
+    return [
+        {"kind": kind, "count": count, "title": kinds.title_of(kind), "known": kinds.known(kind)}
+        for kind, count in counts.most_common()
+    ]
+
+
+def key_status(report: Store, key: CompileId | None) -> str | None:
+    """The outcome of a compile; None for buckets that are not compiles ([-/-], malformed ids)."""
+    if key is None or (key.frame_id is None and key.compiled_autograd_id is None):
+        return None
+    return report.status_of(key)
+
+
+def compile_entries(report: Store) -> list[dict[str, Any]]:
+    entries = []
+    for key, artifacts in report.directory.items():
+        metrics = report.own_metrics(key)  # the time belongs to the attempt that logged it
+        entries.append(
+            {
+                "label": label(key),
+                "anchor": anchor(key),
+                "page": compile_page_url(key),
+                "status": key_status(report, key),
+                "artifacts": [artifact_view(a) for a in artifacts],
+                "kinds": kind_rows(report.kinds.get(key, Counter())),
+                "compile_time": next((m.get("entire_frame_compile_time_s") for m in metrics if m.get("entire_frame_compile_time_s") is not None), None),
+            }
+        )
+    return entries
+
+
+def row_view(row: summary.CompileRow) -> dict[str, Any]:
+    return {**vars(row), "page": compile_page_url(row.key)}
+
+
+def index_context(report: Store) -> dict[str, Any]:
+    context = base_context(report, "tlparse-py report")
+    context.update(
+        custom_header=trusted_html(report.custom_header_html),
+        stats=report.stats,
+        stats_line=report.stats.format(),
+        diagnostics=report.diagnostics,
+        summary=summary.counts(report),
+        compile_rows=[row_view(r) for r in summary.compile_rows(report)],
+        graph_breaks=[
+            {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
+            for g in summary.graph_break_groups(report)
+        ],
+        recompiles=[
+            {
+                "frame": f"{'!' + str(f.compiled_autograd_id) + '/' if f.compiled_autograd_id is not None else ''}{f.frame_id}",
+                "name": f.name,
+                "compiles": [{"label": label(k), "page": compile_page_url(k)} for k in f.compiles],
+                "reasons": [{"label": label(k), "page": compile_page_url(k), "reason": r} for k, r in f.reasons],
+                "hit_limit": f.hit_limit,
+            }
+            for f in summary.recompiles_per_frame(report)
+        ],
+        slowest=[row_view(r) for r in summary.slowest(report)],
+        unknown_kinds=sorted(report.unknown_kinds.items()),
+        trie=trie_rows(report, report.trie),
+        unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],
+        failures=len(report.failures),
+        compiles=compile_entries(report),
+        status_labels=STATUS_LABELS,
+        rank=report.rank,
+        export_mode=report.export_mode,
+        provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
+        export_rows=export_rows(report),
+        exported_programs=[url for url in report.exported_programs if url],
+    )
+    return context
+
+
+def failures_context(report: Store) -> dict[str, Any]:
+    context = base_context(report, "Failures and restarts")
+    context["rows"] = [
+        {
+            "label": label(row.compile_id),
+            "url": row.url,
+            "page": compile_page_url(row.compile_id),
+            "type": row.failure_type,
+            "description": row.description,
+            "source": row.source,
+        }
+        for row in report.failures
+    ]
+    return context
+
+

@@ -1,0 +1,157 @@
+"""The texts of a compile page (graphs, code, guards, reasons), grouped by section, with pass diffs.
+
+Where a text goes, its title and its language come from its kind's declaration (`kinds.describe`).
+Texts are read back through the payload store, one compile id at a time, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import kinds
+from ..model import CompileId, RecordSummary
+from ..render import Highlighter, Lines
+
+INLINE_LIMIT = 600_000  # bytes of text shown inline per section; larger ones are linked
+DIFF_LINE_LIMIT = 20_000  # lines per side above which a diff is not computed
+Reader = Callable[[str], bytes | None]
+
+
+@dataclass
+class Section:
+    """One text shown on the page: a graph, code, guards, a reason..."""
+
+    id: str
+    title: str
+    name: str
+    line: int
+    url: str | None  # the numbered artifact file
+    raw_url: str | None  # the raw text
+    lang: str
+    size: int
+    subgraph: str | None = None
+    lines: Lines | None = None
+    too_large: bool = False
+    note: str = ""  # why it is linked rather than shown
+    diff: dict[str, Any] | None = None
+    text: str = ""  # kept only while the page is built (for diffs)
+    step: kinds.Step | None = None
+
+
+class PageBuilder:
+    def __init__(self, read: Reader, highlighter: Highlighter, inline_budget: float = 64e6):
+        self.read = read
+        self.highlighter = highlighter
+        self.inline_budget = inline_budget  # bytes of text shown inline across all compile pages
+        self.inlined = 0
+        # (compile id, log line) of every text shown inline, decided up front in log order so the
+        # pages come out the same however (and in whatever order) they are built
+        self.inline: set[tuple[CompileId | None, int]] | None = None
+
+    def plan_inline(self, keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[RecordSummary]]) -> None:
+        """Choose which texts the compile pages show inline, within the budget, in log order."""
+        self.inline = set()
+        for key in keys:
+            for record in records_of(key):
+                if shown_as(record) is None:
+                    continue
+                size = record.payload_bytes or 0
+                if size <= INLINE_LIMIT and self.inlined + size <= self.inline_budget:
+                    self.inlined += size
+                    self.inline.add((key, record.line))
+
+    def sections(self, records: list[RecordSummary], key: CompileId | None = None) -> dict[str, list[Section]]:
+        """Group the compile id's texts by page section, in log order."""
+        groups: dict[str, list[Section]] = {name: [] for name in kinds.SECTIONS}
+        for index, record in enumerate(records):
+            declared = shown_as(record)
+            if declared is None:
+                continue
+            groups[declared.section or "other"].append(self._section(f"s{index}", declared, record, key))
+        self._add_diffs(groups["pipeline"])
+        for sections in groups.values():
+            for section in sections:
+                section.text = ""
+        return groups
+
+    def _section(self, section_id: str, declared: kinds.Kind, record: RecordSummary, key: CompileId | None) -> Section:
+        outputs = [o.url for o in record.outputs if not o.external]
+        title = declared.heading
+        if record.kinds and record.kinds[0] == "optimize_ddp_split_child":
+            title = f"{title} {record.kind_meta('optimize_ddp_split_child').get('name', '')}"
+        subgraph = record.context.get("subgraph_name")
+        section = Section(
+            id=section_id,
+            title=title,
+            name=declared.name,
+            line=record.line,
+            url=outputs[0] if outputs else None,
+            raw_url=record.payload,
+            lang=declared.lang,
+            size=record.payload_bytes or 0,
+            subgraph=str(subgraph) if subgraph is not None else None,
+            step=declared.step,
+        )
+        if section.size > INLINE_LIMIT:
+            section.too_large, section.note = True, f"too large to show inline ({section.size:,} bytes)"
+            return section
+        if self.inline is None:  # no plan: decide as we go
+            shown = self.inlined + section.size <= self.inline_budget
+            self.inlined += section.size if shown else 0
+        else:
+            shown = (key, record.line) in self.inline
+        if not shown:
+            section.too_large = True
+            section.note = f"the compile pages of this report already show {self.inline_budget / 1e6:g} MB of text (--inline-mb)"
+            return section
+        data = self.read(record.payload or "")
+        if data is None:
+            section.too_large, section.note = True, "its file could not be read back"
+            return section
+        section.text = data.decode("utf-8", "replace")
+        section.lines = self.highlighter.lines(section.text, section.lang)
+        return section
+
+    def _add_diffs(self, steps: list[Section]) -> None:
+        """Diff each pass/end step against the step before it in the same stage (and subgraph)."""
+        last: dict[tuple[str, str | None], Section] = {}
+        last_inference: dict[str | None, Section] = {}
+        for section in steps:
+            stage, role = (section.step.stage, section.step.role) if section.step else ("", "graph")
+            scope = (stage, section.subgraph)
+            base = None
+            if role in ("pass", "end"):
+                base = last.get(scope)
+            elif role == "hop":
+                base = last_inference.get(section.subgraph)
+            if base is not None and not section.too_large and not base.too_large:
+                section.diff = self._diff(base, section)
+            if role == "start" or role in ("pass", "end"):
+                last[scope] = section
+            if section.name == "aot_inference_graph":
+                last_inference[section.subgraph] = section
+
+    def _diff(self, base: Section, step: Section) -> dict[str, Any]:
+        old, new = base.text.splitlines(), step.text.splitlines()
+        info: dict[str, Any] = {"base_title": base.title, "base_id": base.id, "added": 0, "removed": 0, "lines": None, "skipped": False}
+        if len(old) > DIFF_LINE_LIMIT or len(new) > DIFF_LINE_LIMIT:
+            info["skipped"] = True
+            return info
+        diff = list(difflib.unified_diff(old, new, base.title, step.title, lineterm="", n=3))
+        info["added"] = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+        info["removed"] = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+        info["lines"] = self.highlighter.lines("\n".join(diff), "diff", budgeted=False) if diff else None
+        return info
+
+
+
+
+def shown_as(record: RecordSummary) -> kinds.Kind | None:
+    """The declaration a record's payload text is shown under (None: it is not shown as a section)."""
+    if record.payload is None or "chromium_event" in record.kinds:
+        return None
+    declared = kinds.describe(record.kinds, record.meta)
+    return kinds.with_lang(declared, record.payload) if declared is not None else None
