@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+__all__ = ["__version__", "analyze", "build"]
 
 if TYPE_CHECKING:
     from .analysis import Analysis

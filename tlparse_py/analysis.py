@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import __version__, summary
+from . import summary
+from ._version import __version__
 from .model import CompileId, display_key
 from .paths import compile_page_url
 from .store import STATUS_LABELS, MetricsEntry, Store
@@ -66,7 +67,7 @@ class Analysis(Store):
 
     def _compile(self, key: CompileId, generation: int, metrics: list[MetricsEntry]) -> CompileSummary:
         fields = metrics[0].fields if metrics else {}
-        frame, location = summary.frame_and_location(self, key, fields)
+        frame, location = summary.frame_and_location(self, key, fields, generation)
         return CompileSummary(
             key=key,
             id=display_key(key),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from ._version import __version__
 from .analysis import Analysis
 from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
 from .kinds import load_plugins

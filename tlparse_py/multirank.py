@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from . import __version__
+from ._version import __version__
 from .analysis import SCHEMA_VERSION, Analysis
 from .facts import normalise_collective
 from .inputs import InputError, candidate_logs, rank_of

@@ -26,7 +26,7 @@ from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CppLexer, DiffLexer, JsonLexer, TextLexer
 
-from . import __version__
+from ._version import __version__
 from .lexers import GeneratedPythonLexer
 
 HERE = Path(__file__).resolve().parent

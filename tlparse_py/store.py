@@ -180,6 +180,7 @@ class Store:
     # compile id → its current generation; ids whose compile finished (metrics logged) in it
     generations: dict[CompileId, int] = field(default_factory=dict)
     finished: set[CompileId] = field(default_factory=set)
+    generation_stacks: dict[tuple[CompileId, int], list[Frame]] = field(default_factory=dict)
     torch_version: str | None = None
     _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
 
@@ -194,7 +195,15 @@ class Store:
 
     def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
         self.start_stacks.setdefault(compile_id.frame_key(), frames)
+        generation = self.generations.get(compile_id.directory_key(), 0)
+        if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
+            self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
         self.trie.insert(frames, compile_id)
+
+    def start_stack(self, key: CompileId, generation: int = 0) -> list[Frame] | None:
+        if generation:
+            return self.generation_stacks.get((key.frame_key(), generation))
+        return self.start_stacks.get(key.frame_key())
 
     def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.

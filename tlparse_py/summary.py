@@ -192,14 +192,14 @@ def cache_events_of(report: Store, key: CompileId | None) -> list[CacheEvent]:
     return report.cache_events_of(key)
 
 
-def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any]) -> tuple[str | None, str | None]:
+def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:
     """The compiled frame's name and its user-code location (`file:line`), None where not logged.
 
     The start stack's innermost frame is where Dynamo began tracing; without it, the frame's first
     line from the metrics.
     """
-    stack = report.start_stacks.get(key.frame_key())
-    name = fields.get("co_name") or _name_from_pool(report, key) or None
+    stack = report.start_stack(key, generation)
+    name = fields.get("co_name") or (_name_from_pool(report, key) if not generation else None) or None
     if stack:
         last = stack[-1]
         filename = simplify_filename(report.resolve_filename(last.filename))

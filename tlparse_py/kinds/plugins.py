@@ -30,13 +30,13 @@ def load_plugins(warn: Callable[[str], None] | None = None) -> dict[str, str]:
 
 def load_one(entry: EntryPoint) -> str:
     """Load one plugin; return "" on success, else what went wrong (its declarations are undone)."""
-    before = {name: set(table) for name, table in (("kinds", registry.KINDS), ("names", registry.NAMES))}
+    before = _snapshot()
     try:
         target = entry.load()
         if callable(target):
             target()
     except Exception as exc:  # noqa: BLE001 - someone else's code: any error skips the plugin, not the run
-        _undo(before)
+        _restore(before)
         return f"{type(exc).__name__}: {exc}"
     _mark_source(before, entry.name)
     return ""
@@ -46,13 +46,20 @@ def _tables() -> dict[str, dict[str, registry.Kind]]:
     return {"kinds": registry.KINDS, "names": registry.NAMES}
 
 
-def _undo(before: dict[str, set[str]]) -> None:
-    for name, table in _tables().items():
-        for key in set(table) - before[name]:
-            del table[key]
+def _snapshot() -> dict[str, dict[str, registry.Kind]]:
+    # whole copies, not key sets: a plugin may replace a declaration before it fails
+    return {name: dict(table) for name, table in _tables().items()}
 
 
-def _mark_source(before: dict[str, set[str]], source: str) -> None:
+def _restore(before: dict[str, dict[str, registry.Kind]]) -> None:
     for name, table in _tables().items():
-        for key in set(table) - before[name]:
-            table[key] = replace(table[key], source=source)
+        table.clear()
+        table.update(before[name])  # the copy keeps declaration order, which fixes file numbering
+
+
+def _mark_source(before: dict[str, dict[str, registry.Kind]], source: str) -> None:
+    """Credit the plugin with every declaration it added or replaced."""
+    for name, table in _tables().items():
+        for key, declared in list(table.items()):
+            if before[name].get(key) is not declared:
+                table[key] = replace(declared, source=source)

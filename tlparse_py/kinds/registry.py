@@ -98,7 +98,9 @@ def declare(name: str, title: str, *, carrier: str = "", **fields: Any) -> Kind:
     if carrier and carrier not in CARRIERS:
         raise ValueError(f"unknown carrier {carrier!r}; expected one of {CARRIERS}")
     table = NAMES if carrier else KINDS
-    order = table[name].order if name in table else len(table)
+    # after the table's last order, not its length: an undeclare leaves a gap, and a repeated order
+    # would let a new kind's files be numbered before an older kind's on a record carrying both
+    order = table[name].order if name in table else max((k.order for k in table.values()), default=-1) + 1
     declared = Kind(name, title, carrier=carrier, order=order, **fields)
     table[name] = declared
     return declared

@@ -1,0 +1,100 @@
+"""The shape of the code: the layer contract holds, imports form no circle, classes stay small."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tlparse_py"
+MAX_CLASS_LINES = 200
+
+
+def test_layer_contract_holds():
+    """`lint-imports` checks the [tool.importlinter] contracts in pyproject.toml."""
+    command = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    result = subprocess.run([command, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph.modules):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_no_import_circles():
+    graph = grimp.build_graph("tlparse_py", exclude_type_checking_imports=True)
+    # a package's __init__ importing its own submodules is how Python packages work, not a circle
+    for module in list(graph.modules):
+        for imported in list(graph.find_modules_directly_imported_by(module)):
+            if imported.startswith(module + "."):
+                graph.remove_import(importer=module, imported=imported)
+    assert _cycles(graph) == []
+
+
+def test_cycle_finder_finds_a_circle():
+    graph = grimp.ImportGraph()
+    for name in ("p", "p.a", "p.b", "p.c"):
+        graph.add_module(name)
+    graph.add_import(importer="p.a", imported="p.b")
+    graph.add_import(importer="p.b", imported="p.a")
+    graph.add_import(importer="p.c", imported="p.a")
+    assert _cycles(graph) == [["p.a", "p.b"]]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_classes_stay_small(path):
+    tree = ast.parse(path.read_text())
+    big = [
+        f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert big == []
