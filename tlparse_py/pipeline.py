@@ -128,6 +128,7 @@ class Pipeline:
 
     def finish(self, logs: list[Path]) -> None:
         self.chromium.close()
+        self.analysis.note_cache_marks()
         self.raw.write(self.writer, self.analysis.strings.as_list())
         write_raw_log(self.writer, logs)
         self.writer.write("compile_directory.json", compile_directory_json(self.analysis))
@@ -294,6 +295,7 @@ def analyze_logs(logs: list[Path], options: Options | None = None, source: Input
     try:
         read_logs(logs, pipeline, None, None)
         pipeline.chromium.close()
+        analysis.note_cache_marks()
     finally:
         pipeline.highlighter.close()
     return analysis

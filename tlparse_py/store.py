@@ -100,22 +100,77 @@ class ExportFailure:
     url: str = ""  # its symbolic_guard_information page, in export mode
 
 
+@dataclass(slots=True)
+class RuntimeEstimate:
+    """An `inductor_runtime_and_tensor_meta` artifact: estimated runtime per op, and a tensor-metadata fingerprint."""
+
+    number: int  # the artifact's global number (its place in log order)
+    compile_id: str
+    graph: str  # the compile directory (graphs are paired across ranks by it)
+    ops: list[dict[str, Any]]  # [{name, estimated_runtime_ns}]
+    fingerprint: str
+
+
+@dataclass(slots=True)
+class CollectiveSchedule:
+    """An `inductor_collective_schedule` artifact: the collective ops Inductor scheduled, in order."""
+
+    number: int
+    compile_id: str
+    graph: str
+    ops: list[str]
+
+
+@dataclass(slots=True)
+class ExecutionOrder:
+    number: int
+    order: list[str]  # compile ids in the order their graphs ran
+
+
+@dataclass(slots=True)
+class Agreement:
+    """A compiler-collective artifact: state ranks exchange to agree on compile decisions."""
+
+    compile_id: str
+    name: str
+    digest: str
+    line: str  # its first line
+    url: str
+
+
+@dataclass(slots=True)
+class CacheMark:
+    number: int
+    mark: str  # tlparse's ✅❌❓ suffix
+    compile_id: str
+    file: str
+
+
 @dataclass
 class DistributedFacts:
-    """What the multi-rank landing page compares across ranks, noted while each rank is read.
+    """What multi-rank reports compare across ranks, noted while each rank is read.
 
-    Everything is keyed by the compile id that logged it and the artifact's global number (log order).
+    Compile ids are display labels (`[0/1]`), so the facts travel between processes as they are.
     """
 
-    # (number, compile id, ops [{name, estimated_runtime_ns}], fingerprint of the tensor metadata)
-    runtime: list[tuple[int, CompileId | None, list[dict[str, Any]], str]] = field(default_factory=list)
-    schedules: list[tuple[int, CompileId | None, list[str]]] = field(default_factory=list)  # collective op names
-    execution_orders: list[tuple[int, list[str]]] = field(default_factory=list)  # compile ids in run order
-    # compile id → (collective call counts in the first output code, wait_tensor calls)
-    code_collectives: dict[CompileId | None, tuple[dict[str, int], int]] = field(default_factory=dict)
-    # (compile id, artifact name, digest of its text, first line, url) for compiler-collective artifacts
-    agreements: list[tuple[CompileId | None, str, str, str, str]] = field(default_factory=list)
-    dynamic_sources: dict[CompileId, set[str]] = field(default_factory=dict)  # frame compile → dynamic dims
+    runtime: list[RuntimeEstimate] = field(default_factory=list)
+    schedules: list[CollectiveSchedule] = field(default_factory=list)
+    execution_orders: list[ExecutionOrder] = field(default_factory=list)
+    # compile id → (collective call counts in its first output code, wait_tensor calls)
+    code_collectives: dict[str, tuple[dict[str, int], int]] = field(default_factory=dict)
+    agreements: list[Agreement] = field(default_factory=list)
+    dynamic_sources: dict[str, set[str]] = field(default_factory=dict)  # frame compile → dynamic dims
+    cache: list[CacheMark] = field(default_factory=list)  # filled once reading is done
+
+
+def label_of(compile_id: CompileId | None) -> str:
+    """A compile id as shown, attempt included: `[0/1]`, `[0/1_1]`, `(unknown)`."""
+    return "(unknown)" if compile_id is None else str(compile_id.directory_key())
+
+
+def graph_of(compile_id: CompileId | None) -> str:
+    """The compile directory a graph's files live in (how tlparse names graphs across ranks)."""
+    return "unknown" if compile_id is None else compile_id.dirname
 
 
 @dataclass(slots=True)
@@ -279,6 +334,15 @@ class Store:
         """Metrics logged under exactly this compile id (attempt included)."""
         frame = key.frame_key() if key is not None else None
         return [m for m in self.metrics.get(frame, []) if _directory_key(m.compile_id) == key]
+
+    def note_cache_marks(self) -> None:
+        """Every cache-marked output in log order, for cross-rank comparison (once reading is done)."""
+        marks = [
+            CacheMark(a.number, a.suffix, label_of(key), a.name)
+            for key, artifacts in self.directory.items() if key is not None
+            for a in artifacts if a.suffix
+        ]
+        self.distributed.cache = sorted(marks, key=lambda m: m.number)
 
     # -- questions asked by renderers -------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from .. import facts
-from ..store import ExportFailure, GraphBreak
+from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, GraphBreak, RuntimeEstimate, graph_of, label_of
 from ..model import Record
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from .context import ParseContext
@@ -85,9 +85,9 @@ def dynamo_guards(record: Record, ctx: ParseContext) -> list[Output]:
 
 @kind("inductor_output_code", title="Inductor: generated output code", section="code", lang="python", label="Inductor output code")
 def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
-    key = record.compile_id.directory_key() if record.compile_id is not None else None
-    if key not in ctx.analysis.distributed.code_collectives:  # the collectives parity check reads the first code
-        ctx.analysis.distributed.code_collectives[key] = facts.collective_calls(record.payload_text())
+    label = label_of(record.compile_id)
+    if label not in ctx.analysis.distributed.code_collectives:  # the collectives parity check reads the first code
+        ctx.analysis.distributed.code_collectives[label] = facts.collective_calls(record.payload_text())
     filename = ctx.text_field(record, "inductor_output_code", "filename")
     stem = f"inductor_output_code_{PurePosixPath(filename.replace(chr(92), '/')).stem}" if filename else "inductor_output_code"
     if ctx.plain_text:
@@ -173,25 +173,23 @@ def cache_event(record: Record, ctx: ParseContext, url: str) -> None:
     ctx.analysis.cache_events.append(facts.cache_event(record.compile_id, name, record.payload_text(), url))
 
 
-def _artifact_number(ctx: ParseContext) -> int:
-    return ctx.number  # the number the artifact just got (its place in log order)
-
-
 @named("inductor_runtime_and_tensor_meta", title="Estimated runtime and tensor metadata of each op", section="other")
 def runtime_estimates(record: Record, ctx: ParseContext, url: str) -> None:
     ops, fingerprint = facts.runtime_and_tensor_meta(record.payload_text())
-    ctx.analysis.distributed.runtime.append((_artifact_number(ctx), record.compile_id, ops, fingerprint))
+    estimate = RuntimeEstimate(ctx.number, label_of(record.compile_id), graph_of(record.compile_id), ops, fingerprint)
+    ctx.analysis.distributed.runtime.append(estimate)
 
 
 @named("inductor_collective_schedule", title="The order of collective ops Inductor scheduled", section="other")
 def collective_schedule(record: Record, ctx: ParseContext, url: str) -> None:
     ops = facts.string_list(record.payload_text())
-    ctx.analysis.distributed.schedules.append((_artifact_number(ctx), record.compile_id, ops))
+    schedule = CollectiveSchedule(ctx.number, label_of(record.compile_id), graph_of(record.compile_id), ops)
+    ctx.analysis.distributed.schedules.append(schedule)
 
 
 @named("graph_execution", "inductor_graph_execution", title="The order compiled graphs ran in", section="other")
 def graph_execution(record: Record, ctx: ParseContext, url: str) -> None:
-    ctx.analysis.distributed.execution_orders.append((_artifact_number(ctx), facts.execution_order(record.payload_text())))
+    ctx.analysis.distributed.execution_orders.append(ExecutionOrder(ctx.number, facts.execution_order(record.payload_text())))
 
 
 @named("compiler_collective", "aot_joint_graph_sync_decision_cross_ranks", "inductor_spmd_graph_mismatch",
@@ -200,7 +198,8 @@ def compiler_collective(record: Record, ctx: ParseContext, url: str) -> None:
     name = ctx.text_field(record, "artifact", "name") or ""
     text = record.payload_text()
     digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
-    ctx.analysis.distributed.agreements.append((record.compile_id, name, digest, facts.first_line(text), url))
+    agreement = Agreement(label_of(record.compile_id), name, digest, facts.first_line(text), url)
+    ctx.analysis.distributed.agreements.append(agreement)
 
 
 def pretty_json(payload: bytes) -> bytes:
@@ -245,7 +244,7 @@ def chromium_event(record: Record, ctx: ParseContext) -> list[Output]:
 def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
     source = ctx.dict_field(record, "create_symbol").get("source")
     if record.compile_id is not None and isinstance(source, str):
-        ctx.analysis.distributed.dynamic_sources.setdefault(record.compile_id.frame_key(), set()).add(source)
+        ctx.analysis.distributed.dynamic_sources.setdefault(str(record.compile_id.frame_key()), set()).add(source)
     return []
 
 

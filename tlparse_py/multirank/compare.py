@@ -1,187 +1,21 @@
-"""One report over every rank of a distributed run: per-rank reports, then what diverges across ranks.
+"""What diverges across ranks: pure functions of the rank results (their analyses).
 
-Ranks are read in parallel worker processes, each writing its own `rank_N/` report and returning a
-small `RankResult` of facts; the landing page compares those facts. Divergence between ranks
-(different graphs, cache paths, collective order, compiler decisions) is the classic cause of hangs.
+Divergence between ranks (different graphs, cache paths, collective order, compiler decisions) is
+the classic cause of hangs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from ._version import __version__
-from .analysis import SCHEMA_VERSION, Analysis
-from .facts import normalise_collective
-from .inputs import InputError, candidate_logs, rank_of
-from .model import CompileId, DiagnosticLog, Stats
-from .paths import compile_page_url
-from .pipeline import Options, build_report, write_static
-from .render import render, trusted_html
-from .store import STATUS_LABELS, InputInfo
-from .writer import FolderWriter, ReportWriter
+from ..facts import normalise_collective
+from .run import RankResult
 
 PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"
 CACHE_PRIORITY = {"❌": 3, "✅": 2, "❓": 1}  # miss > hit > bypass, for a compile id's cache status
-
-
-# ------------------------------------------------------------------------------------------------
-# finding the logs
-
-
-@dataclass
-class RankJob:
-    rank: int | None
-    log: Path
-    folder: str  # sub-report folder: rank_N, rank_N_extra_K or unranked_K
-    options: Options
-
-
-def discover(folder: Path, options: Options) -> list[RankJob]:
-    """Every trace log in the folder, by rank (from its name, else its records).
-
-    A rank with several logs (forked workers, a log started before the process group) gets its
-    biggest log as `rank_N/` and the others as `rank_N_extra_K/`; logs with no rank at all become
-    `unranked_K/`.
-    """
-    if not folder.is_dir():
-        raise InputError(f"{folder} must be a folder holding rank logs when using --all-ranks-html")
-    logs = candidate_logs(folder)
-    if not logs:
-        raise InputError(f"No rank log files found in {folder} (expected dedicated_log_torch_trace_rank_<N>_*.log)")
-    by_rank: dict[int | None, list[Path]] = {}
-    for log in logs:
-        by_rank.setdefault(rank_of(log), []).append(log)
-    jobs = []
-    for rank in sorted((r for r in by_rank if r is not None)):
-        ordered = sorted(by_rank[rank], key=lambda p: (-_size(p), p.name))
-        jobs.append(RankJob(rank, ordered[0], f"rank_{rank}", options))
-        jobs.extend(RankJob(rank, log, f"rank_{rank}_extra_{i}", options) for i, log in enumerate(ordered[1:], start=1))
-    jobs.extend(RankJob(None, log, f"unranked_{i}", options) for i, log in enumerate(sorted(by_rank.get(None, [])), start=1))
-    if not any(job.rank is not None for job in jobs):
-        raise InputError(f"No rank log files found in {folder}: none of its logs carries a rank (use it without --all-ranks-html)")
-    return jobs
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-# ------------------------------------------------------------------------------------------------
-# one rank (in a worker process)
-
-
-@dataclass
-class RankResult:
-    rank: int | None
-    folder: str
-    log: str
-    stats_line: str = ""
-    error: str = ""
-    records: int = 0
-    problems: int = 0
-    unknown_kinds: dict[str, int] = field(default_factory=dict)
-    compile_ids: list[str] = field(default_factory=list)  # labels in first-appearance order ([-/-] included)
-    pages: dict[str, str] = field(default_factory=dict)  # label → page url inside the rank folder
-    dirnames: dict[str, str] = field(default_factory=dict)  # label → compile dir name
-    statuses: dict[str, str] = field(default_factory=dict)
-    failures: int = 0
-    cache: list[tuple[int, str, str, str]] = field(default_factory=list)  # (number, mark, label, file name)
-    runtime: list[tuple[int, str, str, list[dict[str, Any]], str]] = field(default_factory=list)  # number, label, dir, ops, meta fp
-    schedules: list[tuple[int, str, str, list[str]]] = field(default_factory=list)  # number, label, dir, ops
-    execution_orders: list[tuple[int, list[str]]] = field(default_factory=list)
-    code_collectives: dict[str, tuple[dict[str, int], int]] = field(default_factory=dict)
-    agreements: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # label, name, digest, line, url
-    dynamic: dict[str, list[str]] = field(default_factory=dict)  # frame compile → dynamic sources
-    chromium_events: int = 0
-    summary: dict[str, Any] = field(default_factory=dict)  # the rank's summary.json
-
-
-def build_rank(job: RankJob, root: Path) -> RankResult:
-    """Write `root/<folder>/` for one log and return what the landing page compares."""
-    result = RankResult(job.rank, job.folder, str(job.log))
-    try:
-        writer = FolderWriter(root / job.folder)
-        source = InputInfo(str(job.log), _size(job.log))
-        report = build_report([job.log], writer, job.options, source)
-    except Exception as exc:  # one unreadable rank must not lose the others
-        result.error = f"{type(exc).__name__}: {exc}"
-        result.stats_line = Stats().format()
-        return result
-
-    return facts_of(report, result, report.stats, report.diagnostics)
-
-
-def facts_of(report: Analysis, result: RankResult, stats: Stats, diagnostics: DiagnosticLog) -> RankResult:
-    result.summary = report.to_dict()
-    result.stats_line = stats.format()
-    result.records = report.records
-    result.problems = diagnostics.total
-    result.unknown_kinds = dict(report.unknown_kinds)
-    keys = [k for k in report.directory if k is not None]
-    result.compile_ids = [str(k) for k in keys]
-    result.pages = {str(k): compile_page_url(k) for k in keys}
-    result.dirnames = {str(k): k.dirname for k in keys}
-    result.statuses = {str(k): report.status_of(k) for k in keys if k.frame_id is not None or k.compiled_autograd_id is not None}
-    result.failures = sum(1 for entries in report.metrics.values() for m in entries if m.get("fail_type"))
-    result.cache = sorted(
-        (a.number, a.suffix, str(k), a.name) for k in keys for a in report.directory[k] if a.suffix
-    )
-    dist = report.distributed
-    result.runtime = [(n, _label(c), _dirname(c), ops, fp) for n, c, ops, fp in sorted(dist.runtime, key=_first)]
-    result.schedules = [(n, _label(c), _dirname(c), ops) for n, c, ops in sorted(dist.schedules, key=_first)]
-    result.execution_orders = sorted(dist.execution_orders, key=_first)
-    result.code_collectives = {_label(k): v for k, v in dist.code_collectives.items()}
-    result.agreements = [(_label(c), name, digest, line, url) for c, name, digest, line, url in dist.agreements]
-    result.dynamic = {str(k): sorted(v) for k, v in dist.dynamic_sources.items()}
-    result.chromium_events = report.chromium_events
-    return result
-
-
-def _first(item: tuple[Any, ...]) -> Any:
-    return item[0]
-
-
-def _label(compile_id: CompileId | None) -> str:
-    return "(unknown)" if compile_id is None else str(compile_id.directory_key())
-
-
-def _dirname(compile_id: CompileId | None) -> str:
-    return "unknown" if compile_id is None else compile_id.dirname
-
-
-def build_all(jobs: list[RankJob], root: Path, workers: int | None = None, on_done: Callable[[RankResult], None] | None = None) -> list[RankResult]:
-    """Every rank's report, in parallel across cores (a rank's string table stays in its process)."""
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
-    results: list[RankResult] = []
-    if workers <= 1 or len(jobs) == 1:
-        for job in jobs:
-            results.append(build_rank(job, root))
-            if on_done:
-                on_done(results[-1])
-        return results
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for result in pool.map(build_rank, jobs, [root] * len(jobs)):
-            results.append(result)
-            if on_done:
-                on_done(result)
-    return results
-
-
-# ------------------------------------------------------------------------------------------------
-# comparing ranks (pure functions of the results)
 
 
 def primary(results: list[RankResult]) -> list[RankResult]:
@@ -253,20 +87,20 @@ def sequence_divergence(sequences: dict[int, list[tuple[str, str]]]) -> list[dic
 
 def cache_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Groups of ranks with the same sequence of cache hits/misses/bypasses, and where each group departs."""
-    rows = sequence_divergence({r.rank: [(mark, label) for _, mark, label, _ in r.cache] for r in ranks})
+    rows = sequence_divergence({r.rank: [(c.mark, c.compile_id) for c in r.cache] for r in ranks})
     return [{**row, "marks": "".join(mark for mark, _ in row["sequence"])} for row in rows]
 
 
 def schedule_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Groups of ranks issuing the same collectives in the same order (a mismatch hangs the job)."""
-    if not any(r.schedules for r in ranks):
+    if not any(r.distributed.schedules for r in ranks):
         return []
-    rows = sequence_divergence({r.rank: [(op, label) for _, label, _, ops in r.schedules for op in ops] for r in ranks})
+    rows = sequence_divergence({r.rank: [(op, s.compile_id) for s in r.distributed.schedules for op in s.ops] for r in ranks})
     return [{**row, "count": len(row["sequence"]), "op": row["item"]} for row in rows]
 
 
 def tensor_meta_groups(ranks: list[RankResult]) -> list[dict[str, Any]]:
-    signatures = {r.rank: sorted((d, fp) for _, _, d, _, fp in r.runtime) for r in ranks if r.runtime}
+    signatures = {r.rank: sorted((e.graph, e.fingerprint) for e in r.distributed.runtime) for r in ranks if r.distributed.runtime}
     groups = groups_of(signatures)
     return [] if len(groups) <= 1 else [{"ranks": members} for _, members in groups]
 
@@ -276,10 +110,10 @@ def runtime_estimations(ranks: list[RankResult]) -> list[dict[str, Any]]:
     rows = []
     for r in ranks:
         seen: set[str] = set()
-        for _, _, graph, ops, _ in r.runtime:
-            if ops and graph not in seen:
-                seen.add(graph)
-                rows.append({"rank": r.rank, "graph": graph, "ops": ops})
+        for estimate in r.distributed.runtime:
+            if estimate.ops and estimate.graph not in seen:
+                seen.add(estimate.graph)
+                rows.append({"rank": r.rank, "graph": estimate.graph, "ops": estimate.ops})
     return rows
 
 
@@ -340,19 +174,19 @@ def runtime_trace(estimations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def collective_schedules(ranks: list[RankResult]) -> list[dict[str, Any]]:
-    return [{"rank": r.rank, "graph": graph, "ops": ops} for r in ranks for _, _, graph, ops in r.schedules if ops]
+    return [{"rank": r.rank, "graph": s.graph, "ops": s.ops} for r in ranks for s in r.distributed.schedules if s.ops]
 
 
 def collectives_parity(result: RankResult) -> dict[str, Any]:
     """Scheduler vs generated code, per compile: collectives that differ in count, and waits missing."""
     last_schedule: dict[str, tuple[str, list[str]]] = {}
-    for _, label, graph, ops in result.schedules:
-        last_schedule[label] = (graph, ops)
+    for schedule in result.distributed.schedules:
+        last_schedule[schedule.compile_id] = (schedule.graph, schedule.ops)
     graphs = []
     for label, (graph, ops) in last_schedule.items():
-        if label not in result.code_collectives:
+        if label not in result.distributed.code_collectives:
             continue
-        code_counts, waits = result.code_collectives[label]
+        code_counts, waits = result.distributed.code_collectives[label]
         scheduled = Counter(n for n in (normalise_collective(op) for op in ops) if n is not None)
         offset = sum(abs(scheduled.get(op, 0) - code_counts.get(op, 0)) for op in set(scheduled) | set(code_counts))
         missing_waits = max(0, sum(code_counts.values()) - waits)
@@ -363,15 +197,15 @@ def collectives_parity(result: RankResult) -> dict[str, Any]:
 
 def execution_order_analysis(ranks: list[RankResult]) -> dict[str, Any] | None:
     """Line up the graphs each rank ran, in order; flag steps where ranks ran different collectives or cache paths."""
-    orders = {r.rank: r.execution_orders[-1][1] for r in ranks if r.execution_orders}
+    orders = {r.rank: r.distributed.execution_orders[-1].order for r in ranks if r.distributed.execution_orders}
     if len(orders) < 2:
         return None
-    schedules = {(r.rank, label): ops for r in ranks for _, label, _, ops in r.schedules}
+    schedules = {(r.rank, s.compile_id): s.ops for r in ranks for s in r.distributed.schedules}
     cache: dict[tuple[int, str], str] = {}
     for r in ranks:
-        for _, mark, label, _ in r.cache:
-            if CACHE_PRIORITY.get(mark, 0) > CACHE_PRIORITY.get(cache.get((r.rank, label), ""), 0):
-                cache[(r.rank, label)] = mark
+        for c in r.cache:
+            if CACHE_PRIORITY.get(c.mark, 0) > CACHE_PRIORITY.get(cache.get((r.rank, c.compile_id), ""), 0):
+                cache[(r.rank, c.compile_id)] = c.mark
     rows = analyze_execution_order(orders, schedules, cache)
     schedule_ranks = sorted({rank for row in rows if "schedule" in row["issues"] for rank in row["by_rank"]})
     cache_ranks = sorted({rank for row in rows if "cache" in row["issues"] for rank in row["by_rank"]})
@@ -407,8 +241,8 @@ def agreement_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Compiler-collective artifacts (what ranks must agree on) whose content differs between ranks."""
     by_key: dict[tuple[str, str], dict[int, tuple[str, str, str]]] = {}
     for r in ranks:
-        for label, name, digest, line, url in r.agreements:
-            by_key.setdefault((label, name), {})[r.rank] = (digest, line, f"{r.folder}/{url}")
+        for a in r.distributed.agreements:
+            by_key.setdefault((a.compile_id, a.name), {})[r.rank] = (a.digest, a.line, f"{r.folder}/{a.url}")
     rows = []
     for (label, name), per_rank in by_key.items():
         groups = groups_of({rank: digest for rank, (digest, _, _) in per_rank.items()})
@@ -425,37 +259,14 @@ def agreement_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
 
 def dynamic_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Frame compiles where ranks made different dynamic/static decisions (different dynamic dimensions)."""
-    compiles = sorted({c for r in ranks for c in r.dynamic} | set())
+    compiles = sorted({c for r in ranks for c in r.distributed.dynamic_sources})
     rows = []
     for label in compiles:
-        per_rank = {r.rank: r.dynamic.get(label, []) for r in ranks if label in r.compile_ids or label in r.dynamic}
+        per_rank = {r.rank: sorted(r.distributed.dynamic_sources.get(label, ())) for r in ranks if label in r.compile_ids or label in r.distributed.dynamic_sources}
         groups = groups_of(per_rank)
         if len(groups) > 1:
             rows.append({"compile_id": label, "groups": [{"ranks": members, "sources": sources} for sources, members in groups]})
     return rows
-
-
-# ------------------------------------------------------------------------------------------------
-# writing the landing outputs
-
-
-def merge_chromium(writer: FolderWriter, results: list[RankResult], out: Any) -> int:
-    """Concatenate every rank's chromium events with pid = rank (one rank file in memory at a time)."""
-    count = 0
-    out.write(b"[")
-    for r in primary(results):
-        try:
-            events = orjson.loads(writer.sub(r.folder).read("chromium_events.json") or b"")
-        except orjson.JSONDecodeError:
-            continue
-        for event in events if isinstance(events, list) else []:
-            if isinstance(event, dict):
-                event["pid"] = r.rank
-                out.write(b"\n" if not count else b",\n")
-                out.write(orjson.dumps(event, option=orjson.OPT_SORT_KEYS))
-                count += 1
-    out.write(b"\n]" if count else b"]")
-    return count
 
 
 @dataclass
@@ -500,71 +311,6 @@ def analyse(results: list[RankResult]) -> Landing:
     )
 
 
-def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
-    """The landing's JSON files and every rank's collectives_parity.json; returns notes for stdout."""
-    notes = []
-    for folder, parity in landing.parity.items():
-        writer.write(f"{folder}/collectives_parity.json", json.dumps(parity, indent=2))
-    with writer.open("chromium_events.json") as out:
-        landing.chromium_events = merge_chromium(writer, landing.results, out)
-    if landing.estimations:
-        writer.write("runtime_estimations.json", json.dumps(landing.estimations, indent=2))
-        writer.write("chromium_trace_with_runtime.json", json.dumps(runtime_trace(landing.estimations), indent=2, sort_keys=True))
-        notes.append("Runtime estimations: runtime_estimations.json")
-    schedules = collective_schedules(landing.ranks)
-    if schedules:
-        writer.write("collective_schedules.json", json.dumps(schedules, indent=2))
-        notes.append("Collective schedules: collective_schedules.json")
-    return notes
-
-
-def landing_context(landing: Landing, source: InputInfo, custom_header_html: str) -> dict[str, Any]:
-    context = base_context_for(source)
-    by_folder = {r.folder: r for r in landing.results}
-    context.update(
-        title="Multi-rank report",
-        custom_header=trusted_html(custom_header_html),
-        landing=landing,
-        rows=[
-            {
-                "result": r,
-                "statuses": Counter(r.statuses.values()),
-                "parity": landing.parity.get(r.folder, {}).get("graphs", []),
-            }
-            for r in sorted(landing.results, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.folder))
-        ],
-        by_folder=by_folder,
-        status_labels=STATUS_LABELS,
-    )
-    return context
-
-
-def base_context_for(source: InputInfo) -> dict[str, Any]:
-    return {"root": "", "source": source, "compile_id": None, "kind": "", "lineno": None, "compile_page": None, "failures_link": False}
-
-
-def write_all_ranks(
-    folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None
-) -> tuple[Landing, list[str]]:
-    """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page."""
-    # ranks already run in parallel: no highlighting workers inside each rank's process
-    jobs = discover(folder, dataclasses.replace(options, workers=0))
-    writer = ReportWriter(out, overwrite)
-    try:
-        results = build_all(jobs, writer.root, on_done=on_done)
-        landing = analyse(results)
-        notes = write_outputs(writer, landing)
-        write_static(writer)
-        source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
-        writer.write("summary.json", orjson.dumps(landing_summary(landing, jobs), option=orjson.OPT_INDENT_2))
-        writer.write("index.html", render("landing.html.j2", landing_context(landing, source, options.custom_header_html)))
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    return landing, notes
-
-
 def divergences(landing: Landing) -> list[dict[str, Any]]:
     """Every cross-rank verdict as `{kind, compile_id, ranks, detail}`: empty when the ranks agree."""
     rows: list[dict[str, Any]] = []
@@ -589,12 +335,3 @@ def divergences(landing: Landing) -> list[dict[str, Any]]:
     return rows
 
 
-def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
-    """The multi-rank summary.json: every rank's summary, and the divergences between ranks."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "generator": {"name": "tlparse-py", "version": __version__},
-        "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
-        "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
-        "divergences": divergences(landing),
-    }

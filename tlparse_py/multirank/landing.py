@@ -1,0 +1,116 @@
+"""The multi-rank report: rank reports in parallel, then the landing page, its JSON files and summary.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._version import __version__
+from ..analysis import SCHEMA_VERSION
+from ..pipeline import Options, write_static
+from ..render import render, trusted_html
+from ..store import STATUS_LABELS, InputInfo
+from ..writer import FolderWriter, ReportWriter
+from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace
+from .run import RankJob, RankResult, _size, build_all, discover
+
+
+def merge_chromium(writer: FolderWriter, results: list[RankResult], out: Any) -> int:
+    """Concatenate every rank's chromium events with pid = rank (one rank file in memory at a time)."""
+    count = 0
+    out.write(b"[")
+    for r in primary(results):
+        try:
+            events = orjson.loads(writer.sub(r.folder).read("chromium_events.json") or b"")
+        except orjson.JSONDecodeError:
+            continue
+        for event in events if isinstance(events, list) else []:
+            if isinstance(event, dict):
+                event["pid"] = r.rank
+                out.write(b"\n" if not count else b",\n")
+                out.write(orjson.dumps(event, option=orjson.OPT_SORT_KEYS))
+                count += 1
+    out.write(b"\n]" if count else b"]")
+    return count
+
+
+def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
+    """The landing's JSON files and every rank's collectives_parity.json; returns notes for stdout."""
+    notes = []
+    for folder, parity in landing.parity.items():
+        writer.write(f"{folder}/collectives_parity.json", json.dumps(parity, indent=2))
+    with writer.open("chromium_events.json") as out:
+        landing.chromium_events = merge_chromium(writer, landing.results, out)
+    if landing.estimations:
+        writer.write("runtime_estimations.json", json.dumps(landing.estimations, indent=2))
+        writer.write("chromium_trace_with_runtime.json", json.dumps(runtime_trace(landing.estimations), indent=2, sort_keys=True))
+        notes.append("Runtime estimations: runtime_estimations.json")
+    schedules = collective_schedules(landing.ranks)
+    if schedules:
+        writer.write("collective_schedules.json", json.dumps(schedules, indent=2))
+        notes.append("Collective schedules: collective_schedules.json")
+    return notes
+
+
+def landing_context(landing: Landing, source: InputInfo, custom_header_html: str) -> dict[str, Any]:
+    context = base_context_for(source)
+    by_folder = {r.folder: r for r in landing.results}
+    context.update(
+        title="Multi-rank report",
+        custom_header=trusted_html(custom_header_html),
+        landing=landing,
+        rows=[
+            {
+                "result": r,
+                "statuses": Counter(r.statuses.values()),
+                "parity": landing.parity.get(r.folder, {}).get("graphs", []),
+            }
+            for r in sorted(landing.results, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.folder))
+        ],
+        by_folder=by_folder,
+        status_labels=STATUS_LABELS,
+    )
+    return context
+
+
+def base_context_for(source: InputInfo) -> dict[str, Any]:
+    return {"root": "", "source": source, "compile_id": None, "kind": "", "lineno": None, "compile_page": None, "failures_link": False}
+
+
+def write_all_ranks(
+    folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None
+) -> tuple[Landing, list[str]]:
+    """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page."""
+    # ranks already run in parallel: no highlighting workers inside each rank's process
+    jobs = discover(folder, dataclasses.replace(options, workers=0))
+    writer = ReportWriter(out, overwrite)
+    try:
+        results = build_all(jobs, writer.root, on_done=on_done)
+        landing = analyse(results)
+        notes = write_outputs(writer, landing)
+        write_static(writer)
+        source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
+        writer.write("summary.json", orjson.dumps(landing_summary(landing, jobs), option=orjson.OPT_INDENT_2))
+        writer.write("index.html", render("landing.html.j2", landing_context(landing, source, options.custom_header_html)))
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return landing, notes
+
+
+def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
+    """The multi-rank summary.json: every rank's summary, and the divergences between ranks."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "tlparse-py", "version": __version__},
+        "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
+        "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
+        "divergences": divergences(landing),
+    }
