@@ -40,6 +40,53 @@ def payload_path(record: Record) -> str:
     return f"payloads/{md5}.txt"
 
 
+NOT_JSON = object()
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # paired escapes decode to one character; lone ones stay
+SERDE_DEPTH_LIMIT = 128  # serde_json's recursion limit: 127 nested arrays/objects parse, 128 do not
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    value = int(text)
+    if abs(value) >= 1 << 64 and float(text) in (float("inf"), float("-inf")):  # serde falls back to f64
+        raise ValueError("number out of range")
+    return value
+
+
+def strict_json(text: str) -> Any:
+    """`text` parsed as serde_json (tlparse) parses it, or NOT_JSON where serde_json would refuse it.
+
+    Beyond the standard library's rules serde_json refuses NaN/Infinity, numbers beyond f64, lone
+    UTF-16 surrogates in `\\u` escapes, and nesting 128 deep.
+    """
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_finite_int)
+    except (ValueError, RecursionError, OverflowError):
+        return NOT_JSON
+    work: list[tuple[Any, int]] = [(value, 1)]
+    while work:
+        item, depth = work.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return NOT_JSON
+        elif isinstance(item, (dict, list)):
+            if depth >= SERDE_DEPTH_LIMIT:
+                return NOT_JSON
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            work.extend((child, depth + 1) for child in children)
+    return value
+
+
 class PayloadStore:
     """Each distinct payload written once, read back through here (never by opening report files)."""
 
@@ -89,7 +136,7 @@ class Outputs:
         elif record.payload:
             artifact.raw = payload_path(record)  # written after the parsers (see Pipeline.add)
         if artifact.name.startswith(STACK_TRACES_PREFIX) and artifact.name.endswith(".json"):
-            # tlparse gives the readable companion its own number (before the JSON's entry)
+            # tlparse gives the readable companion its own number, but only when the payload is JSON
             artifact.readable_url = self._stack_traces_companion(record, url)
         content = self._content(output, record, url) if self.pages else None
         if content is not None:
@@ -135,17 +182,22 @@ class Outputs:
         context.setdefault("compile_page", compile_page_url(record.compile_id))
 
     def _stack_traces_companion(self, record: Record, url: str) -> str:
+        """The `*_readable.html` page of a kernel-stack-traces JSON; its url, or "" when there is none.
+
+        tlparse 0.4.3 makes the page, and spends a number on it, exactly when the payload parses as
+        JSON (serde_json): any value, even `[]` or `null` (an empty page). A payload that does not
+        parse, including the absent one torch logs on an FX-graph-cache hit, gets no page and no
+        number, so the next output takes the very next number.
+        """
+        traces = strict_json(record.payload_text())
+        if traces is NOT_JSON:
+            return ""
         self.next_number()
         readable = url[: -len(".json")] + "_readable.html"
-        try:
-            traces = json.loads(record.payload_text())
-            if not isinstance(traces, dict):
-                raise ValueError("not an object")
-        except (ValueError, RecursionError):
-            return ""
-        context = pages.stack_traces_context(traces)
-        self._page_defaults(context, record, readable)
-        self.writer.write(readable, render("stack_traces.html.j2", context))
+        if self.pages:
+            context = pages.stack_traces_context(traces if isinstance(traces, dict) else {})
+            self._page_defaults(context, record, readable)
+            self.writer.write(readable, render("stack_traces.html.j2", context))
         return readable
 
 
