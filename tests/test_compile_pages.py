@@ -58,11 +58,12 @@ def test_summary_tables_of_graph_breaks_and_recompiles(report_of):
     frames = summary.recompiles_per_frame(report)
     assert [(f.frame_id, f.name, len(f.compiles), f.hit_limit) for f in frames] == [(1, "scale_tag", 4, True), (0, "scale_shape", 3, False)]
     assert frames[1].reasons[0] == (frames[1].compiles[1], "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8")
-    rows = {r.label: r for r in summary.compile_rows(report)}
-    assert rows["[1/3]"].status == "error" and rows["[1/3]"].reason == "Unsupported: Dynamo recompile limit exceeded"
-    assert rows["[1/3]"].name == "scale_tag"  # from the frame's other compiles
-    assert rows["[0/1]"].reason.startswith("recompiled: 0/0: tensor 'x' size mismatch")
-    assert [r.label for r in summary.slowest(report, 3)][0] == "[0/0]"  # the cold compile
+    rows = {c.label: c for c in report.compiles()}
+    assert rows["[1/3]"].status == "error" and rows["[1/3]"].headline == "Unsupported: Dynamo recompile limit exceeded"
+    assert rows["[1/3]"].frame == "scale_tag"  # from the frame's other compiles
+    assert rows["[0/1]"].headline.startswith("recompiled: 0/0: tensor 'x' size mismatch")
+    slowest = sorted(report.compiles(), key=lambda c: -(c.compile_time_s.total or 0))
+    assert slowest[0].label == "[0/0]"  # the cold compile
 
 
 class _Ids(HTMLParser):

@@ -73,10 +73,10 @@ def test_analyze_equals_summary_json(reports, scenario):
 
 
 def _raw_compiles(log: Path) -> dict[str, dict]:
-    """Per compile id, from the envelopes alone: forward time, backward times, failure, op count."""
+    """Per frame compile (attempts pooled), from the envelopes alone: forward time, backward times, failure, op count."""
     found: dict[str, dict] = {}
     for env in envelopes(log):
-        key = display(env)
+        key = display({k: v for k, v in env.items() if k != "attempt"})
         if "compilation_metrics" in env:
             meta = env["compilation_metrics"]
             entry = found.setdefault(key, {"backward": []})

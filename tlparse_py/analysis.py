@@ -8,6 +8,7 @@ Unknown values are `None`, never guessed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ class CompileSummary:
     id: str
     url: str
     generation: int
+    attempts: list[str]  # the ids its attempts logged under: `[0/0]`, `[0/0_1]` after a restart
     frame: str | None
     user_location: str | None
     status: str
@@ -44,10 +46,17 @@ class CompileSummary:
     cache: list[dict[str, str]] = field(default_factory=list)
     graph_op_count: int | None = None
     failure: dict[str, str | None] | None = None
+    headline: str = ""  # why it failed, restarted or recompiled, in one line (pages only)
+    pages: list[tuple[str, str]] = field(default_factory=list)  # (attempt id, its page) (pages only)
+
+    @property
+    def label(self) -> str:
+        """The id, and which reuse of it this is: `[0/0]`, `[0/0] #2` (after one reset())."""
+        return f"{self.id} #{self.generation + 1}" if self.generation else self.id
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        del data["key"]
+        del data["key"], data["headline"], data["pages"]
         return data
 
 
@@ -55,46 +64,64 @@ class Analysis(Store):
     """The typed analysis of one log (or of one process's logs read together)."""
 
     def compiles(self) -> list[CompileSummary]:
-        """One entry per compile, in log order; a reused compile id gives one entry per generation."""
-        result = []
+        """One entry per compile, in log order: a frame compile with all its attempts (Dynamo restarts
+        after a graph break log their graphs under `[x/y_1]`, `[x/y_2]`, ...), once per generation of
+        its id (an id reused after `torch._dynamo.reset()` names a new compile)."""
+        frames: dict[CompileId, list[CompileId]] = {}
         for key in self.directory:
-            if not summary.is_compile(key):
-                continue
-            own = self.own_metrics(key)
-            for generation in sorted({m.generation for m in own} or {self.generations.get(key, 0)}):
-                result.append(self._compile(key, generation, [m for m in own if m.generation == generation]))
-        return result
+            if summary.is_compile(key):
+                frames.setdefault(key.frame_key(), []).append(key)
+        return [
+            self._compile(frame, attempts, generation)
+            for frame, attempts in frames.items()
+            for generation in self.generations_of(frame)
+        ]
 
-    def _compile(self, key: CompileId, generation: int, metrics: list[MetricsEntry]) -> CompileSummary:
-        fields = metrics[0].fields if metrics else {}
-        frame, location = summary.frame_and_location(self, key, fields, generation)
+    def _compile(self, frame: CompileId, attempts: list[CompileId], generation: int) -> CompileSummary:
+        metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
+        fields = metrics[-1].fields if metrics else {}
+        logged = metrics[-1].compile_id.directory_key() if metrics and metrics[-1].compile_id else attempts[-1]
+        frame_name, location = summary.frame_and_location(self, frame, fields, generation)
+        mine = self.in_generation(frame, generation)
+        breaks = [b for key in attempts for b in summary.graph_breaks_of(self, key) if mine(b.line)]
+        cache = [e for key in attempts for e in summary.cache_events_of(self, key) if mine(e.line)]
         return CompileSummary(
-            key=key,
-            id=display_key(key),
-            url=compile_page_url(key),
+            key=frame,
+            id=display_key(frame),
+            url=compile_page_url(logged, generation),
             generation=generation,
-            frame=frame,
+            attempts=[display_key(key) for key in attempts],
+            frame=frame_name,
             user_location=location,
-            status=self.status_of(key),
-            compile_time_s=self.compile_time(key, metrics),
-            graph_breaks=[{"reason": g.reason, "user_location": g.location} for g in summary.graph_breaks_of(self, key)],
-            recompile_reasons=list(self.recompile_reasons.get(key, [])),
-            cache=[{"cache": e.cache, "result": e.state, "reason": e.reason} for e in summary.cache_events_of(self, key)],
+            status=self.status_of(frame, generation),
+            compile_time_s=self.compile_time(attempts, metrics, generation),
+            graph_breaks=[{"reason": g.reason, "user_location": g.location} for g in breaks],
+            recompile_reasons=[r for key in attempts for r in self.recompile_reasons_of(key, generation)],
+            cache=[{"cache": e.cache, "result": e.state, "reason": e.reason} for e in sorted(cache, key=lambda e: e.line)],
             graph_op_count=fields.get("graph_op_count") if isinstance(fields.get("graph_op_count"), int) else None,
             failure=_failure(fields),
+            headline=summary.headline(self, frame, fields, generation),
+            pages=[(display_key(key), compile_page_url(key, generation)) for key in attempts],
         )
 
-    def compile_time(self, key: CompileId, metrics: list[MetricsEntry]) -> CompileTime:
+    def in_generation(self, key: CompileId | None, generation: int) -> Callable[[int], bool]:
+        """Whether a fact logged at a line belongs to this generation of the compile id."""
+        return lambda line: self.generation_at(key, line) == generation
+
+    def compile_time(self, attempts: list[CompileId], metrics: list[MetricsEntry], generation: int = 0) -> CompileTime:
         forward = next((s for m in metrics if (s := summary.seconds(m.get("entire_frame_compile_time_s"))) is not None), None)
-        backward_times = [summary.seconds(b.get("inductor_compile_time_s")) for b in self.backward_metrics_of(key)]
+        mine = self.in_generation(attempts[0], generation)
+        backward_times = [
+            summary.seconds(b.get("inductor_compile_time_s")) for key in attempts for line, b in self.backward_metrics_of(key) if mine(line)
+        ]
         known = [t for t in backward_times if t is not None]
         backward = sum(known) if known else None
         total = None if forward is None else forward + (backward or 0.0)
         return CompileTime(forward, backward, total)
 
-    def backward_metrics_of(self, key: CompileId) -> list[dict[str, Any]]:
-        """bwd_compilation_metrics logged under exactly this compile id."""
-        return [meta for compile_id, meta in self.backward_metrics.get(key.frame_key(), []) if compile_id == key]
+    def backward_metrics_of(self, key: CompileId) -> list[tuple[int, dict[str, Any]]]:
+        """(log line, bwd_compilation_metrics) logged under exactly this compile id."""
+        return [(line, meta) for compile_id, line, meta in self.backward_metrics.get(key.frame_key(), []) if compile_id == key]
 
     def totals(self, compiles: list[CompileSummary] | None = None) -> dict[str, Any]:
         compiles = self.compiles() if compiles is None else compiles

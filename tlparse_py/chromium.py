@@ -25,6 +25,7 @@ class ChromiumEvents:
         self.analysis = analysis
         self.problem = problem
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # B events awaiting their E
+        self.open_names: dict[tuple[Any, ...], list[str]] = {}  # (compile, tid) → names of the open spans, outermost first
         out.write(b"[")
 
     def add(self, record: Record) -> None:
@@ -58,13 +59,30 @@ class ChromiumEvents:
         if compile_id is None:
             return
         key = (compile_id, name, event.get("tid"))
+        nesting = self.open_names.setdefault((compile_id, event.get("tid")), [])
         if phase == "B":
             self.open_events.setdefault(key, []).append(ts)
+            nesting.append(name)
         elif self.open_events.get(key):
             started = self.open_events[key].pop()
+            duration = max(0.0, ts - started)
             times = self.analysis.phase_times.setdefault(compile_id, {})
-            times[name] = times.get(name, 0.0) + max(0.0, ts - started)
+            times[name] = times.get(name, 0.0) + duration
+            depth = _last_index(nesting, name)
+            path = tuple(nesting[: depth + 1]) if depth is not None else (name,)
+            if depth is not None:
+                del nesting[depth:]
+            generation = self.analysis.generation_at(compile_id, record.lineno)
+            tree = self.analysis.phase_trees.setdefault((compile_id, generation), {})
+            tree[path] = tree.get(path, 0.0) + duration
 
     def close(self) -> None:
         self.out.write(b"\n]" if self.analysis.chromium_events else b"]")
         self.out.close()
+
+
+def _last_index(names: list[str], name: str) -> int | None:
+    for index in range(len(names) - 1, -1, -1):
+        if names[index] == name:
+            return index
+    return None

@@ -37,11 +37,16 @@ def numbered(name: str, number: int) -> str:
     return f"{safe_component(stem)}_{number}.{safe_component(ext)}"
 
 
-def compile_page_url(compile_id) -> str:  # CompileId | None (paths stays below the model)
-    """The page of a compile id, as tlparse lays it out: `<dirname>/index.html`."""
+def compile_page_url(compile_id, generation: int = 0) -> str:  # CompileId | None (paths stays below the model)
+    """The page of a compile id, as tlparse lays it out: `<dirname>/index.html`.
+
+    A compile id reused after `torch._dynamo.reset()` names several compiles: generation N > 0 gets
+    `<dirname>/generation_N.html` beside it (the files stay where tlparse puts them).
+    """
     if compile_id is None:
         return "unknown/index.html"
-    return f"{compile_id.directory_key().dirname}/index.html"
+    page = f"generation_{generation}.html" if generation else "index.html"
+    return f"{compile_id.directory_key().dirname}/{page}"
 
 
 def provenance_page_url(compile_id) -> str:

@@ -91,10 +91,15 @@ class Pipeline:
             payload_file, len(record.payload) if record.payload is not None else None, refs,
         )
         self.spool.add(key, summary)
-        if payload_file is not None:
-            declared = shown_as(summary)
-            if declared is not None:  # highlight it beside the reading, for its compile page
-                self.highlighter.request(record.payload_text(), declared.lang)
+        declared = shown_as(summary)
+        if declared is None:
+            return
+        if declared.step is not None or declared.section == "code":
+            step = declared.step
+            self.analysis.note_graph(key, declared.name, step.stage if step else "", step.role if step else "",
+                                     step.lineage if step else "", record.lineno, payload_file)
+        if self.outputs.pages:  # highlight it beside the reading, for its compile page
+            self.highlighter.request(record.payload_text(), declared.lang)
 
     def _parse(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[OutputRef]]:
         payload_file = None
@@ -140,7 +145,7 @@ class Pipeline:
         builder.plan_inline(keys, self.spool.records)
         self.highlighter.drain()
         self.jobs.on_fork = [self._private_handles]
-        self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(keys, builder))
+        self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(compile_view.page_refs(self.analysis), builder))
         if self.options.provenance:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
@@ -169,14 +174,14 @@ class Pipeline:
         self.outputs.deferred.clear()
         return jobs
 
-    def _compile_page_jobs(self, keys: list[CompileId | None], builder: PageBuilder) -> list[Job]:
-        def job(position: int, key: CompileId | None) -> Job:
+    def _compile_page_jobs(self, pages: list[compile_view.PageRef], builder: PageBuilder) -> list[Job]:
+        def job(position: int, page: compile_view.PageRef) -> Job:
             def context() -> dict[str, Any]:
-                return compile_view.compile_context(self.analysis, keys, position, self.spool.records(key), builder)
+                return compile_view.compile_context(self.analysis, pages, position, self.spool.records(page.key), builder)
 
-            return lambda: self.jobs.page(self.analysis.pages[key], label(key), "compile.html.j2", context)
+            return lambda: self.jobs.page(page.url, page.label, "compile.html.j2", context)
 
-        return [job(position, key) for position, key in enumerate(keys)]
+        return [job(position, page) for position, page in enumerate(pages)]
 
     def _write_provenance_pages(self, keys: list[CompileId | None]) -> None:
         """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""

@@ -7,6 +7,7 @@ id at a time.
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class GraphBreak:
     explanation: str
     location: str  # the user code line, "file.py:23"
     url: str  # the artifact with the full text
+    line: int = 0  # its line in the log (which generation of a reused compile id logged it)
 
 
 @dataclass(slots=True)
@@ -87,6 +89,7 @@ class CacheEvent:
     reason: str  # why it was bypassed, when it was
     time_saved_ns: int | None
     url: str
+    line: int = 0
 
 
 @dataclass(slots=True)
@@ -173,6 +176,48 @@ def graph_of(compile_id: CompileId | None) -> str:
     return "unknown" if compile_id is None else compile_id.dirname
 
 
+# Stages that run before AOTAutograd splits forward from backward: their graphs have no lineage.
+WHOLE_GRAPH_STAGES = ("dynamo", "ddp", "pre_grad", "recompile_pre_grad", "joint", "compiled_autograd")
+
+
+@dataclass(slots=True)
+class GraphStep:
+    """A graph or generated code of a compile, with where it sits in the pipeline and its lineage."""
+
+    name: str
+    stage: str  # "" for generated code
+    role: str
+    lineage: str  # "forward" / "backward" / "inference" / "joint", or "" (whole graph, or not known)
+    line: int
+    url: str | None
+
+
+@dataclass(slots=True)
+class LineageState:
+    """What a compile has logged so far that tells forward from backward.
+
+    AOTAutograd logs the forward and backward graphs when it partitions; Inductor then compiles the
+    forward, and the backward (lazily, at the first backward call, after `compilation_metrics`, or
+    right after the forward when lowering is not lazy). So in a training compile the first Inductor
+    pipeline, up to its output code, is the forward, and the next one the backward.
+    """
+
+    training: bool = False
+    inference: bool = False
+    codes: int = 0
+
+    def lineage(self, stage: str, declared: str) -> str:
+        if declared:
+            return declared
+        if stage in WHOLE_GRAPH_STAGES:
+            return ""
+        if self.inference:
+            return "inference"
+        if self.training:
+            return "forward" if self.codes == 0 else "backward"
+        return ""
+
+
 @dataclass(slots=True)
 class FailureRow:
     compile_id: CompileId | None
@@ -195,118 +240,39 @@ class InputInfo:
         return [(self.path, self.size)] + [(name, self.sizes.get(name)) for name in self.also]
 
 
-@dataclass
-class Store:
-    source: InputInfo
-    stats: Stats
-    diagnostics: DiagnosticLog
+class Questions:
+    """What views, the summary and multi-rank ask of the store once reading is done.
+
+    Kept apart from `Store`, whose methods note facts while reading; `Store` inherits these.
+    """
+
+    directory: dict[CompileId | None, list[Artifact]]
+    metrics: dict[CompileId | None, list[MetricsEntry]]
+    cache_events: list[CacheEvent]
+    graph_breaks: list[GraphBreak]
+    recompile_reasons: dict[CompileId | None, list[tuple[int, str]]]
+    generation_lines: dict[CompileId, list[int]]
+    generation_stacks: dict[tuple[CompileId, int], list[Frame]]
+    start_stacks: dict[CompileId, list[Frame]]
+    graphs: dict[CompileId | None, list[GraphStep]]
+    shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]]
     strings: StringTable
-    plain_text: bool = False
-    custom_header_html: str = ""
-    export_mode: bool = False
-    rank: int | None = None
-    # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
-    directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
-    kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)
-    record_offsets: dict[CompileId | None, array] = field(default_factory=dict)
-    start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
-    trie: StackTrie = field(default_factory=StackTrie)
-    unknown_stacks: StackTrie = field(default_factory=StackTrie)
-    metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
-    # frame compile → (compile id, bwd_compilation_metrics) in log order
-    backward_metrics: dict[CompileId | None, list[tuple[CompileId | None, dict[str, Any]]]] = field(default_factory=dict)
-    failures: list[FailureRow] = field(default_factory=list)
-    shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
-    unknown_kinds: Counter[str] = field(default_factory=Counter)
-    graph_breaks: list[GraphBreak] = field(default_factory=list)
-    export_failures: list[ExportFailure] = field(default_factory=list)
-    exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
-    expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes
-    distributed: DistributedFacts = field(default_factory=DistributedFacts)
-    recompile_reasons: dict[CompileId | None, list[str]] = field(default_factory=dict)
-    cache_events: list[CacheEvent] = field(default_factory=list)
-    # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
-    phase_times: dict[CompileId, dict[str, float]] = field(default_factory=dict)
-    chromium_events: int = 0
-    records: int = 0
-    pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
-    global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
-    provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
-    # compile id → its current generation; ids whose compile finished (metrics logged) in it
-    generations: dict[CompileId, int] = field(default_factory=dict)
-    finished: set[CompileId] = field(default_factory=set)
-    generation_stacks: dict[tuple[CompileId, int], list[Frame]] = field(default_factory=dict)
-    torch_version: str | None = None
-    _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
+    _by_key: dict[str, dict[Any, list[Any]]]
 
-    # -- facts noted by parsers -------------------------------------------------------------
+    def generation_at(self, key: CompileId | None, line: int) -> int:
+        """Which generation of a compile id a record at `line` belongs to."""
+        return bisect.bisect_right(self.generation_lines.get(key.frame_key(), []), line) if key is not None else 0
 
-    def note_start(self, compile_id: CompileId) -> None:
-        """A `dynamo_start` for an id whose compile already finished: the id was reused after reset()."""
-        key = compile_id.directory_key()
-        if key in self.finished:
-            self.finished.discard(key)
-            self.generations[key] = self.generations.get(key, 0) + 1
+    def generations_of(self, key: CompileId | None) -> list[int]:
+        return list(range(len(self.generation_lines.get(key.frame_key(), [])) + 1)) if key is not None else [0]
 
-    def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
-        self.start_stacks.setdefault(compile_id.frame_key(), frames)
-        generation = self.generations.get(compile_id.directory_key(), 0)
-        if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
-            self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
-        self.trie.insert(frames, compile_id)
+    def recompile_reasons_of(self, key: CompileId | None, generation: int | None = None) -> list[str]:
+        return [text for line, text in self.recompile_reasons.get(key, []) if generation is None or self.generation_at(key, line) == generation]
 
     def start_stack(self, key: CompileId, generation: int = 0) -> list[Frame] | None:
         if generation:
             return self.generation_stacks.get((key.frame_key(), generation))
         return self.start_stacks.get(key.frame_key())
-
-    def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
-        """Remember a compilation_metrics record for statuses and the failures page.
-
-        The page url is filled in by the builder once the page is numbered (`metrics_page_written`).
-        """
-        fields = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
-        if not isinstance(fields["restart_reasons"], list):
-            fields["restart_reasons"] = []
-        key = record.compile_id.frame_key() if record.compile_id is not None else None
-        generation = 0
-        if record.compile_id is not None:
-            generation = self.generations.get(record.compile_id.directory_key(), 0)
-            self.finished.add(record.compile_id.directory_key())
-        if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
-            self.torch_version = meta["pytorch_version"]
-        self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields, generation))
-
-    def note_backward_metrics(self, compile_id: CompileId | None, meta: dict[str, Any]) -> None:
-        key = compile_id.frame_key() if compile_id is not None else None
-        own = compile_id.directory_key() if compile_id is not None else None
-        self.backward_metrics.setdefault(key, []).append((own, meta))
-
-    def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
-        self.shape_facts.setdefault((kind, compile_id.frame_key()), []).append(meta)
-
-    def note_expression(self, kind: str, meta: dict[str, Any]) -> None:
-        """A node of the symbolic-expression graph that guard pages walk (export mode only)."""
-        if kind == "expression_created" and isinstance(meta.get("result_id"), int):
-            self.expressions[meta["result_id"]] = meta
-        elif kind == "create_unbacked_symbol" and isinstance(meta.get("node_id"), int):
-            self.expressions[meta["node_id"]] = {**meta, "result": meta.get("symbol"), "method": "create_unbacked_symbol"}
-
-    def metrics_page_written(self, record: Record, url: str) -> None:
-        """Attach the page url to the newest metrics entry and derive its failures-page rows."""
-        key = record.compile_id.frame_key() if record.compile_id is not None else None
-        entry = self.metrics[key][-1]
-        entry.url = url
-        for reason in entry.get("restart_reasons"):
-            self.failures.append(FailureRow(record.compile_id, url, "RestartAnalysis", str(reason), ""))
-        fail_type = entry.get("fail_type")
-        if fail_type:
-            filename = entry.get("fail_user_frame_filename") or "N/A"
-            lineno = entry.get("fail_user_frame_lineno") or 0
-            reason = entry.get("fail_reason")
-            self.failures.append(
-                FailureRow(record.compile_id, url, str(fail_type), str(reason) if reason else "(no reason logged)", f"{filename}:{lineno}")
-            )
 
     def _index(self, name: str, items: list[Any], key_of: Any) -> dict[Any, list[Any]]:
         """`items` grouped by `key_of(item)`, built once (asked after reading has finished)."""
@@ -335,21 +301,14 @@ class Store:
         frame = key.frame_key() if key is not None else None
         return [m for m in self.metrics.get(frame, []) if _directory_key(m.compile_id) == key]
 
-    def note_cache_marks(self) -> None:
-        """Every cache-marked output in log order, for cross-rank comparison (once reading is done)."""
-        marks = [
-            CacheMark(a.number, a.suffix, label_of(key), a.name)
-            for key, artifacts in self.directory.items() if key is not None
-            for a in artifacts if a.suffix
-        ]
-        self.distributed.cache = sorted(marks, key=lambda m: m.number)
+    def lineages_of(self, key: CompileId | None) -> dict[int, str]:
+        """Log line → lineage of each graph and output code of a compile."""
+        return {step.line: step.lineage for step in self.graphs.get(key, [])}
 
-    # -- questions asked by renderers -------------------------------------------------------
-
-    def status_of(self, compile_id: CompileId | None) -> str:
-        """ok / break / empty / error / missing, pooled over every attempt of the frame compile."""
+    def status_of(self, compile_id: CompileId | None, generation: int | None = None) -> str:
+        """ok / break / empty / error / missing, pooled over every attempt of the frame compile (in one generation)."""
         key = compile_id.frame_key() if compile_id is not None else None
-        entries = self.metrics.get(key)
+        entries = [e for e in self.metrics.get(key, []) if generation is None or e.generation == generation]
         if not entries:
             return STATUS_MISSING
         if any(e.get("fail_type") for e in entries):
@@ -369,6 +328,142 @@ class Store:
         name = self.strings.lookup(filename)
         return name if name is not None else "(unknown)"
 
+
+@dataclass
+class Store(Questions):
+    source: InputInfo
+    stats: Stats
+    diagnostics: DiagnosticLog
+    strings: StringTable
+    plain_text: bool = False
+    custom_header_html: str = ""
+    export_mode: bool = False
+    rank: int | None = None
+    # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
+    directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
+    kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)
+    record_offsets: dict[CompileId | None, array] = field(default_factory=dict)
+    start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
+    trie: StackTrie = field(default_factory=StackTrie)
+    unknown_stacks: StackTrie = field(default_factory=StackTrie)
+    metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
+    # frame compile → (compile id, bwd_compilation_metrics) in log order
+    backward_metrics: dict[CompileId | None, list[tuple[CompileId | None, int, dict[str, Any]]]] = field(default_factory=dict)
+    failures: list[FailureRow] = field(default_factory=list)
+    shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
+    unknown_kinds: Counter[str] = field(default_factory=Counter)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    export_failures: list[ExportFailure] = field(default_factory=list)
+    exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
+    expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes
+    distributed: DistributedFacts = field(default_factory=DistributedFacts)
+    recompile_reasons: dict[CompileId | None, list[tuple[int, str]]] = field(default_factory=dict)  # (log line, reason)
+    cache_events: list[CacheEvent] = field(default_factory=list)
+    # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
+    phase_times: dict[CompileId, dict[str, float]] = field(default_factory=dict)
+    # (frame compile, generation) → span path (outermost first) → total microseconds: the nesting of B/E spans
+    phase_trees: dict[tuple[CompileId, int], dict[tuple[str, ...], float]] = field(default_factory=dict)
+    chromium_events: int = 0
+    records: int = 0
+    pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
+    global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
+    provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
+    # compile id → its current generation; ids whose compile finished (metrics logged) in it
+    generations: dict[CompileId, int] = field(default_factory=dict)
+    finished: set[CompileId] = field(default_factory=set)
+    generation_stacks: dict[tuple[CompileId, int], list[Frame]] = field(default_factory=dict)
+    generation_lines: dict[CompileId, list[int]] = field(default_factory=dict)  # where generations 1, 2, ... start
+    graphs: dict[CompileId | None, list[GraphStep]] = field(default_factory=dict)  # per compile id, in log order
+    lineage_states: dict[CompileId | None, LineageState] = field(default_factory=dict)
+    torch_version: str | None = None
+    _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
+
+    # -- facts noted by parsers -------------------------------------------------------------
+
+    def note_start(self, compile_id: CompileId, line: int) -> None:
+        """A `dynamo_start` for an id whose compile already finished: the id was reused after reset()."""
+        key = compile_id.frame_key()  # every attempt of a frame compile shares its generations
+        if key in self.finished:
+            self.finished.discard(key)
+            self.generations[key] = self.generations.get(key, 0) + 1
+            self.generation_lines.setdefault(key, []).append(line)
+
+    def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
+        self.start_stacks.setdefault(compile_id.frame_key(), frames)
+        generation = self.generations.get(compile_id.frame_key(), 0)
+        if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
+            self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
+        self.trie.insert(frames, compile_id)
+
+    def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
+        """Remember a compilation_metrics record for statuses and the failures page.
+
+        The page url is filled in by the builder once the page is numbered (`metrics_page_written`).
+        """
+        fields = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
+        if not isinstance(fields["restart_reasons"], list):
+            fields["restart_reasons"] = []
+        key = record.compile_id.frame_key() if record.compile_id is not None else None
+        generation = 0
+        if record.compile_id is not None:
+            generation = self.generations.get(record.compile_id.frame_key(), 0)
+            self.finished.add(record.compile_id.frame_key())
+        if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
+            self.torch_version = meta["pytorch_version"]
+        self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields, generation))
+
+    def note_backward_metrics(self, compile_id: CompileId | None, line: int, meta: dict[str, Any]) -> None:
+        key = compile_id.frame_key() if compile_id is not None else None
+        own = compile_id.directory_key() if compile_id is not None else None
+        self.backward_metrics.setdefault(key, []).append((own, line, meta))
+
+    def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
+        self.shape_facts.setdefault((kind, compile_id.frame_key()), []).append(meta)
+
+    def note_expression(self, kind: str, meta: dict[str, Any]) -> None:
+        """A node of the symbolic-expression graph that guard pages walk (export mode only)."""
+        if kind == "expression_created" and isinstance(meta.get("result_id"), int):
+            self.expressions[meta["result_id"]] = meta
+        elif kind == "create_unbacked_symbol" and isinstance(meta.get("node_id"), int):
+            self.expressions[meta["node_id"]] = {**meta, "result": meta.get("symbol"), "method": "create_unbacked_symbol"}
+
+    def metrics_page_written(self, record: Record, url: str) -> None:
+        """Attach the page url to the newest metrics entry and derive its failures-page rows."""
+        key = record.compile_id.frame_key() if record.compile_id is not None else None
+        entry = self.metrics[key][-1]
+        entry.url = url
+        for reason in entry.get("restart_reasons"):
+            self.failures.append(FailureRow(record.compile_id, url, "RestartAnalysis", str(reason), ""))
+        fail_type = entry.get("fail_type")
+        if fail_type:
+            filename = entry.get("fail_user_frame_filename") or "N/A"
+            lineno = entry.get("fail_user_frame_lineno") or 0
+            reason = entry.get("fail_reason")
+            self.failures.append(
+                FailureRow(record.compile_id, url, str(fail_type), str(reason) if reason else "(no reason logged)", f"{filename}:{lineno}")
+            )
+
+    def note_graph(self, key: CompileId | None, name: str, stage: str, role: str, declared_lineage: str, line: int, url: str | None) -> GraphStep:
+        """A graph or output code of a compile; its lineage is read from what the compile logged before it."""
+        state = self.lineage_states.setdefault(key, LineageState())
+        if declared_lineage in ("backward", "joint"):
+            state.training = True
+        elif declared_lineage == "inference":
+            state.inference = True
+        step = GraphStep(name, stage, role, state.lineage(stage, declared_lineage), line, url)
+        if not stage:  # generated code ends an Inductor pipeline
+            state.codes += 1
+        self.graphs.setdefault(key, []).append(step)
+        return step
+
+    def note_cache_marks(self) -> None:
+        """Every cache-marked output in log order, for cross-rank comparison (once reading is done)."""
+        marks = [
+            CacheMark(a.number, a.suffix, label_of(key), a.name)
+            for key, artifacts in self.directory.items() if key is not None
+            for a in artifacts if a.suffix
+        ]
+        self.distributed.cache = sorted(marks, key=lambda m: m.number)
 
 def _directory_key(compile_id: CompileId | None) -> CompileId | None:
     return compile_id.directory_key() if compile_id is not None else None

@@ -28,44 +28,6 @@ def seconds(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
-@dataclass
-class CompileRow:
-    key: CompileId
-    label: str
-    status: str
-    name: str  # the frame's co_name
-    seconds: float | None
-    graph_ops: int | None
-    cache: str  # ✅❌❓ marks in log order
-    reason: str  # why it failed / restarted / recompiled (first line)
-
-
-def compile_rows(report: Store) -> list[CompileRow]:
-    """One row per compile id, in log order."""
-    cache_marks: dict[CompileId | None, str] = {}
-    for key, artifacts in report.directory.items():
-        cache_marks[key] = "".join(a.suffix for a in artifacts if a.suffix)
-    rows = []
-    for key in report.directory:
-        if not is_compile(key):
-            continue
-        metrics = report.own_metrics(key)
-        fields = metrics[0].fields if metrics else {}
-        rows.append(
-            CompileRow(
-                key=key,
-                label=str(key),
-                status=report.status_of(key),
-                name=str(fields.get("co_name") or _name_from_pool(report, key)),
-                seconds=seconds(fields.get("entire_frame_compile_time_s")),
-                graph_ops=fields.get("graph_op_count") if isinstance(fields.get("graph_op_count"), int) else None,
-                cache=cache_marks.get(key, ""),
-                reason=_reason(report, key, fields),
-            )
-        )
-    return rows
-
-
 def _name_from_pool(report: Store, key: CompileId) -> str:
     """The frame's name from any compile of the same frame (a failed recompile may not log one)."""
     same_frame = (
@@ -80,12 +42,13 @@ def _name_from_pool(report: Store, key: CompileId) -> str:
     return ""
 
 
-def _reason(report: Store, key: CompileId, fields: dict[str, Any]) -> str:
+def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None) -> str:
+    """Why a compile failed, restarted or recompiled, in one line ("" when nothing went wrong)."""
     if fields.get("fail_type"):
         return f"{fields['fail_type']}: {first_line(fields.get('fail_reason'))}".rstrip(": ")
     if fields.get("restart_reasons"):
         return f"restarted: {first_line(fields['restart_reasons'][0])}"
-    reasons = report.recompile_reasons.get(key)
+    reasons = report.recompile_reasons_of(key, generation)
     if reasons:
         return f"recompiled: {first_line(reasons[0])}"
     return ""
@@ -143,16 +106,11 @@ def recompiles_per_frame(report: Store) -> list[FrameRecompiles]:
     for (ca, frame), compiles in frames.items():
         if len(compiles) < 2:
             continue
-        reasons = [(c, first_line(r)) for c in compiles for r in report.recompile_reasons.get(c, [])]
+        reasons = [(c, first_line(r)) for c in compiles for r in report.recompile_reasons_of(c)]
         failures = [m for c in compiles for m in report.metrics.get(c, [])]
         hit_limit = any("recompile limit" in str(m.get("fail_reason") or "").lower() for m in failures)
         result.append(FrameRecompiles(frame, ca, _name_from_pool(report, compiles[0]), compiles, reasons, hit_limit))
     return sorted(result, key=lambda f: -len(f.compiles))
-
-
-def slowest(report: Store, count: int = 10) -> list[CompileRow]:
-    rows = [r for r in compile_rows(report) if r.seconds is not None]
-    return sorted(rows, key=lambda r: -(r.seconds or 0))[:count]
 
 
 def counts(report: Store) -> dict[str, Any]:

@@ -111,7 +111,7 @@ def aot_backward_metrics(record: Record, ctx: ParseContext) -> list[Output]:
 @kind("bwd_compilation_metrics", title="Backward compilation metrics")
 def bwd_metrics(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "bwd_compilation_metrics")
-    ctx.analysis.note_backward_metrics(record.compile_id, meta)
+    ctx.analysis.note_backward_metrics(record.compile_id, record.lineno, meta)
     return [_metrics_page("bwd_compilation_metrics.html", meta, "Backward Compilation Metrics")]
 
 
@@ -157,20 +157,23 @@ def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
 @named("dynamo_graph_break_reason", title="Why Dynamo broke the graph, with the user code line", section="graph_breaks")
 def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
     reason, explanation, location = facts.parse_graph_break(record.payload_text())
-    ctx.analysis.graph_breaks.append(GraphBreak(record.compile_id, reason, explanation, location, url))
+    ctx.analysis.graph_breaks.append(GraphBreak(record.compile_id, reason, explanation, location, url, record.lineno))
 
 
 @named("recompile_reasons", "compiled_autograd_compile_reasons", title="The guards that failed, making Dynamo recompile", section="recompiles")
 def recompile_reasons(record: Record, ctx: ParseContext, url: str) -> None:
     key = record.compile_id.directory_key() if record.compile_id is not None else None
-    ctx.analysis.recompile_reasons.setdefault(key, []).extend(facts.parse_reason_list(record.payload_text()))
+    reasons = [(record.lineno, reason) for reason in facts.parse_reason_list(record.payload_text())]
+    ctx.analysis.recompile_reasons.setdefault(key, []).extend(reasons)
 
 
 @named(*(f"{cache}_{state}" for cache in facts.CACHES for state in ("hit", "miss", "bypass")), "fx_graph_bundled_cache_hit",
        title="A cache lookup and its outcome", section="other")
 def cache_event(record: Record, ctx: ParseContext, url: str) -> None:
     name = ctx.text_field(record, "artifact", "name") or ""
-    ctx.analysis.cache_events.append(facts.cache_event(record.compile_id, name, record.payload_text(), url))
+    event = facts.cache_event(record.compile_id, name, record.payload_text(), url)
+    event.line = record.lineno
+    ctx.analysis.cache_events.append(event)
 
 
 @named("inductor_runtime_and_tensor_meta", title="Estimated runtime and tensor metadata of each op", section="other")
@@ -225,7 +228,7 @@ def pretty_json(payload: bytes) -> bytes:
 def dynamo_start(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "dynamo_start")
     if record.compile_id is not None:
-        ctx.analysis.note_start(record.compile_id)
+        ctx.analysis.note_start(record.compile_id, record.lineno)
     frames = frames_from_json(meta.get("stack"))
     if frames is not None and record.compile_id is not None:
         frames = strip_convert_frame(frames, ctx.resolve_filename)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import kinds, summary
@@ -149,12 +151,34 @@ def pass_timings(report: Store, key: CompileId | None) -> dict[str, list[tuple[s
     return {stage: sorted(rows, key=lambda r: -r[1]) for stage, rows in stages.items()}
 
 
-def phase_table(report: Store, key: CompileId | None) -> list[tuple[str, float]]:
-    """Top-level chromium phases of the frame compile (not passes), slowest first."""
+MAX_PHASE_ROWS = 80
+
+
+def phase_tree(report: Store, key: CompileId | None, generation: int = 0) -> list[dict[str, Any]]:
+    """Where compile time went: the chromium spans of the compile as a tree, with total and self time.
+
+    Spans nest (`compile_fx` inside `backend_compile` inside `entire_frame_compile`), so their times
+    add up only along the tree: self time is a span's total less its children's.
+    """
     if key is None:
         return []
-    times = report.phase_times.get(key.frame_key(), {})
-    return sorted(((n, t / 1e6) for n, t in times.items() if not n.startswith("pass.")), key=lambda r: -r[1])[:25]
+    tree = report.phase_trees.get((key.frame_key(), generation), {})
+    children: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for path in tree:
+        children.setdefault(path[:-1], []).append(path)
+    rows: list[dict[str, Any]] = []
+
+    def walk(parent: tuple[str, ...]) -> None:
+        for path in sorted(children.get(parent, []), key=lambda p: -tree[p]):
+            if len(rows) >= MAX_PHASE_ROWS:
+                return
+            total = tree[path]
+            inner = sum(tree[c] for c in children.get(path, []))
+            rows.append({"name": path[-1], "depth": len(path) - 1, "total": total / 1e6, "self": max(0.0, total - inner) / 1e6})
+            walk(path)
+
+    walk(())
+    return rows
 
 
 def cache_rows(report: Store, key: CompileId | None) -> list[dict[str, Any]]:
@@ -166,14 +190,15 @@ def cache_rows(report: Store, key: CompileId | None) -> list[dict[str, Any]]:
             "reason": event.reason,
             "saved": event.time_saved_ns / 1e9 if event.time_saved_ns else None,
             "url": event.url,
+            "line": event.line,
         }
         for event in summary.cache_events_of(report, key)
     ]
 
 
-def recompile_rows(report: Store, key: CompileId | None) -> list[dict[str, str]]:
+def recompile_rows(report: Store, key: CompileId | None, generation: int | None = None) -> list[dict[str, str]]:
     rows = []
-    for reason in report.recompile_reasons.get(key, []):
+    for reason in report.recompile_reasons_of(key, generation):
         head, _, rest = reason.partition("\n")
         rows.append({"head": head, "rest": rest})
     return rows
@@ -215,43 +240,84 @@ def record_groups(records: list[RecordSummary], counts: Counter[str]) -> list[di
     return list(groups.values())
 
 
-def compile_context(
-    report: Store, keys: list[CompileId | None], position: int, records: list[RecordSummary], builder: PageBuilder
-) -> dict[str, Any]:
-    """The page of `keys[position]`, with links to its neighbours in log order."""
-    key = keys[position]
-    context = base_context(report, f"Compile {label(key)}", root="../")
+@dataclass(frozen=True, slots=True)
+class PageRef:
+    """One compile page: a compile id in one generation (ids reused after reset() get a page each)."""
+
+    key: CompileId | None
+    generation: int
+    url: str
+    label: str
+    is_compile: bool
+
+
+def page_refs(report: Store) -> list[PageRef]:
+    """Every compile page, in log order (a reused id's generations one after another)."""
+    refs = []
+    for key in report.directory:
+        for generation in report.generations_of(key):
+            name = label(key) + (f" #{generation + 1}" if generation else "")
+            refs.append(PageRef(key, generation, compile_page_url(key, generation), name, summary.is_compile(key)))
+    return refs
+
+
+def compile_context(report: Store, pages: list[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder) -> dict[str, Any]:
+    """The page of `pages[position]`, with links to the compiles before and after it in log order."""
+    page = pages[position]
+    key, generation = page.key, page.generation
+    mine = lambda line: report.generation_at(key, line) == generation  # noqa: E731 - a one-line filter
+    records = [r for r in records if mine(r.line)]
+    context = base_context(report, f"Compile {page.label}", root="../")
+    metrics = [m for m in report.own_metrics(key) if m.generation == generation]
     frame_key = key.frame_key() if key is not None else None
-    metrics = report.own_metrics(key)
-    pooled = report.metrics.get(frame_key, []) if key is not None and key.frame_compile_id is not None else metrics
-    stack = report.start_stacks.get(frame_key) if key is not None else None
-    sections = builder.sections(records, key)
+    pooled = [m for m in report.metrics.get(frame_key, []) if m.generation == generation] if key is not None and key.frame_compile_id is not None else metrics
+    stack = report.start_stack(key, generation) if key is not None else None
+    sections = builder.sections(records, key, report.lineages_of(key))
+    compiles = [p for p in pages if p.is_compile]
+    here = next((i for i, p in enumerate(compiles) if p == page), None)
+    before = compiles[here - 1] if here is not None and here > 0 else None
+    after = compiles[here + 1] if here is not None and here + 1 < len(compiles) else None
     context.update(
-        label=label(key),
-        page=compile_page_url(key),
+        label=page.label,
+        page=page.url,
         anchor=anchor(key),
-        status=key_status(report, key),
+        status=report.status_of(key, generation) if page.is_compile else None,
         status_labels=STATUS_LABELS,
         artifacts=[artifact_view(a) for a in report.directory[key]],
         metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(m.fields)} for m in metrics],
+        backward=_backward_times(report, key, mine),
         other_attempts=[
-            {"label": label(m.compile_id), "page": compile_page_url(m.compile_id)} for m in pooled if m not in metrics
+            {"label": label(m.compile_id), "page": compile_page_url(m.compile_id, generation)} for m in pooled if m not in metrics
         ],
+        reuses=[p for p in pages if p.key == key and p != page] if len(report.generations_of(key)) > 1 else [],
+        generation=generation,
         stack=[frame_view(f, report) for f in stack or []],
         sections=sections,
-        graph_breaks=report.graph_breaks_of_frame(key),
-        recompiles=recompile_rows(report, key),
+        graph_breaks=[b for b in report.graph_breaks_of_frame(key) if mine(b.line)],
+        recompiles=recompile_rows(report, key, generation),
         tensors=input_tensors(records),
         symbols=symbols(records, report),
         runtime=runtime_overheads(records),
-        cache=cache_rows(report, key),
+        cache=[row for row in cache_rows(report, key) if mine(row["line"])],
         pass_timings=pass_timings(report, key),
-        phases=phase_table(report, key),
+        phases=phase_tree(report, key, generation),
         subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),
-        groups=record_groups(records, report.kinds.get(key, Counter())),
-        previous=compile_page_url(keys[position - 1]) if position > 0 else None,
-        next=compile_page_url(keys[position + 1]) if position + 1 < len(keys) else None,
-        previous_label=label(keys[position - 1]) if position > 0 else None,
-        next_label=label(keys[position + 1]) if position + 1 < len(keys) else None,
+        groups=record_groups(records, report.kinds.get(key, Counter()) if len(report.generations_of(key)) == 1 else Counter()),
+        previous=before.url if before else None,
+        next=after.url if after else None,
+        previous_label=before.label if before else None,
+        next_label=after.label if after else None,
     )
     return context
+
+
+def _backward_times(report: Store, key: CompileId | None, mine: Callable[[int], bool]) -> list[float]:
+    """Seconds of each lazy backward compile of this compile (bwd_compilation_metrics)."""
+    if key is None:
+        return []
+    times = []
+    for compile_id, line, meta in report.backward_metrics.get(key.frame_key(), []):
+        seconds = summary.seconds(meta.get("inductor_compile_time_s"))
+        if compile_id == key and mine(line) and seconds is not None:
+            times.append(seconds)
+    return times

@@ -8,6 +8,7 @@ from typing import Any
 from .. import kinds, summary
 from ..model import CompileId
 from ..render import trusted_html
+from ..analysis import Analysis, CompileSummary
 from ..store import STATUS_LABELS, Store
 from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
 
@@ -92,19 +93,47 @@ def compile_entries(report: Store) -> list[dict[str, Any]]:
     return entries
 
 
-def row_view(row: summary.CompileRow) -> dict[str, Any]:
-    return {**vars(row), "page": compile_page_url(row.key)}
+def compile_row(compile_: CompileSummary) -> dict[str, Any]:
+    """One row of the compiles table: a compile, in one generation of its id."""
+    times = compile_.compile_time_s
+    split = ""
+    if times.backward is not None and times.forward is not None:
+        split = f"forward {times.forward:.2f} s + backward {times.backward:.2f} s"
+    states = [event["result"] for event in compile_.cache]
+    return {
+        "label": compile_.label,
+        "page": compile_.url,
+        "status": compile_.status,
+        "name": compile_.frame or "",
+        "location": compile_.user_location or "",
+        "seconds": times.total,
+        "split": split,
+        "graph_ops": compile_.graph_op_count,
+        "cache": [(state, states.count(state)) for state in ("hit", "miss", "bypass") if state in states],
+        "reason": compile_.headline,
+        "generation": compile_.generation,
+        "attempts": [{"label": name, "page": url} for name, url in compile_.pages] if len(compile_.pages) > 1 else [],
+    }
 
 
-def index_context(report: Store) -> dict[str, Any]:
+def plural(count: int, word: str) -> str:
+    return f"{word}" if count == 1 else f"{word}s"
+
+
+def index_context(report: Analysis) -> dict[str, Any]:
     context = base_context(report, "tlparse-py report")
+    compiles = report.compiles()
+    rows = [compile_row(c) for c in compiles]
+    totals = report.totals(compiles)
     context.update(
+        totals=totals,
+        plural=plural,
         custom_header=trusted_html(report.custom_header_html),
         stats=report.stats,
         stats_line=report.stats.format(),
         diagnostics=report.diagnostics,
         summary=summary.counts(report),
-        compile_rows=[row_view(r) for r in summary.compile_rows(report)],
+        compile_rows=rows,
         graph_breaks=[
             {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
             for g in summary.graph_break_groups(report)
@@ -119,7 +148,7 @@ def index_context(report: Store) -> dict[str, Any]:
             }
             for f in summary.recompiles_per_frame(report)
         ],
-        slowest=[row_view(r) for r in summary.slowest(report)],
+        slowest=sorted((r for r in rows if r["seconds"] is not None), key=lambda r: -r["seconds"])[:10],
         unknown_kinds=sorted(report.unknown_kinds.items()),
         trie=trie_rows(report, report.trie),
         unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],

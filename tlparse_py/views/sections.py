@@ -39,6 +39,7 @@ class Section:
     diff: dict[str, Any] | None = None
     text: str = ""  # kept only while the page is built (for diffs)
     step: kinds.Step | None = None
+    lineage: str = ""  # forward / backward / inference / joint, or "" (whole graph, or unknown)
 
 
 class PageBuilder:
@@ -63,14 +64,19 @@ class PageBuilder:
                     self.inlined += size
                     self.inline.add((key, record.line))
 
-    def sections(self, records: list[RecordSummary], key: CompileId | None = None) -> dict[str, list[Section]]:
-        """Group the compile id's texts by page section, in log order."""
+    def sections(
+        self, records: list[RecordSummary], key: CompileId | None = None, lineages: dict[int, str] | None = None
+    ) -> dict[str, list[Section]]:
+        """Group the compile id's texts by page section, in log order; `lineages`: log line → lineage."""
         groups: dict[str, list[Section]] = {name: [] for name in kinds.SECTIONS}
         for index, record in enumerate(records):
             declared = shown_as(record)
             if declared is None:
                 continue
-            groups[declared.section or "other"].append(self._section(f"s{index}", declared, record, key))
+            section = self._section(f"s{index}", declared, record, key)
+            section.lineage = (lineages or {}).get(record.line, "")
+            section.title = titled(section.title, section.lineage)
+            groups[declared.section or "other"].append(section)
         self._add_diffs(groups["pipeline"])
         for sections in groups.values():
             for section in sections:
@@ -117,11 +123,11 @@ class PageBuilder:
 
     def _add_diffs(self, steps: list[Section]) -> None:
         """Diff each pass/end step against the step before it in the same stage (and subgraph)."""
-        last: dict[tuple[str, str | None], Section] = {}
+        last: dict[tuple[str, str | None, str], Section] = {}
         last_inference: dict[str | None, Section] = {}
         for section in steps:
             stage, role = (section.step.stage, section.step.role) if section.step else ("", "graph")
-            scope = (stage, section.subgraph)
+            scope = (stage, section.subgraph, section.lineage)  # a backward graph is never diffed with a forward one
             base = None
             if role in ("pass", "end"):
                 base = last.get(scope)
@@ -155,3 +161,14 @@ def shown_as(record: RecordSummary) -> kinds.Kind | None:
         return None
     declared = kinds.describe(record.kinds, record.meta)
     return kinds.with_lang(declared, record.payload) if declared is not None else None
+
+
+LINEAGE_NAMES = {"forward": "Forward", "backward": "Backward", "inference": "Inference"}
+
+
+def titled(title: str, lineage: str) -> str:
+    """`Forward · Post-grad graph (after passes)`, unless the title already names its lineage."""
+    name = LINEAGE_NAMES.get(lineage)
+    if name is None or lineage in title.lower():
+        return title
+    return f"{name} · {title}"
