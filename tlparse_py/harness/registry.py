@@ -180,6 +180,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "reset_reuse",
+        "torch._dynamo.reset() between two unrelated compiles: compile id [0/0] twice",
+        expect=(
+            _kind("dynamo_start"),
+            '"co_name": "first_fn"',
+            '"co_name": "second_fn"',
+        ),
+    ),
+    Scenario(
         "triton",
         "Inductor Triton kernels in the output code",
         needs_cuda=True,

@@ -1,0 +1,139 @@
+"""Facts of the issue-11/13 harness traces, read straight off the raw log text.
+
+Each test parses the committed fixture itself (glog header, JSON envelope, TAB payload lines)
+with the small helper below, never through tlparse_py's reader, so these facts hold whatever
+the reader does. No torch needed. If the fixtures are regenerated with another torch, these
+are the numbers to re-read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import TRACES
+
+GLOG = re.compile(r"^[VIWEC](\d{4}) (\d\d:\d\d:\d\d\.\d+) +(\d+) ([^:\]]+):(\d+)\] (\{.*\})$")
+CONTEXT = {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "stack",
+           "subgraph_name"}
+
+
+@dataclass
+class Rec:
+    """One record: its envelope, its kind (first non-context key), its payload text."""
+
+    env: dict
+    pid: int
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def payload(self) -> str:
+        return "\n".join(self.lines)
+
+    @property
+    def kind(self) -> str:
+        return next((k for k in self.env if k not in CONTEXT), "")
+
+    @property
+    def body(self):
+        return self.env.get(self.kind)
+
+    @property
+    def cid(self) -> str:
+        """The compile id as tlparse shows it: [frame/compile] with _attempt when non-zero."""
+        env = self.env
+        if env.get("frame_id") is None and env.get("compiled_autograd_id") is None:
+            return ""
+        ca = f"!{env['compiled_autograd_id']}/" if env.get("compiled_autograd_id") is not None else ""
+        frame = "-" if env.get("frame_id") is None else env["frame_id"]
+        fcid = "-" if env.get("frame_compile_id") is None else env["frame_compile_id"]
+        attempt = f"_{env['attempt']}" if env.get("attempt") else ""
+        return f"[{ca}{frame}/{fcid}{attempt}]"
+
+    @property
+    def name(self) -> str:
+        """An artifact's or chromium event's name, else ""."""
+        return self.body.get("name", "") if isinstance(self.body, dict) else ""
+
+
+def read_text(log: Path) -> str:
+    data = log.read_bytes()
+    if log.name.endswith(".gz"):
+        data = gzip.decompress(data)
+    return data.decode("utf-8")
+
+
+def parse(log: Path) -> list[Rec]:
+    """Every record of `log`; a header that is not glog+JSON fails the test."""
+    recs: list[Rec] = []
+    for line in read_text(log).split("\n"):
+        if line.startswith("\t"):
+            assert recs, "payload line before any header"
+            recs[-1].lines.append(line[1:])
+        elif line:
+            m = GLOG.match(line)
+            assert m, f"not a glog record header: {line[:120]!r}"
+            recs.append(Rec(json.loads(m.group(6)), int(m.group(3))))
+    return recs
+
+
+def logs(scenario: str) -> list[Path]:
+    """The scenario's fixture files, in the order of the README table (creation order)."""
+    readme = (TRACES / "README.md").read_text(encoding="utf-8")
+    names = re.findall(rf"^\| {scenario} \| `([^`]+)`", readme, flags=re.M)
+    assert names, f"no fixture rows for {scenario}"
+    return [TRACES / scenario / n for n in names]
+
+
+def kind(recs: list[Rec], k: str) -> list[Rec]:
+    return [r for r in recs if r.kind == k]
+
+
+def artifacts(recs: list[Rec], name: str) -> list[Rec]:
+    return [r for r in recs if r.kind == "artifact" and r.name == name]
+
+
+def compile_ids(recs: list[Rec], k: str) -> list[str]:
+    return [r.cid for r in kind(recs, k)]
+
+
+def test_parser_checks_payload_md5s():
+    """The helper reads every fixture of this file whole, and each payload matches its md5."""
+    import hashlib
+
+    for scenario in SCENARIOS:
+        for log in logs(scenario):
+            for r in parse(log):
+                if "has_payload" in r.env:
+                    assert hashlib.md5(r.payload.encode()).hexdigest() == r.env["has_payload"], (log, r.kind)
+
+
+# ------------------------------------------------------------------------- reset_reuse
+
+
+def test_reset_reuse_logs_compile_id_0_0_twice():
+    (log,) = logs("reset_reuse")
+    recs = parse(log)
+    assert compile_ids(recs, "dynamo_start") == ["[0/0]", "[0/0]"]
+    assert compile_ids(recs, "compilation_metrics") == ["[0/0]", "[0/0]"]
+    metrics = [r.body for r in kind(recs, "compilation_metrics")]
+    assert [m["co_name"] for m in metrics] == ["first_fn", "second_fn"]
+    assert metrics[0]["co_firstlineno"] != metrics[1]["co_firstlineno"]
+    assert all(m["fail_type"] is None for m in metrics)
+    # the second dynamo_start comes after the first id's compilation_metrics
+    order = [r.kind for r in recs if r.kind in ("dynamo_start", "compilation_metrics")]
+    assert order == ["dynamo_start", "compilation_metrics", "dynamo_start", "compilation_metrics"]
+    # the frames are different functions, seen at the top of each dynamo_start stack
+    tops = [r.body["stack"][-1]["name"] for r in kind(recs, "dynamo_start")]
+    assert tops == ["first_fn", "second_fn"]
+    # and the graphs differ: sin in the first, a matmul in the second
+    graphs = [r.payload for r in kind(recs, "dynamo_output_graph")]
+    assert len(graphs) == 2 and "sin" in graphs[0] and "matmul" in graphs[1] and "matmul" not in graphs[0]
+
+
+SCENARIOS = ["reset_reuse"]
