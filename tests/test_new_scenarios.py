@@ -31,6 +31,9 @@ class Rec:
     pid: int
     lines: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return f"Rec({self.kind} {self.cid} {self.name})".replace("  ", " ")
+
     @property
     def payload(self) -> str:
         return "\n".join(self.lines)
@@ -102,6 +105,9 @@ def compile_ids(recs: list[Rec], k: str) -> list[str]:
     return [r.cid for r in kind(recs, k)]
 
 
+SCENARIOS = ["reset_reuse", "killed_midcompile"]
+
+
 def test_parser_checks_payload_md5s():
     """The helper reads every fixture of this file whole, and each payload matches its md5."""
     import hashlib
@@ -136,4 +142,20 @@ def test_reset_reuse_logs_compile_id_0_0_twice():
     assert len(graphs) == 2 and "sin" in graphs[0] and "matmul" in graphs[1] and "matmul" not in graphs[0]
 
 
-SCENARIOS = ["reset_reuse"]
+# ------------------------------------------------------------------------- killed_midcompile
+
+
+def test_killed_midcompile_ends_inside_compile_1_0():
+    (log,) = logs("killed_midcompile")
+    recs = parse(log)
+    assert compile_ids(recs, "dynamo_start") == ["[0/0]", "[1/0]"]
+    assert compile_ids(recs, "compilation_metrics") == ["[0/0]"]
+    assert [r.cid for r in recs if r.cid][-1] == "[1/0]"
+    assert compile_ids(recs, "inductor_output_code") == ["[0/0]"]
+    # [1/0] got as far as Inductor's post-grad graph, then codegen killed the process
+    last = [r.name or r.kind for r in recs if r.cid == "[1/0]" and r.kind != "chromium_event"]
+    assert last[0] == "dynamo_start" and last[-1] == "inductor_post_grad_graph"
+    # chromium "B" events of [1/0] without their "E": the compile was never finished
+    phases = [json.loads(r.payload)["ph"] for r in recs if r.kind == "chromium_event" and r.cid == "[1/0]"]
+    assert phases.count("B") > phases.count("E")
+    assert read_text(log).endswith("\n")  # the last record was written whole

@@ -32,6 +32,9 @@ class Scenario:
     process_labels: tuple[str, ...] = ()
     min_logs: int = 1
     expect: tuple[str, ...] = ()
+    # The program is meant to die by SIGKILL (a log that ends mid-compile): that exit is its
+    # success, and any other exit, 0 included, is a failure.
+    expect_killed: bool = False
 
     @property
     def script(self) -> Path:
@@ -187,6 +190,12 @@ SCENARIOS: tuple[Scenario, ...] = (
             '"co_name": "first_fn"',
             '"co_name": "second_fn"',
         ),
+    ),
+    Scenario(
+        "killed_midcompile",
+        "SIGKILL during Inductor codegen: the log ends mid-compile",
+        expect_killed=True,
+        expect=(_kind("dynamo_start"), _kind("compilation_metrics"), '"frame_id": 1'),
     ),
     Scenario(
         "triton",
