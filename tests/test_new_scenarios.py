@@ -105,7 +105,7 @@ def compile_ids(recs: list[Rec], k: str) -> list[str]:
     return [r.cid for r in kind(recs, k)]
 
 
-SCENARIOS = ["reset_reuse", "killed_midcompile"]
+SCENARIOS = ["reset_reuse", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit"]
 
 
 def test_parser_checks_payload_md5s():
@@ -142,6 +142,85 @@ def test_reset_reuse_logs_compile_id_0_0_twice():
     assert len(graphs) == 2 and "sin" in graphs[0] and "matmul" in graphs[1] and "matmul" not in graphs[0]
 
 
+# ------------------------------------------------------------------------- train_warm
+
+
+def test_train_warm_cold_then_warm():
+    cold, warm = (parse(log) for log in logs("train_warm"))
+    assert len({r.pid for r in cold} | {r.pid for r in warm}) == 2  # two processes
+    # cold: forward compiled at the call, backward lazily at .backward(): one bwd_compilation_metrics
+    assert compile_ids(cold, "compilation_metrics") == ["[0/0]"]
+    (bwd,) = kind(cold, "bwd_compilation_metrics")
+    assert bwd.cid == "[0/0]" and bwd.body["compile_id"] == "0/0"
+    assert isinstance(bwd.body["inductor_compile_time_s"], float) and bwd.body["inductor_compile_time_s"] > 0
+    assert bwd.body["fail_type"] is None
+    # cold misses both caches, forward and backward graph each miss the FX graph cache
+    assert len(artifacts(cold, "fx_graph_cache_miss")) == 2 and len(artifacts(cold, "aotautograd_cache_miss")) == 1
+    assert not artifacts(cold, "fx_graph_cache_hit") and not artifacts(cold, "aotautograd_cache_hit")
+    # warm hits: the AOTAutograd entry carries the backward, so no lazy backward compile is logged
+    assert compile_ids(warm, "compilation_metrics") == ["[0/0]"]
+    assert kind(warm, "bwd_compilation_metrics") == []
+    assert len(artifacts(warm, "fx_graph_cache_hit")) == 2 and len(artifacts(warm, "aotautograd_cache_hit")) == 1
+    assert not artifacts(warm, "fx_graph_cache_miss") and not artifacts(warm, "aotautograd_cache_miss")
+    # ... though the warm log still shows the backward graph, logged from the cache entry
+    assert compile_ids(cold, "aot_backward_graph") == compile_ids(warm, "aot_backward_graph") == ["[0/0]"]
+
+
+# ------------------------------------------------------------------------- hops
+
+
+def test_hops_subgraphs():
+    (log,) = logs("hops")
+    recs = parse(log)
+    metrics = kind(recs, "compilation_metrics")
+    assert [(r.cid, r.body["co_name"], r.body["fail_type"]) for r in metrics] == [
+        ("[0/0]", "use_cond", None),
+        ("[1/0]", "use_while_loop", None),
+        ("[2/0]", "use_nested_region", None),
+        ("[3/0]", "use_flex_attention", None),
+    ]
+    dynamo = {r.cid: r.payload for r in kind(recs, "dynamo_output_graph")}
+    assert "torch.ops.higher_order.cond" in dynamo["[0/0]"]
+    assert {"cond_true_0", "cond_false_0"} <= set(re.findall(r"\w+", dynamo["[0/0]"]))
+    assert "torch.ops.higher_order.while_loop" in dynamo["[1/0]"]
+    assert {"cond_fn_0", "body_fn_0"} <= set(re.findall(r"\w+", dynamo["[1/0]"]))
+    assert "torch.ops.higher_order.invoke_subgraph" in dynamo["[2/0]"]
+    assert {"subgraph_0", "subgraph_1"} <= set(re.findall(r"\w+", dynamo["[2/0]"]))
+    assert "torch.ops.higher_order.flex_attention" in dynamo["[3/0]"]
+    assert {"score_mod_0", "mask_fn_0"} <= set(re.findall(r"\w+", dynamo["[3/0]"]))
+    # after AOTAutograd the subgraphs are renamed
+    aot = {r.cid: r.payload for r in kind(recs, "aot_inference_graph")}
+    assert {"true_graph_0", "false_graph_0"} <= set(re.findall(r"\w+", aot["[0/0]"]))
+    assert {"while_loop_cond_graph_0", "while_loop_body_graph_0"} <= set(re.findall(r"\w+", aot["[1/0]"]))
+    assert "repeated_subgraph0" in aot["[2/0]"]
+    assert {"sdpa_score0", "sdpa_mask0"} <= set(re.findall(r"\w+", aot["[3/0]"]))
+    assert sorted(r.cid for r in kind(recs, "inductor_output_code")) == ["[0/0]", "[1/0]", "[2/0]", "[3/0]"]
+
+
+# ------------------------------------------------------------------------- export_failure
+
+
+def test_export_failure_constraint_violation():
+    (log,) = logs("export_failure")
+    recs = parse(log)
+    (metrics,) = kind(recs, "compilation_metrics")
+    body = metrics.body
+    assert metrics.cid == "" and body["compile_id"] is None and body["co_name"] is None
+    assert body["fail_type"] == "ConstraintViolationError"
+    reason = body["fail_reason"]
+    assert reason.startswith("Constraints violated (n)!")
+    assert "satisfy the generated guard 3 <= L['x'].size()[0] and L['x'].size()[0] <= 64" in reason
+    assert "n = Dim('n', min=3, max=64)" in reason
+    # both exports (non-strict, then strict through Dynamo) guard on the branch: s.. > 2
+    guards = [r.body["expr"] for r in kind(recs, "guard_added_fast")]
+    assert len(guards) == 2 and all(re.fullmatch(r"s\d+ > 2", g) for g in guards)
+    created = [(r.body["vr"], r.body["source"]) for r in kind(recs, "create_symbol")]
+    assert created == [("[2, 64]", "L['x'].size()[0]"), ("[2, 64]", "L['flat_args'][0].size()[0]")]
+    # strict export runs Dynamo on frame 0 but logs no dynamo_start; only TORCH_TRACE records
+    assert kind(recs, "dynamo_start") == [] and compile_ids(recs, "dynamo_output_graph") == ["[0/0]"]
+    assert kind(recs, "export") == [] and kind(recs, "expression_created") == []
+
+
 # ------------------------------------------------------------------------- killed_midcompile
 
 
@@ -159,3 +238,25 @@ def test_killed_midcompile_ends_inside_compile_1_0():
     phases = [json.loads(r.payload)["ph"] for r in recs if r.kind == "chromium_event" and r.cid == "[1/0]"]
     assert phases.count("B") > phases.count("E")
     assert read_text(log).endswith("\n")  # the last record was written whole
+
+
+# ------------------------------------------------------------------------- recompile_limit
+
+
+def test_recompile_limit_hit_on_third_dtype():
+    (log,) = logs("recompile_limit")
+    recs = parse(log)
+    assert compile_ids(recs, "dynamo_start") == ["[0/0]", "[0/1]"]
+    metrics = kind(recs, "compilation_metrics")
+    assert [r.cid for r in metrics] == ["[0/0]", "[0/1]", "[0/2]"]
+    assert [m.body["fail_type"] for m in metrics] == [None, None, "Unsupported"]
+    limit = metrics[2].body
+    assert limit["fail_reason"].startswith("Dynamo recompile limit exceeded")
+    assert "currently set to 2" in limit["fail_reason"]
+    assert limit["co_name"] is None and limit["compile_id"] == "0/2"
+    assert [m.body["co_name"] for m in metrics[:2]] == ["scale", "scale"]
+    reasons = [r.payload for r in artifacts(recs, "recompile_reasons")]
+    assert [r.cid for r in artifacts(recs, "recompile_reasons")] == ["[0/1]", "[0/2]"]
+    assert "dtype mismatch. expected Float, actual Double" in reasons[0]
+    assert "expected Double, actual Half" in reasons[1] and "expected Float, actual Half" in reasons[1]
+

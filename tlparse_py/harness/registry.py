@@ -192,10 +192,55 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "train_warm",
+        "a training step in two processes sharing a cache dir: lazy backward, cold then warm",
+        processes=2,
+        process_labels=("cold cache, misses", "warm cache, hits"),
+        min_logs=2,
+        expect=(
+            _kind("bwd_compilation_metrics"),
+            _artifact("fx_graph_cache_miss"),
+            _artifact("aotautograd_cache_miss"),
+            _artifact("fx_graph_cache_hit"),
+            _artifact("aotautograd_cache_hit"),
+        ),
+    ),
+    Scenario(
+        "hops",
+        "torch.cond, while_loop, flex_attention and nested_compile_region under Inductor",
+        expect=(
+            "true_graph_0",
+            "false_graph_0",
+            "cond_fn_0",
+            "body_fn_0",
+            "score_mod_0",
+            "mask_fn_0",
+            "subgraph_0",
+        ),
+    ),
+    Scenario(
+        "export_failure",
+        "torch.export raising ConstraintViolationError: a branch's guard contradicts a Dim range",
+        expect=(
+            _kind("guard_added_fast"),
+            '"fail_type": "ConstraintViolationError"',
+            "satisfy the generated guard",
+        ),
+    ),
+    Scenario(
         "killed_midcompile",
         "SIGKILL during Inductor codegen: the log ends mid-compile",
         expect_killed=True,
         expect=(_kind("dynamo_start"), _kind("compilation_metrics"), '"frame_id": 1'),
+    ),
+    Scenario(
+        "recompile_limit",
+        "one frame recompiled on dtype changes until recompile_limit = 2 is hit",
+        expect=(
+            '"frame_compile_id": 1',
+            _artifact("recompile_reasons"),
+            '"fail_reason": "Dynamo recompile limit exceeded',
+        ),
     ),
     Scenario(
         "triton",
