@@ -105,7 +105,8 @@ def compile_ids(recs: list[Rec], k: str) -> list[str]:
     return [r.cid for r in kind(recs, k)]
 
 
-SCENARIOS = ["reset_reuse", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit"]
+SCENARIOS = ["reset_reuse", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit",
+             "gb_base", "gb_extra"]
 
 
 def test_parser_checks_payload_md5s():
@@ -260,3 +261,59 @@ def test_recompile_limit_hit_on_third_dtype():
     assert "dtype mismatch. expected Float, actual Double" in reasons[0]
     assert "expected Double, actual Half" in reasons[1] and "expected Float, actual Half" in reasons[1]
 
+
+# ------------------------------------------------------------------------- gb_base / gb_extra
+
+
+def frames(recs: list[Rec]) -> list[tuple[str, str, int]]:
+    """(compile id, co_name, co_firstlineno) of each compilation_metrics."""
+    return [(r.cid, r.body["co_name"], r.body["co_firstlineno"]) for r in kind(recs, "compilation_metrics")]
+
+
+def user_stack(rec: Rec, files: dict[int, str]) -> list[tuple[str, str, int]]:
+    """A dynamo_start stack as (file base name, function, line), the outermost frame dropped
+    (the scenario's own wrapper: gb_base.py or gb_extra.py)."""
+    return [(files[f["filename"]].rsplit("/", 1)[-1], f["name"], f["line"]) for f in rec.body["stack"][1:]]
+
+
+def string_table(recs: list[Rec]) -> dict[int, str]:
+    return {r.body[1]: r.body[0] for r in kind(recs, "str")}
+
+
+def test_gb_pair_differs_by_one_graph_break():
+    (base_log,) = logs("gb_base")
+    (extra_log,) = logs("gb_extra")
+    base, extra = parse(base_log), parse(extra_log)
+    assert frames(base) == [
+        ("[0/0_1]", "step", 34),
+        ("[1/0_1]", "prepare", 21),
+        ("[2/0]", "torch_dynamo_resume_in_prepare_at_23", 23),
+        ("[3/0]", "torch_dynamo_resume_in_step_at_35", 35),
+    ]
+    assert frames(extra) == frames(base)[:3] + [
+        ("[3/0_1]", "torch_dynamo_resume_in_step_at_35", 35),
+        ("[4/0_1]", "head", 27),
+        ("[5/0]", "torch_dynamo_resume_in_head_at_30", 30),
+        ("[6/0]", "torch_dynamo_resume_in_step_at_35", 35),
+    ]
+    # a break restarts the analysis: the break is logged at attempt 0, the metrics at attempt 1
+    breaks = lambda recs: [r.cid for r in artifacts(recs, "dynamo_graph_break_reason")]  # noqa: E731
+    assert breaks(base) == ["[0/0]", "[1/0]"]
+    assert breaks(extra) == ["[0/0]", "[1/0]", "[3/0]", "[4/0]"]
+    restarts = lambda recs: {r.cid: len(r.body["restart_reasons"]) for r in kind(recs, "compilation_metrics")}  # noqa: E731
+    assert restarts(base) == {"[0/0_1]": 1, "[1/0_1]": 1, "[2/0]": 0, "[3/0]": 0}
+    assert restarts(extra) == {"[0/0_1]": 1, "[1/0_1]": 1, "[2/0]": 0, "[3/0_1]": 1, "[4/0_1]": 1, "[5/0]": 0, "[6/0]": 0}
+    # both breaks are the user's torch._dynamo.graph_break()
+    reasons = [r.body["restart_reasons"][0] for r in kind(extra, "compilation_metrics") if r.body["restart_reasons"]]
+    assert all(reason.startswith("Call to `torch._dynamo.graph_break()`") for reason in reasons)
+    # same program file, same user stacks for the frames both logs have
+    base_files, extra_files = string_table(base), string_table(extra)
+    base_stacks = [user_stack(r, base_files) for r in kind(base, "dynamo_start")]
+    extra_stacks = [user_stack(r, extra_files) for r in kind(extra, "dynamo_start")]
+    assert extra_stacks[:4] == base_stacks
+    assert base_stacks[0][-1] == ("gb_program.py", "step", 34)
+    assert [r.body["stack"][0]["line"] for r in kind(base + extra, "dynamo_start")] == [13] * 11
+    # graph op counts: the extra break empties [3/0]'s graph and moves its ops into [4/0]..[6/0]
+    ops = lambda recs: [r.body["graph_op_count"] for r in kind(recs, "compilation_metrics")]  # noqa: E731
+    assert ops(base) == [0, 1, 1, 4]
+    assert ops(extra) == [0, 1, 1, 0, 1, 2, 1]

@@ -243,6 +243,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "gb_base",
+        "a small program with one graph break (the base of the gb_extra pair)",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_prepare"),
+    ),
+    Scenario(
+        "gb_extra",
+        "gb_base run with exactly one extra graph break (in head); same frames and lines",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
+    ),
+    Scenario(
         "triton",
         "Inductor Triton kernels in the output code",
         needs_cuda=True,
