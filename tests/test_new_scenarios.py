@@ -317,3 +317,89 @@ def test_gb_pair_differs_by_one_graph_break():
     ops = lambda recs: [r.body["graph_op_count"] for r in kind(recs, "compilation_metrics")]  # noqa: E731
     assert ops(base) == [0, 1, 1, 4]
     assert ops(extra) == [0, 1, 1, 0, 1, 2, 1]
+
+
+# ------------------------------------------------------------------------- collectives
+
+
+def ranks(scenario: str) -> list[list[Rec]]:
+    """The scenario's two rank logs, rank 0 first; every record but the string table and the
+    torch_version artifact (written before the process group existed) carries its rank."""
+    out = [parse(log) for log in logs(scenario)]
+    assert len(out) == 2
+    for rank, recs in enumerate(out):
+        records = [r for r in recs if r.kind != "str"]
+        assert [r.name for r in records if "rank" not in r.env] == ["torch_version"]
+        assert {r.env.get("rank") for r in records if r.name != "torch_version"} == {rank}
+    return out
+
+
+def summary(recs: list[Rec]) -> list[tuple]:
+    """(compile id, co_name, graph_op_count, fail_type) of each compilation_metrics."""
+    return [(r.cid, r.body["co_name"], r.body["graph_op_count"], r.body["fail_type"])
+            for r in kind(recs, "compilation_metrics")]
+
+
+def collective_payloads(recs: list[Rec]) -> list[tuple[str, str]]:
+    return [(r.cid, r.payload) for r in artifacts(recs, "compiler_collective")]
+
+
+def graph_sizes(recs: list[Rec]) -> list[tuple[str, dict]]:
+    return [(r.cid, r.body["sizes"]) for r in kind(recs, "dynamo_output_graph")]
+
+
+def test_collectives_sync_one_dynamic_graph_from_different_sizes():
+    rank0, rank1 = ranks("collectives")
+    for recs in (rank0, rank1):
+        # the collective restarts the analysis: dynamo_start at attempt 0, graph and metrics at attempt 1
+        assert compile_ids(recs, "dynamo_start") == ["[0/0]"]
+        assert summary(recs) == [("[0/0_1]", "sync_fn", 2, None)]
+        (restart,) = kind(recs, "compilation_metrics")[0].body["restart_reasons"]
+        assert "CompileCollectiveRestartAnalysis" in restart
+        assert graph_sizes(recs) == [("[0/0_1]", {"l_x_": ["s77"], "sin": ["s77"], "add": ["s77"]})]
+    # what differs per rank: the local state each one contributed, and its symbol's hint
+    assert collective_payloads(rank0) == [("[0/0]", "L['x']: tensor size=[4] stride=[1]")]
+    assert collective_payloads(rank1) == [("[0/0]", "L['x']: tensor size=[5] stride=[1]")]
+    assert [(r.body["symbol"], r.body["val"]) for r in kind(rank0, "create_symbol")] == [("s77", "4")]
+    assert [(r.body["symbol"], r.body["val"]) for r in kind(rank1, "create_symbol")] == [("s77", "5")]
+
+
+def test_collectives_desync_same_id_different_code():
+    rank0, rank1 = ranks("collectives_desync")
+    assert compile_ids(rank0, "dynamo_start") == compile_ids(rank1, "dynamo_start") == ["[0/0]", "[1/0]"]
+    assert summary(rank0) == [("[0/0_1]", "sync_fn", 2, None), ("[1/0_1]", "rank0_fn", 2, None)]
+    assert summary(rank1) == [("[0/0_1]", "sync_fn", 2, None), ("[1/0_1]", "rank1_fn", 3, None)]
+    assert dict(graph_sizes(rank0))["[1/0_1]"] == {"l_x_": ["s77"], "sin": ["s77"], "add": ["s77"]}
+    assert dict(graph_sizes(rank1))["[1/0_1]"] == {"l_x_": ["s77"], "cos": ["s77"], "mul": ["s77"], "sum_1": []}
+    tops = lambda recs: [r.body["stack"][-1]["name"] for r in kind(recs, "dynamo_start")]  # noqa: E731
+    assert tops(rank0) == ["sync_fn", "rank0_fn"] and tops(rank1) == ["sync_fn", "rank1_fn"]
+    # one collective per compile on each rank, so the ranks stay in step though the code differs
+    assert [c for c, _ in collective_payloads(rank0)] == [c for c, _ in collective_payloads(rank1)] == ["[0/0]", "[1/0]"]
+    # rank0_fn's graph is sync_fn's: rank 0 finds it in the FX graph / AOTAutograd caches
+    assert [r.cid for r in artifacts(rank0, "fx_graph_cache_hit")] == ["[1/0_1]"]
+    assert [r.cid for r in artifacts(rank0, "aotautograd_cache_hit")] == ["[1/0_1]"]
+    assert artifacts(rank1, "fx_graph_cache_hit") == []
+
+
+def test_collectives_gloo_fail_type_error_on_every_rank():
+    for rank, recs in enumerate(ranks("collectives_gloo_fail")):
+        assert compile_ids(recs, "dynamo_start") == ["[0/0]"]
+        assert summary(recs) == [("[0/0]", "sync_fn", None, "TypeError")]
+        body = kind(recs, "compilation_metrics")[0].body
+        assert body["fail_reason"] == "sequence item 0: expected str instance, torch.device found"
+        assert collective_payloads(recs) == [("[0/0]", f"L['x']: tensor size=[{4 + rank}] stride=[1]")]
+        (error,) = artifacts(recs, "dynamo_error")
+        assert error.cid == "[0/0]" and "run_compiler_collective" in error.payload
+        assert "\nTypeError: sequence item 0: expected str instance, torch.device found\n" in error.payload
+        assert kind(recs, "dynamo_output_graph") == []  # failed before any graph was logged
+
+
+def test_collectives_shapes_static_graph_per_rank():
+    rank0, rank1 = ranks("collectives_shapes")
+    for recs in (rank0, rank1):
+        assert summary(recs) == [("[0/0]", "sync_fn", 2, None)]
+        assert artifacts(recs, "compiler_collective") == [] and kind(recs, "create_symbol") == []
+    assert graph_sizes(rank0) == [("[0/0]", {"l_x_": [4], "sin": [4], "add": [4]})]
+    assert graph_sizes(rank1) == [("[0/0]", {"l_x_": [5], "sin": [5], "add": [5]})]
+    sizes = lambda recs: [r.body["size"] for r in kind(recs, "describe_tensor")]  # noqa: E731
+    assert sizes(rank0) == [[4]] and sizes(rank1) == [[5]]

@@ -253,6 +253,44 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
     ),
     Scenario(
+        "collectives",
+        "2 CPU ranks, compiler collectives on, f32[4] vs f32[5]: one dynamic graph on both",
+        min_logs=2,
+        expect=(
+            '"rank": 0',
+            '"rank": 1',
+            _artifact("compiler_collective"),
+            '"attempt": 1',
+            _kind("create_symbol"),
+        ),
+    ),
+    Scenario(
+        "collectives_desync",
+        "compiler collectives; under compile id [1/0] rank 0 and rank 1 compile different code",
+        min_logs=2,
+        expect=(
+            _artifact("compiler_collective"),
+            '"co_name": "rank0_fn"',
+            '"co_name": "rank1_fn"',
+        ),
+    ),
+    Scenario(
+        "collectives_gloo_fail",
+        "compiler collectives over plain gloo: the compile fails on every rank (TypeError)",
+        min_logs=2,
+        expect=(
+            '"rank": 1',
+            _artifact("compiler_collective"),
+            '"fail_type": "TypeError"',
+        ),
+    ),
+    Scenario(
+        "collectives_shapes",
+        "2 CPU ranks without compiler collectives: static graphs for f32[4] and f32[5]",
+        min_logs=2,
+        expect=('"rank": 0', '"rank": 1', '"size": [4]', '"size": [5]'),
+    ),
+    Scenario(
         "triton",
         "Inductor Triton kernels in the output code",
         needs_cuda=True,
