@@ -403,3 +403,43 @@ def test_collectives_shapes_static_graph_per_rank():
     assert graph_sizes(rank1) == [("[0/0]", {"l_x_": [5], "sin": [5], "add": [5]})]
     sizes = lambda recs: [r.body["size"] for r in kind(recs, "describe_tensor")]  # noqa: E731
     assert sizes(rank0) == [[4]] and sizes(rank1) == [[5]]
+
+
+# ------------------------------------------------------------------------- runner: expect_killed
+
+
+KILLS_ITSELF = """
+import os, signal
+trace = os.environ["TORCH_TRACE"]
+os.makedirs(trace, exist_ok=True)
+with open(os.path.join(trace, "dedicated_log_torch_trace_fake.log"), "w") as f:
+    f.write('V1202 12:00:00.000000 1 torch/_dynamo/convert_frame.py:1] {"dynamo_start": {"stack": []}}\\n')
+if os.environ.get("FAKE_EXIT") != "clean":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("exit_mode, status", [("killed", "ok"), ("clean", "FAILED")])
+def test_runner_takes_sigkill_as_success_for_expect_killed(tmp_path, monkeypatch, exit_mode, status):
+    """No torch: a stand-in program that writes a log line, then kills itself (or exits 0)."""
+    from tlparse_py.harness import registry, runner
+
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "fake_killed.py").write_text(KILLS_ITSELF)
+    monkeypatch.setattr(registry, "SCENARIO_DIR", tmp_path / "scenarios")
+    monkeypatch.setenv("FAKE_EXIT", exit_mode)
+    scenario = registry.Scenario("fake_killed", "test", expect_killed=True, expect=('{"dynamo_start": ',))
+    result = runner.run_scenario(scenario, tmp_path / "out", "cpu", timeout=60)
+    try:
+        assert result.status == status, result.problem
+        assert len(result.logs) == 1
+        if status == "FAILED":
+            assert result.returncode == 0 and "expected death by SIGKILL" in result.problem
+    finally:
+        runner.cleanup(result)
+
+
+def test_killed_midcompile_is_declared_expect_killed():
+    from tlparse_py.harness.registry import BY_NAME
+
+    assert [s.name for s in BY_NAME.values() if s.expect_killed] == ["killed_midcompile"]
