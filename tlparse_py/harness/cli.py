@@ -25,6 +25,8 @@ from .runner import ScenarioResult, cleanup, run_scenario
 
 TORCH_MISSING = "torch is not installed: pip install -e '.[harness]' (or pip install torch==2.13.0)"
 DEFAULT_TIMEOUT = 600.0
+# Column width for scenario names in --list and the status lines.
+NAME_WIDTH = max(len(s.name) for s in SCENARIOS)
 PROBE = "import json, torch; print(json.dumps([torch.__version__, torch.cuda.is_available()]))"
 
 
@@ -55,7 +57,7 @@ def print_list() -> None:
     """One line per scenario: name, CUDA need, description."""
     for s in SCENARIOS:
         need = "needs CUDA" if s.needs_cuda else "cpu ok"
-        print(f"{s.name:<18} {need:<10}  {s.description}")
+        print(f"{s.name:<{NAME_WIDTH}} {need:<10}  {s.description}")
 
 
 def probe_torch() -> tuple[str, bool]:
@@ -95,7 +97,7 @@ def select(names: list[str], device: str) -> tuple[list[Scenario], list[Scenario
 def status_line(result: ScenarioResult) -> str:
     """name, ok/FAILED, seconds, number of logs, bytes."""
     n = len(result.logs)
-    return (f"{result.scenario.name:<18} {result.status:<7} {result.seconds:7.1f}s "
+    return (f"{result.scenario.name:<{NAME_WIDTH}} {result.status:<7} {result.seconds:7.1f}s "
             f"{n:3d} log{'s' if n != 1 else ' '} {result.total_bytes:>12,} bytes")
 
 
@@ -156,7 +158,7 @@ def run_command(args: argparse.Namespace, device: str) -> int:
     """Run the selected scenarios (and write fixtures); return the exit status."""
     scenarios, skipped, skip_fails = select(args.scenarios, device)
     for s in skipped:
-        print(f"{s.name:<18} skipped (needs CUDA; device is {device})")
+        print(f"{s.name:<{NAME_WIDTH}} skipped (needs CUDA; device is {device})")
     own_out = args.out is None
     out_dir = Path(tempfile.mkdtemp(prefix="tlparse_harness_out_")) if own_out else args.out
     out_dir.mkdir(parents=True, exist_ok=True)

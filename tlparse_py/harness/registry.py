@@ -32,6 +32,9 @@ class Scenario:
     process_labels: tuple[str, ...] = ()
     min_logs: int = 1
     expect: tuple[str, ...] = ()
+    # The program is meant to die by SIGKILL (a log that ends mid-compile): that exit is its
+    # success, and any other exit, 0 included, is a failure.
+    expect_killed: bool = False
 
     @property
     def script(self) -> Path:
@@ -178,6 +181,114 @@ SCENARIOS: tuple[Scenario, ...] = (
             '"frame_compile_id": 1',
             _kind("create_symbol"),
         ),
+    ),
+    Scenario(
+        "reset_reuse",
+        "torch._dynamo.reset() between two unrelated compiles: compile id [0/0] twice",
+        expect=(
+            _kind("dynamo_start"),
+            '"co_name": "first_fn"',
+            '"co_name": "second_fn"',
+        ),
+    ),
+    Scenario(
+        "train_warm",
+        "a training step in two processes sharing a cache dir: lazy backward, cold then warm",
+        processes=2,
+        process_labels=("cold cache, misses", "warm cache, hits"),
+        min_logs=2,
+        expect=(
+            _kind("bwd_compilation_metrics"),
+            _artifact("fx_graph_cache_miss"),
+            _artifact("aotautograd_cache_miss"),
+            _artifact("fx_graph_cache_hit"),
+            _artifact("aotautograd_cache_hit"),
+        ),
+    ),
+    Scenario(
+        "hops",
+        "torch.cond, while_loop, flex_attention and nested_compile_region under Inductor",
+        expect=(
+            "true_graph_0",
+            "false_graph_0",
+            "cond_fn_0",
+            "body_fn_0",
+            "score_mod_0",
+            "mask_fn_0",
+            "subgraph_0",
+        ),
+    ),
+    Scenario(
+        "export_failure",
+        "torch.export raising ConstraintViolationError: a branch's guard contradicts a Dim range",
+        expect=(
+            _kind("guard_added_fast"),
+            '"fail_type": "ConstraintViolationError"',
+            "satisfy the generated guard",
+        ),
+    ),
+    Scenario(
+        "killed_midcompile",
+        "SIGKILL during Inductor codegen: the log ends mid-compile",
+        expect_killed=True,
+        expect=(_kind("dynamo_start"), _kind("compilation_metrics"), '"frame_id": 1'),
+    ),
+    Scenario(
+        "recompile_limit",
+        "one frame recompiled on dtype changes until recompile_limit = 2 is hit",
+        expect=(
+            '"frame_compile_id": 1',
+            _artifact("recompile_reasons"),
+            '"fail_reason": "Dynamo recompile limit exceeded',
+        ),
+    ),
+    Scenario(
+        "gb_base",
+        "a small program with one graph break (the base of the gb_extra pair)",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_prepare"),
+    ),
+    Scenario(
+        "gb_extra",
+        "gb_base run with exactly one extra graph break (in head); same frames and lines",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
+    ),
+    Scenario(
+        "collectives",
+        "2 CPU ranks, compiler collectives on, f32[4] vs f32[5]: one dynamic graph on both",
+        min_logs=2,
+        expect=(
+            '"rank": 0',
+            '"rank": 1',
+            _artifact("compiler_collective"),
+            '"attempt": 1',
+            _kind("create_symbol"),
+        ),
+    ),
+    Scenario(
+        "collectives_desync",
+        "compiler collectives; under compile id [1/0] rank 0 and rank 1 compile different code",
+        min_logs=2,
+        expect=(
+            _artifact("compiler_collective"),
+            '"co_name": "rank0_fn"',
+            '"co_name": "rank1_fn"',
+        ),
+    ),
+    Scenario(
+        "collectives_gloo_fail",
+        "compiler collectives over plain gloo: the compile fails on every rank (TypeError)",
+        min_logs=2,
+        expect=(
+            '"rank": 1',
+            _artifact("compiler_collective"),
+            '"fail_type": "TypeError"',
+        ),
+    ),
+    Scenario(
+        "collectives_shapes",
+        "2 CPU ranks without compiler collectives: static graphs for f32[4] and f32[5]",
+        min_logs=2,
+        expect=('"rank": 0', '"rank": 1', '"size": [4]', '"size": [5]'),
     ),
     Scenario(
         "triton",

@@ -210,17 +210,27 @@ def run_processes(result: ScenarioResult, output: Path, timeout: float) -> None:
         rc, timed_out = run_process(cmd, env, result.temp_root / "cwd", output, timeout)
         for path in find_logs(result.trace_dir):
             result.log_process.setdefault(path, number)
-        if rc != 0 or timed_out:
+        if timed_out or rc != expected_exit(scenario):
             record_failure(result, rc, timed_out, timeout, number)
             result.tail = read_tail(output)
             return
+
+
+def expected_exit(scenario: Scenario) -> int:
+    """The exit code of a successful run: 0, or death by SIGKILL for `expect_killed`."""
+    return -signal.SIGKILL if scenario.expect_killed else 0
 
 
 def record_failure(result: ScenarioResult, rc: int | None, timed_out: bool, timeout: float,
                    number: int) -> None:
     """Mark `result` failed, with a one-line reason that names the exit code."""
     result.status, result.returncode, result.timed_out = "FAILED", rc, timed_out
-    problem = f"timed out after {timeout:g} s, killed: exit code {rc}" if timed_out else f"exit code {rc}"
+    if timed_out:
+        problem = f"timed out after {timeout:g} s, killed: exit code {rc}"
+    elif result.scenario.expect_killed:
+        problem = f"exit code {rc}, expected death by SIGKILL ({-signal.SIGKILL})"
+    else:
+        problem = f"exit code {rc}"
     if result.scenario.processes > 1:
         problem += f" (process {number} of {result.scenario.processes})"
     result.problem = problem
