@@ -12,7 +12,9 @@ from tlparse_py.harness import cli as harness_cli
 from tlparse_py.harness.registry import SCENARIOS
 
 CPU_SCENARIOS = {"inference", "training", "graph_break", "recompile", "failure", "export", "cache",
-                 "compiled_autograd", "distributed", "custom_op", "unbacked", "transformer"}
+                 "compiled_autograd", "distributed", "custom_op", "unbacked", "transformer",
+                 "reset_reuse", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit",
+                 "gb_base", "gb_extra", "collectives", "collectives_desync", "collectives_gloo_fail", "collectives_shapes"}
 CUDA_SCENARIOS = {"triton", "cudagraphs", "autotune"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
