@@ -21,6 +21,7 @@ from .model import Diagnostic, Stats
 from .multirank import RankResult, write_all_ranks
 from .reader import DiagnosticLog, is_gzip
 from .report import InputInfo, Report
+from .terminal import sanitize
 from .writer import OutputError
 
 
@@ -31,15 +32,25 @@ class CliError(click.ClickException):
         super().__init__(message)
         self.exit_code = exit_code
 
+    def format_message(self) -> str:
+        # messages name paths and log text: no escape sequence reaches the terminal
+        return sanitize(self.message, keep_newlines=True)
+
 
 def _echo_err(message: str) -> None:
-    click.echo(message, err=True)
+    """Every line we print on stderr: sanitized here, so no caller can forget (log text, file names)."""
+    click.echo(sanitize(message, keep_newlines=True), err=True)
+
+
+def _echo_out(message: str) -> None:
+    click.echo(sanitize(message, keep_newlines=True))
 
 
 def _echo_diagnostic(diagnostic: Diagnostic) -> None:
-    detail = f": {diagnostic.detail}" if diagnostic.detail else ""
-    hint = f" ({diagnostic.hint})" if diagnostic.hint else ""
-    _echo_err(f"{diagnostic.path}:{diagnostic.lineno}: {diagnostic.problem}{detail}{hint}")
+    # each piece may come from the log: sanitized without newlines, so none can fake a line
+    detail = f": {sanitize(diagnostic.detail)}" if diagnostic.detail else ""
+    hint = f" ({sanitize(diagnostic.hint)})" if diagnostic.hint else ""
+    _echo_err(f"{sanitize(diagnostic.path)}:{diagnostic.lineno}: {sanitize(diagnostic.problem)}{detail}{hint}")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -198,8 +209,8 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
     except OSError as exc:
         raise CliError(f"could not write the report ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
     for note in notes:
-        click.echo(note)
-    click.echo(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
+        _echo_out(note)
+    _echo_out(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
     if landing.diverges:
         _echo_err("Ranks diverge: see the landing page for where")
     if not no_browser:
@@ -220,7 +231,7 @@ def _rank_detected(rank: int) -> None:
 def _summarise(stats: Stats, diagnostics: DiagnosticLog, unknown_kinds, out: Path, chosen: ChosenInput, started: float, verbose: bool) -> None:
     _echo_err(stats.format())
     if unknown_kinds:
-        names = ", ".join(f"{k} ({n})" for k, n in sorted(unknown_kinds.items()))
+        names = ", ".join(f"{sanitize(k)} ({n})" for k, n in sorted(unknown_kinds.items()))
         _echo_err(f"Unknown record kinds, shown generically in the report: {names}")
     if diagnostics.total and not verbose:
         _echo_err(f"{diagnostics.total} line(s) skipped or damaged; they are listed in the report (index.html#diagnostics), or run with -v")
