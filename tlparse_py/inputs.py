@@ -10,8 +10,9 @@ from .reader import open_log
 
 TRACE_PREFIX = "dedicated_log_torch_trace"
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz")
-_RANK_IN_NAME = re.compile(r"rank_(\d+)(?:_|\.|$)")
-_RANK_IN_TEXT = re.compile(rb'"rank": ?(\d+)')
+# bounded: int() of thousands of digits raises, and no job has a billion ranks
+_RANK_IN_NAME = re.compile(r"rank_(\d{1,9})(?:_|\.|$)")
+_RANK_IN_TEXT = re.compile(rb'"rank": ?(\d{1,9})(?!\d)')
 PEEK_BYTES = 256 * 1024
 
 

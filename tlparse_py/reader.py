@@ -40,6 +40,9 @@ GLOG_PREFIX = re.compile(
     rb" (?P<pid>\d+) (?P<path>(?:[A-Za-z]:)?[^:\]]+):(?P<line>\d+)\](?P<extra>[^ ]*) "
 )
 MAX_ID = 2**32 - 1
+MAX_DIGITS = 19  # a glog pid or line number longer than this is junk, and int() of thousands of digits raises
+MIN_STRING_INDEX_BOUND = 1_000_000
+STRING_INDEXES_PER_LINE = 16  # a `str` index beyond max(1M, 16 x lines read) would only inflate raw.jsonl
 
 
 class DiagnosticLog:
@@ -66,14 +69,22 @@ class StringTable:
     def __init__(self) -> None:
         self.strings: dict[int, str] = {}
 
-    def add(self, value: Any) -> bool:
+    def add(self, value: Any, lines_read: int = 0) -> str:
+        """Intern `value` (`["text", index]`); the reason it is refused, or "" when taken.
+
+        raw.jsonl writes the table as a list up to the largest index, so one record naming index
+        10,000,000 would write a 50 MB list of nulls: indexes are bounded by how much log was read
+        (torch numbers strings from 0 as it meets them, a few per record at most).
+        """
         if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
-            return False
+            return "malformed `str` record"
         index = value[1]
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= 10_000_000:
-            return False
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            return "malformed `str` record"
+        if index > max(MIN_STRING_INDEX_BOUND, lines_read * STRING_INDEXES_PER_LINE):
+            return f"`str` index {_short_repr(index)} is far beyond the strings a log this long can define"
         self.strings[index] = value[0]
-        return True
+        return ""
 
     def lookup(self, index: Any) -> str | None:
         if isinstance(index, str):
@@ -190,8 +201,9 @@ class LogReader:
                 lines.take_block()  # its payload lines (if any) belong to the bad record: skip them
                 continue
             if "str" in envelope:
-                if not self.strings.add(envelope["str"]):
-                    self._problem("fail_field_type", record_line, "malformed `str` record", _snippet(line))
+                refused = self.strings.add(envelope["str"], lines.lineno)
+                if refused:
+                    self._problem("fail_field_type", record_line, refused, _snippet(line))
                 lines.take_block()
                 continue
             payload = None
@@ -210,6 +222,13 @@ class LogReader:
             yield self._record(envelope, header, record_line, payload, expected_md5)
         self.bytes_read = lines.bytes_read
 
+    def _number(self, digits: bytes, what: str, lineno: int) -> int:
+        """A glog number; a counted bad field (read as 0) when it is too long to be real."""
+        if len(digits) <= MAX_DIGITS:
+            return int(digits)
+        self._problem("fail_field_type", lineno, f"{what} has {len(digits):,} digits", _snippet(digits, 40))
+        return 0
+
     def _envelope(self, data: bytes, lineno: int) -> tuple[dict[str, Any] | None, str]:
         try:
             value, bad_utf8 = parse_envelope(data)
@@ -225,9 +244,9 @@ class LogReader:
         self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None
     ) -> Record:
         rank = envelope.get("rank")
-        if type(rank) is not int:
+        if type(rank) is not int or not 0 <= rank <= MAX_ID:  # a rank names a folder: keep it small
             if rank is not None:
-                self._problem("fail_field_type", lineno, "`rank` is not an integer", repr(rank)[:80])
+                self._problem("fail_field_type", lineno, "`rank` is not a small non-negative integer", _short_repr(rank))
             rank = None
         other = False
         if rank is not None:
@@ -242,6 +261,8 @@ class LogReader:
         else:
             self.stats.add("ok")
         g = header.group
+        pid = self._number(g("pid"), "glog pid", lineno)
+        source_line = self._number(g("line"), "glog line number", lineno)
         return Record(
             lineno=lineno,
             envelope=envelope,
@@ -251,9 +272,9 @@ class LogReader:
             payload=payload,
             payload_md5=md5,
             timestamp=f"{self.year:04d}-{_s(g('month'))}-{_s(g('day'))}T{_s(g('hour'))}:{_s(g('minute'))}:{_s(g('second'))}.{_s(g('micro'))}Z",
-            pid=int(g("pid")),
+            pid=pid,
             pathname=g("path").decode("utf-8", "replace"),
-            source_line=int(g("line")),
+            source_line=source_line,
             other_rank=other,
         )
 
@@ -370,6 +391,12 @@ class LineScanner:
         self.bytes_read += offset
         self.pos += offset
         return True
+
+
+def _short_repr(value: Any) -> str:
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {value.bit_length():,} bits"  # repr() of a huge int is slow, or raises
+    return repr(value)[:80]
 
 
 def _s(value: bytes) -> str:
