@@ -93,3 +93,88 @@ def test_a_huge_string_table_index_is_a_counted_problem(tmp_path):
     no_traceback(proc)
     assert proc.returncode == 0 and b"fail_field_type: 1" in proc.stderr and b"far beyond" in proc.stderr
     assert (tmp_path / "out" / "raw.jsonl").stat().st_size < 10_000
+
+
+def test_symlinks_in_a_trace_folder_are_not_followed(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=hunter2\n" + line({"export": {}}))
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    (folder / "dedicated_log_torch_trace_abc.log").symlink_to(secret)
+    (folder / "dedicated_log_torch_trace_real.log").write_text(line({"export": {}}))
+    proc = run_cli(folder, "-o", tmp_path / "out")
+    no_traceback(proc)
+    assert proc.returncode == 0 and proc.stderr.count(b"skipped symlink") == 1, proc.stderr
+    assert b"hunter2" not in (tmp_path / "out" / "raw.log").read_bytes()
+    assert (tmp_path / "out" / "raw.log").read_bytes() == (folder / "dedicated_log_torch_trace_real.log").read_bytes()
+    only_links = tmp_path / "links"
+    only_links.mkdir()
+    (only_links / "dedicated_log_torch_trace_abc.log").symlink_to(secret)
+    proc = run_cli(only_links, "-o", tmp_path / "out2")
+    no_traceback(proc)
+    assert proc.returncode == 2 and not (tmp_path / "out2").exists()
+
+
+def test_a_symlink_named_on_the_command_line_is_read(tmp_path):
+    real = tmp_path / "real.log"
+    real.write_text(line({"export": {}}))
+    link = tmp_path / "link.log"
+    link.symlink_to(real)
+    proc = run_cli(link, "-o", tmp_path / "out")
+    no_traceback(proc)
+    assert proc.returncode == 0 and (tmp_path / "out" / "raw.log").read_bytes() == real.read_bytes()
+
+
+def test_a_gzip_bomb_is_refused_unless_allowed(tmp_path):
+    import gzip
+
+    log = tmp_path / "bomb.log.gz"
+    log.write_bytes(gzip.compress(line({"export": {}}).encode() + b"\n" * (80 << 20), 9))
+    assert log.stat().st_size < 200_000
+    proc = run_cli(log, "-o", tmp_path / "out")
+    no_traceback(proc)
+    assert proc.returncode == 2 and b"decompression bomb" in proc.stderr and b"--no-gunzip-limit" in proc.stderr
+    assert not (tmp_path / "out").exists() and [p.name for p in tmp_path.iterdir()] == ["bomb.log.gz"]
+    proc = run_cli(log, "-o", tmp_path / "out", "--no-gunzip-limit", "--max-raw-log-mb", "1")
+    no_traceback(proc)
+    assert proc.returncode == 0 and b"ok: 1" in proc.stderr
+    raw_log = (tmp_path / "out" / "raw.log").read_bytes()
+    assert raw_log.startswith(b"raw.log is not copied") and str(log).encode() in raw_log
+
+
+def test_raw_log_is_copied_up_to_the_cap(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_bytes(line({"export": {}}).encode() + b"x" * (2 << 20) + b"\n")
+    proc = run_cli(log, "-o", tmp_path / "small", "--max-raw-log-mb", "1")
+    assert proc.returncode == 0 and (tmp_path / "small" / "raw.log").read_bytes().startswith(b"raw.log is not copied")
+    proc = run_cli(log, "-o", tmp_path / "big")
+    assert proc.returncode == 0 and (tmp_path / "big" / "raw.log").read_bytes() == log.read_bytes()
+
+
+def test_an_over_long_line_is_a_counted_problem(tmp_path):
+    log = tmp_path / "long.log"
+    body = line({"export": {}}) + HEADER + '{"a": "' + "y" * (3 << 20) + '"}\n' + line({"dynamo_output_graph": {}, **cid()}, "z" * (3 << 20))
+    log.write_text(body + line({"export": {}}))
+    proc = run_cli(log, "-o", tmp_path / "out", "--max-line-mb", "1", "-v")
+    no_traceback(proc)
+    assert proc.returncode == 0 and b"fail_line_too_long: 2" in proc.stderr, proc.stderr
+    assert b"longer than --max-line-mb" in proc.stderr and b":2: line of 3.1 MB" in proc.stderr
+    proc = run_cli(log, "-o", tmp_path / "strict", "--max-line-mb", "1", "--strict")
+    assert proc.returncode == 1
+
+
+def test_blank_and_junk_lines_are_skipped_in_bulk_and_counted(tmp_path):
+    from tlparse_py.model import Stats
+    from tlparse_py.reader import DiagnosticLog, LogReader
+
+    log = tmp_path / "junk.log"
+    log.write_bytes(b"\n" * 3_000_000 + b"x\n" * 2_000_000 + b"\r\n" * 5 + b"ab\r\n" * 20 + line({"export": {}}).encode()
+                    + b"junk\n" * 3 + b"\n" * 1000 + line({"export": {}}).encode())
+    stats, diagnostics = Stats(), DiagnosticLog()
+    records = list(LogReader(log, stats, diagnostics).records())
+    assert [r.lineno for r in records] == [5_000_026, 5_001_030]
+    assert stats["fail_glog"] == 2_000_023 and stats["ok"] == 2
+    # the long run of junk is described once per 4 MB read (not once per line); the short run line by line
+    assert 4 <= diagnostics.total <= 7
+    assert "lines in a row" in diagnostics.kept[0].problem and diagnostics.kept[0].lineno == 3_000_001
+    assert [d.lineno for d in diagnostics.kept[-3:]] == [5_000_027, 5_000_028, 5_000_029]

@@ -18,7 +18,7 @@ import tempfile
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,11 @@ from .compile_page import PageBuilder
 from .model import HINTS, Artifact, CompileId, Record, Stats, cache_suffix
 from .parsers import GLOBAL, LINK, PAYLOAD, REFORMAT, Output
 from .paths import numbered, safe_relpath
-from .reader import DiagnosticLog, LogReader, StringTable, is_gzip, open_log
+from .reader import DiagnosticLog, LogReader, StringTable
 from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
 from .report import InputInfo, Report
 from .stacks import frames_from_json
+from .limits import Limits
 from .writer import FolderWriter, ReportWriter
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
@@ -50,6 +51,7 @@ class Options:
     highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain (and coloured by the page's script)
     inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
     workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
+    limits: Limits = field(default_factory=Limits)  # bounds on lines, gunzip and raw.log (limits.py)
 
 
 class ParseContext:
@@ -511,14 +513,7 @@ class ReportBuilder:
 
     def _write_raw_log(self, logs: list[Path]) -> None:
         """raw.log: the log itself (un-gzipped), byte for byte; several logs are concatenated."""
-        plain = [log for log in logs if not is_gzip(log)]
-        if len(logs) == 1 and plain:  # the common case: let the kernel copy it
-            self.writer.copy_file(logs[0], "raw.log")
-            return
-        with self.writer.open("raw.log") as out:
-            for log in logs:
-                with open_log(log) as source:
-                    shutil.copyfileobj(source, out, 1 << 20)
+        self.writer.copy_logs(logs, "raw.log", self.options.limits)
 
     def _write_static(self) -> None:
         write_static(self.writer)
@@ -595,7 +590,7 @@ def build_report(
     builder = ReportBuilder(report, writer, options)
     try:
         for log in logs:
-            reader = LogReader(log, stats, diagnostics, strings=strings)
+            reader = LogReader(log, stats, diagnostics, strings=strings, limits=options.limits)
             reader.on_rank_detected = on_rank
             for count, record in enumerate(reader.records(), start=1):
                 builder.add(record)

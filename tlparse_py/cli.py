@@ -16,10 +16,11 @@ import click
 
 from . import __version__
 from .build import Options, write_report
-from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
+from .inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
+from .limits import GUNZIP_GRACE_MB, Limits
 from .model import Diagnostic, Stats
 from .multirank import RankResult, write_all_ranks
-from .reader import DiagnosticLog, is_gzip
+from .reader import DiagnosticLog, GunzipRefused, is_gzip
 from .report import InputInfo, Report
 from .terminal import sanitize
 from .writer import OutputError
@@ -71,6 +72,13 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
               help="Text highlighted with Pygments per report; beyond it text is shown plain (big logs stay fast).")
 @click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
               help="Text shown inline on compile-id pages per report; beyond it sections link to their files.")
+@click.option("--max-line-mb", type=click.FloatRange(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
+              help="A longer line is skipped and counted (fail_line_too_long) instead of being held in memory.")
+@click.option("--max-gunzip-ratio", type=click.FloatRange(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
+              help=f"Refuse a .gz that expands more than N times over (past {GUNZIP_GRACE_MB} MB): a decompression bomb.")
+@click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0).")
+@click.option("--max-raw-log-mb", type=click.FloatRange(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
+              help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log.")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
 def main(
     path: Path | None,
@@ -88,6 +96,10 @@ def main(
     all_ranks_html: bool,
     highlight_mb: float,
     inline_mb: float,
+    max_line_mb: float,
+    max_gunzip_ratio: float,
+    no_gunzip_limit: bool,
+    max_raw_log_mb: float,
 ) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
@@ -96,7 +108,11 @@ def main(
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
-    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb)
+    limits = Limits(max_line_mb, 0 if no_gunzip_limit else max_gunzip_ratio, max_raw_log_mb)
+    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb, limits=limits)
+    if path.is_dir():
+        for note in skipped_symlinks(path):
+            _echo_err(note)
     started = time.perf_counter()
     if all_ranks_html:
         _write_multi_rank(path, out, overwrite, options, no_browser)
@@ -183,7 +199,7 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
             on_rank=_rank_detected,
             progress=progress,
         )
-    except OutputError as exc:
+    except (OutputError, GunzipRefused) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         target = exc.filename or out
@@ -204,7 +220,7 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done)
     except InputError as exc:
         raise CliError(str(exc)) from None
-    except OutputError as exc:
+    except (OutputError, GunzipRefused) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"could not write the report ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
@@ -241,7 +257,7 @@ def _summarise(stats: Stats, diagnostics: DiagnosticLog, unknown_kinds, out: Pat
 
 
 def _check_strict(report, strict: bool, strict_compile_id: bool, out: Path) -> None:
-    if strict and report.stats.strict_failures():
+    if strict and (report.stats.strict_failures() or report.stats["fail_line_too_long"]):
         raise CliError(f"--strict: the log had problems ({report.stats.format()}); the report is in {out}", 1)
     if strict_compile_id and None in report.directory:
         raise CliError(f"--strict-compile-id: some records have a malformed compile id (see '(unknown)' in {out / 'index.html'})", 1)

@@ -13,6 +13,9 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from .limits import Limits
+from .reader import is_gzip, open_log
+
 
 class OutputError(Exception):
     """The output folder cannot be used (exists, is a file, is not a report...)."""
@@ -100,6 +103,34 @@ class FolderWriter:
         """A byte copy of `source` in the report, made by the kernel."""
         shutil.copyfile(source, self.path(rel))
 
+    def copy_logs(self, logs: list[Path], rel: str, limits: Limits) -> None:
+        """raw.log: the logs as read (un-gzipped, concatenated), byte for byte, up to `max_raw_log`.
+
+        Each log is opened as the reader opened it (no symlink followed, gzip bounded), so raw.log
+        holds nothing the tool did not read. Beyond the cap raw.log is a short note naming the logs:
+        a copy the size of the input is rarely wanted twice.
+        """
+        cap = limits.max_raw_log
+        plain = [log for log in logs if not is_gzip(log)]
+        if len(plain) == len(logs) and sum(_size(log) for log in logs) > cap:
+            self.write(rel, _raw_log_note(logs, limits))
+            return
+        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            written = 0
+            for log in logs:
+                with open_log(log, limits) as source:
+                    written = _copy_up_to(source, fd, cap - written) + written
+                if written > cap:
+                    break
+        finally:
+            os.close(fd)
+        self.files_written += 1
+        if written > cap:  # a .gz that expands past the cap
+            self.write(rel, _raw_log_note(logs, limits))
+            return
+        self.bytes_written += written
+
     def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
         return tempfile.SpooledTemporaryFile(max_size=in_memory, dir=self.root, prefix=".spool-")
@@ -139,6 +170,34 @@ class ReportWriter(FolderWriter):
 
     def abort(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _copy_up_to(source: IO[bytes], fd: int, room: int) -> int:
+    """Copy `source` to `fd` until it ends or `room` is passed; the bytes copied (room + 1 when cut)."""
+    copied = 0
+    while data := source.read(1 << 20):
+        if copied + len(data) > room:
+            return room + 1
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        copied += len(data)
+    return copied
+
+
+def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
+    names = "\n".join(f"  {log.absolute()}" for log in logs)
+    return (
+        f"raw.log is not copied: the log is larger than --max-raw-log-mb ({limits.max_raw_log_mb:g} MB).\n"
+        f"Read it where it is:\n{names}\n"
+    ).encode("utf-8", "surrogateescape")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _umask() -> int:
