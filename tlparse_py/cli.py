@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, shutdown
 from .build import Options, write_report
 from .inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
 from .limits import GUNZIP_GRACE_MB, Limits
@@ -23,7 +23,7 @@ from .multirank import RankResult, write_all_ranks
 from .reader import DiagnosticLog, GunzipRefused, is_gzip
 from .report import InputInfo, Report
 from .terminal import sanitize
-from .writer import OutputError
+from .writer import OutputError, ReportKeptElsewhere, abort_all
 
 
 class CliError(click.ClickException):
@@ -105,6 +105,42 @@ def main(
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
     """
+    previous = shutdown.install()
+    try:
+        _main(path, out, overwrite, latest, strict, strict_compile_id, no_browser, custom_header_html, verbose, plain_text,
+              export, inductor_provenance, all_ranks_html, highlight_mb, inline_mb, max_line_mb, max_gunzip_ratio,
+              no_gunzip_limit, max_raw_log_mb)
+    except shutdown.Terminated:
+        # the writer already removed its staging folder while unwinding; workers may still be
+        # writing into it, so stop them first and remove it again
+        shutdown.stop_children()
+        abort_all()
+        shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(out)}")
+    finally:
+        shutdown.restore(previous)
+
+
+def _main(
+    path: Path | None,
+    out: Path,
+    overwrite: bool,
+    latest: bool,
+    strict: bool,
+    strict_compile_id: bool,
+    no_browser: bool,
+    custom_header_html: str,
+    verbose: bool,
+    plain_text: bool,
+    export: bool,
+    inductor_provenance: bool,
+    all_ranks_html: bool,
+    highlight_mb: float,
+    inline_mb: float,
+    max_line_mb: float,
+    max_gunzip_ratio: float,
+    no_gunzip_limit: bool,
+    max_raw_log_mb: float,
+) -> None:
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
@@ -199,6 +235,8 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
             on_rank=_rank_detected,
             progress=progress,
         )
+    except ReportKeptElsewhere as exc:
+        raise CliError(str(exc), 1) from None
     except (OutputError, GunzipRefused) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
@@ -220,6 +258,8 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done)
     except InputError as exc:
         raise CliError(str(exc)) from None
+    except ReportKeptElsewhere as exc:
+        raise CliError(str(exc), 1) from None
     except (OutputError, GunzipRefused) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
