@@ -14,16 +14,19 @@ from pathlib import Path
 
 import click
 
+from . import shutdown
 from ._version import __version__
 from .analysis import Analysis
-from .inputs import ChosenInput, InputError, SeveralRanks, choose_input
+from .inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
 from .kinds import load_plugins
+from .limits import GUNZIP_GRACE_MB, Limits
 from .model import Diagnostic, DiagnosticLog, Stats
 from .multirank import RankResult, write_all_ranks
 from .pipeline import Options, write_report
-from .reader import is_gzip
+from .reader import GunzipRefused, is_gzip
 from .store import InputInfo
-from .writer import OutputError
+from .terminal import sanitize
+from .writer import OutputError, ReportKeptElsewhere, abort_all
 
 
 class CliError(click.ClickException):
@@ -33,15 +36,25 @@ class CliError(click.ClickException):
         super().__init__(message)
         self.exit_code = exit_code
 
+    def format_message(self) -> str:
+        # messages name paths and log text: no escape sequence reaches the terminal
+        return sanitize(self.message, keep_newlines=True)
+
 
 def _echo_err(message: str) -> None:
-    click.echo(message, err=True)
+    """Every line we print on stderr: sanitized here, so no caller can forget (log text, file names)."""
+    click.echo(sanitize(message, keep_newlines=True), err=True)
+
+
+def _echo_out(message: str) -> None:
+    click.echo(sanitize(message, keep_newlines=True))
 
 
 def _echo_diagnostic(diagnostic: Diagnostic) -> None:
-    detail = f": {diagnostic.detail}" if diagnostic.detail else ""
-    hint = f" ({diagnostic.hint})" if diagnostic.hint else ""
-    _echo_err(f"{diagnostic.path}:{diagnostic.lineno}: {diagnostic.problem}{detail}{hint}")
+    # each piece may come from the log: sanitized without newlines, so none can fake a line
+    detail = f": {sanitize(diagnostic.detail)}" if diagnostic.detail else ""
+    hint = f" ({sanitize(diagnostic.hint)})" if diagnostic.hint else ""
+    _echo_err(f"{sanitize(diagnostic.path)}:{diagnostic.lineno}: {sanitize(diagnostic.problem)}{detail}{hint}")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,6 +75,13 @@ def _echo_diagnostic(diagnostic: Diagnostic) -> None:
               help="Text highlighted with Pygments per report; beyond it text is shown plain (big logs stay fast).")
 @click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
               help="Text shown inline on compile-id pages per report; beyond it sections link to their files.")
+@click.option("--max-line-mb", type=click.FloatRange(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
+              help="A longer line is skipped and counted (fail_line_too_long) instead of being held in memory.")
+@click.option("--max-gunzip-ratio", type=click.FloatRange(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
+              help=f"Refuse a .gz that expands more than N times over (past {GUNZIP_GRACE_MB} MB): a decompression bomb.")
+@click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0).")
+@click.option("--max-raw-log-mb", type=click.FloatRange(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
+              help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log.")
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
 def main(
     path: Path | None,
@@ -79,16 +99,60 @@ def main(
     all_ranks_html: bool,
     highlight_mb: float,
     inline_mb: float,
+    max_line_mb: float,
+    max_gunzip_ratio: float,
+    no_gunzip_limit: bool,
+    max_raw_log_mb: float,
 ) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
     """
+    previous = shutdown.install()
+    try:
+        _main(path, out, overwrite, latest, strict, strict_compile_id, no_browser, custom_header_html, verbose, plain_text,
+              export, inductor_provenance, all_ranks_html, highlight_mb, inline_mb, max_line_mb, max_gunzip_ratio,
+              no_gunzip_limit, max_raw_log_mb)
+    except shutdown.Terminated:
+        # the writer already removed its staging folder while unwinding; workers may still be
+        # writing into it, so stop them first and remove it again
+        shutdown.stop_children()
+        abort_all()
+        shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(out)}")
+    finally:
+        shutdown.restore(previous)
+
+
+def _main(
+    path: Path | None,
+    out: Path,
+    overwrite: bool,
+    latest: bool,
+    strict: bool,
+    strict_compile_id: bool,
+    no_browser: bool,
+    custom_header_html: str,
+    verbose: bool,
+    plain_text: bool,
+    export: bool,
+    inductor_provenance: bool,
+    all_ranks_html: bool,
+    highlight_mb: float,
+    inline_mb: float,
+    max_line_mb: float,
+    max_gunzip_ratio: float,
+    no_gunzip_limit: bool,
+    max_raw_log_mb: float,
+) -> None:
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
     path = _path_or_env(path)
     load_plugins(warn=_echo_err)
-    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb)
+    limits = Limits(max_line_mb, 0 if no_gunzip_limit else max_gunzip_ratio, max_raw_log_mb)
+    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb, limits=limits)
+    if path.is_dir():
+        for note in skipped_symlinks(path):
+            _echo_err(note)
     started = time.perf_counter()
     if all_ranks_html:
         _write_multi_rank(path, out, overwrite, options, no_browser)
@@ -176,7 +240,9 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
             on_rank=_rank_detected,
             progress=progress,
         )
-    except OutputError as exc:
+    except ReportKeptElsewhere as exc:
+        raise CliError(str(exc), 1) from None
+    except (OutputError, GunzipRefused) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         target = exc.filename or out
@@ -197,13 +263,15 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done)
     except InputError as exc:
         raise CliError(str(exc)) from None
-    except OutputError as exc:
+    except ReportKeptElsewhere as exc:
+        raise CliError(str(exc), 1) from None
+    except (OutputError, GunzipRefused) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"could not write the report ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
     for note in notes:
-        click.echo(note)
-    click.echo(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
+        _echo_out(note)
+    _echo_out(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
     if landing.diverges:
         _echo_err("Ranks diverge: see the landing page for where")
     if not no_browser:
@@ -224,7 +292,7 @@ def _rank_detected(rank: int) -> None:
 def _summarise(stats: Stats, diagnostics: DiagnosticLog, unknown_kinds, out: Path, chosen: ChosenInput, started: float, verbose: bool) -> None:
     _echo_err(stats.format())
     if unknown_kinds:
-        names = ", ".join(f"{k} ({n})" for k, n in sorted(unknown_kinds.items()))
+        names = ", ".join(f"{sanitize(k)} ({n})" for k, n in sorted(unknown_kinds.items()))
         _echo_err(f"Unknown record kinds, shown generically in the report: {names}")
     if diagnostics.total and not verbose:
         _echo_err(f"{diagnostics.total} line(s) skipped or damaged; they are listed in the report (index.html#diagnostics), or run with -v")
@@ -234,7 +302,7 @@ def _summarise(stats: Stats, diagnostics: DiagnosticLog, unknown_kinds, out: Pat
 
 
 def _check_strict(report, strict: bool, strict_compile_id: bool, out: Path) -> None:
-    if strict and report.stats.strict_failures():
+    if strict and (report.stats.strict_failures() or report.stats["fail_line_too_long"]):
         raise CliError(f"--strict: the log had problems ({report.stats.format()}); the report is in {out}", 1)
     if strict_compile_id and None in report.directory:
         raise CliError(f"--strict-compile-id: some records have a malformed compile id (see '(unknown)' in {out / 'index.html'})", 1)

@@ -6,9 +6,12 @@ and returns its best reading, never raising.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .model import CompileId
@@ -19,6 +22,32 @@ _USER_CODE_AT = re.compile(r"Graph break in user code at (.+?:\d+)")
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 _ENCOUNTERED = re.compile(r"^Encountered graph break when attempting to trace .*:\s*$")
 _COMPILE_ID = re.compile(r"^(?:!(\d+))?(?:/?(\d+)/(\d+))?$")
+_NOT_READ = object()
+
+
+def _load(text: str) -> Any:
+    """JSON from an artifact, or `_NOT_READ`: too deep a nesting is bad input like any other."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_READ
+
+
+def _bad_input_reads_as(empty: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A fact parser that returns `empty` where deep nesting defeats Python's recursion
+    (`str()` or `json.dumps` of a nested list), instead of raising: input, not a bug of ours."""
+
+    def wrap(parse: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(parse)
+        def safe(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return parse(*args, **kwargs)
+            except RecursionError:
+                return empty() if callable(empty) else empty
+
+        return safe
+
+    return wrap
 
 
 def parse_graph_break(text: str) -> tuple[str, str, str]:
@@ -46,14 +75,12 @@ def parse_graph_break(text: str) -> tuple[str, str, str]:
     return reason, explanation, location
 
 
+@_bad_input_reads_as(list)
 def parse_reason_list(text: str) -> list[str]:
     """`recompile_reasons` is a JSON list for several reasons and a bare string for one."""
     stripped = text.strip()
     if stripped.startswith("["):
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            value = None
+        value = _load(stripped)
         if isinstance(value, list):
             return [str(item) for item in value]
     return [stripped] if stripped else []
@@ -62,18 +89,20 @@ def parse_reason_list(text: str) -> list[str]:
 def cache_event(compile_id: CompileId | None, name: str, text: str, url: str) -> CacheEvent:
     cache, _, state = name.rpartition("_")
     cache = cache.removesuffix("_bundled_cache").removesuffix("_cache") or name
-    info: dict[str, Any] = {}
+    value = _load(text)
+    info: dict[str, Any] = value if isinstance(value, dict) else {}
     try:
-        value = json.loads(text)
-        if isinstance(value, dict):
-            info = value
-    except ValueError:
-        pass
+        return _cache_event(compile_id, cache, state, info, url)
+    except RecursionError:  # a deeply nested key or reason: the event without the details
+        return _cache_event(compile_id, cache, state, {}, url)
+
+
+def _cache_event(compile_id: CompileId | None, cache: str, state: str, info: dict[str, Any], url: str) -> CacheEvent:
     reason = info.get("cache_bypass_reason") or info.get("reason") or ""
     saved = info.get("time_saved_ns")
     try:
         time_saved = int(saved) if saved is not None else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a string of 5000 digits, Infinity
         time_saved = None
     key = info.get("key")
     return CacheEvent(compile_id, cache, state, "" if key in (None, "None") else str(key), str(reason), time_saved, url)
@@ -94,25 +123,21 @@ def first_line(text: str) -> str:
     return text.strip().split("\n", 1)[0][:200]
 
 
+@_bad_input_reads_as(list)
 def string_list(text: str) -> list[str]:
     """A JSON list of strings (collective schedules); anything else reads as empty."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
+    value = _load(text)
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
+@_bad_input_reads_as(lambda: ([], ""))
 def runtime_and_tensor_meta(text: str) -> tuple[list[dict[str, Any]], str]:
     """(ops with their estimated runtime, fingerprint of the tensor metadata alone).
 
     tlparse fingerprints the whole artifact, runtimes included, so any timing noise reads as
     "divergent tensor metadata"; we fingerprint names, types and output shapes/strides/dtypes only.
     """
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return [], ""
+    value = _load(text)
     ops = value.get("ops") if isinstance(value, dict) else None
     if not isinstance(ops, list):
         return [], ""
@@ -121,19 +146,24 @@ def runtime_and_tensor_meta(text: str) -> tuple[list[dict[str, Any]], str]:
         if not isinstance(op, dict):
             continue
         runtime = op.get("estimated_runtime_ns")
-        if isinstance(op.get("name"), str) and isinstance(runtime, (int, float)) and not isinstance(runtime, bool):
+        if isinstance(op.get("name"), str) and _sane_number(runtime):
             runtimes.append({"name": op["name"], "estimated_runtime_ns": runtime})
         meta.append({k: v for k, v in op.items() if k != "estimated_runtime_ns"})
     fingerprint = hashlib.md5(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return runtimes, fingerprint
 
 
+def _sane_number(value: Any) -> bool:
+    """A finite runtime that fits in 64 bits (the JSON may say Infinity, NaN or 10**400)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and abs(value) < 2**63
+
+
+@_bad_input_reads_as(list)
 def execution_order(text: str) -> list[str]:
     """`{"graph_execution_order": [...]}` → compile ids as displayed (`[0/1]`)."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
+    value = _load(text)
     order = value.get("graph_execution_order") if isinstance(value, dict) else None
     if not isinstance(order, list):
         return []

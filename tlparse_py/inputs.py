@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from .reader import open_log
 
 TRACE_PREFIX = "dedicated_log_torch_trace"
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz")
-_RANK_IN_NAME = re.compile(r"rank_(\d+)(?:_|\.|$)")
-_RANK_IN_TEXT = re.compile(rb'"rank": ?(\d+)')
+# bounded: int() of thousands of digits raises, and no job has a billion ranks
+_RANK_IN_NAME = re.compile(r"rank_(\d{1,9})(?:_|\.|$)")
+_RANK_IN_TEXT = re.compile(rb'"rank": ?(\d{1,9})(?!\d)')
 PEEK_BYTES = 256 * 1024
 
 
@@ -36,13 +38,37 @@ class ChosenInput:
 
 
 def candidate_logs(folder: Path) -> list[Path]:
-    """Trace logs in a folder (not recursive): torch's own names first, any log-like file otherwise."""
-    try:
-        files = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
-    except OSError as exc:
-        raise InputError(f"cannot list {folder}: {exc.strerror or exc}") from None
+    """Trace logs in a folder (not recursive): torch's own names first, any log-like file otherwise.
+
+    Symlinks are never followed (see `skipped_symlinks`): a link planted in a trace folder could
+    point anywhere (/proc/self/environ, ~/.ssh) and raw.log copies what is read.
+    """
+    files = [p for p in _entries(folder) if _is_regular_file(p) and not p.name.startswith(".")]
     traces = [p for p in files if p.name.startswith(TRACE_PREFIX) and p.name.endswith(LOG_SUFFIXES)]
     return sorted(traces or [p for p in files if p.name.endswith(LOG_SUFFIXES)])
+
+
+def skipped_symlinks(folder: Path) -> list[str]:
+    """One line per log-like symlink in the folder that is not read."""
+    try:
+        links = [p for p in _entries(folder) if p.is_symlink() and p.name.endswith(LOG_SUFFIXES)]
+    except InputError:
+        return []
+    return [f"skipped symlink {p} (symlinks in a trace folder are not followed; pass its target to read it)" for p in sorted(links)]
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot list {folder}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _is_regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def rank_of(log: Path) -> int | None:
@@ -57,6 +83,13 @@ def rank_of(log: Path) -> int | None:
         return None
     match = _RANK_IN_TEXT.search(head)
     return int(match.group(1)) if match else None
+
+
+def _real(path: Path) -> Path:
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"cannot resolve {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def newest(paths: list[Path]) -> Path:
@@ -74,7 +107,7 @@ def choose_input(path: Path, latest: bool = False, export: bool = False) -> Chos
     if path.is_file():
         if latest:
             raise InputError(f"{path} is a file; --latest picks the newest log in a folder")
-        return ChosenInput(path)
+        return ChosenInput(_real(path) if path.is_symlink() else path)  # a symlink named by the user: followed, once, here
     if not path.is_dir():
         raise InputError(f"{path} is neither a file nor a folder")
     logs = candidate_logs(path)

@@ -136,6 +136,10 @@ class Diagnostic:
     hint: str = ""  # what the user can do about it
 
 
+MIN_STRING_INDEX_BOUND = 1_000_000
+STRING_INDEXES_PER_LINE = 16  # a `str` index beyond max(1M, 16 x lines read) would only inflate raw.jsonl
+
+
 class DiagnosticLog:
     """Problems found while reading, counted by kind; the first `limit` are kept with details."""
 
@@ -160,14 +164,22 @@ class StringTable:
     def __init__(self) -> None:
         self.strings: dict[int, str] = {}
 
-    def add(self, value: Any) -> bool:
+    def add(self, value: Any, lines_read: int = 0) -> str:
+        """Intern `value` (`["text", index]`); the reason it is refused, or "" when taken.
+
+        raw.jsonl writes the table as a list up to the largest index, so one record naming index
+        10,000,000 would write a 50 MB list of nulls: indexes are bounded by how much log was read
+        (torch numbers strings from 0 as it meets them, a few per record at most).
+        """
         if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
-            return False
+            return "malformed `str` record"
         index = value[1]
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= 10_000_000:
-            return False
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            return "malformed `str` record"
+        if index > max(MIN_STRING_INDEX_BOUND, lines_read * STRING_INDEXES_PER_LINE):
+            return f"`str` index {short_repr(index)} is far beyond the strings a log this long can define"
         self.strings[index] = value[0]
-        return True
+        return ""
 
     def lookup(self, index: Any) -> str | None:
         if isinstance(index, str):
@@ -178,6 +190,13 @@ class StringTable:
         """The table as tlparse writes it at the top of raw.jsonl (`[null]` when empty)."""
         size = max(self.strings, default=0) + 1
         return [self.strings.get(i) for i in range(size)]
+
+
+def short_repr(value: Any) -> str:
+    """repr() for diagnostics: bounded, and never the digits of a huge int (slow, or it raises)."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {value.bit_length():,} bits"
+    return repr(value)[:80]
 
 
 @dataclass(slots=True)

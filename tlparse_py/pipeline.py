@@ -8,10 +8,9 @@ needs the whole log: raw.jsonl, the directory, the compile pages, the index and 
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,10 @@ from .analysis import Analysis
 from .chromium import ChromiumEvents
 from .jobs import Job, PageJobs, private_reader
 from .kinds import LINK, PAYLOAD, REFORMAT, ParseContext
+from .limits import Limits
 from .model import CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
 from .paths import compile_page_url, provenance_page_url
-from .reader import is_gzip, open_log
 from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
 from .stacks import frames_from_json
 from .views import compile as compile_view
@@ -45,6 +44,7 @@ class Options:
     highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain (and coloured by the page's script)
     inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
     workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
+    limits: Limits = field(default_factory=Limits)  # bounds on lines, gunzip and raw.log (limits.py)
 
 
 class Pipeline:
@@ -135,7 +135,7 @@ class Pipeline:
         self.chromium.close()
         self.analysis.note_cache_marks()
         self.raw.write(self.writer, self.analysis.strings.as_list())
-        write_raw_log(self.writer, logs)
+        self.writer.copy_logs(logs, "raw.log", self.options.limits)
         self.writer.write("compile_directory.json", compile_directory_json(self.analysis))
         write_static(self.writer)
         keys = list(self.analysis.directory)
@@ -204,18 +204,6 @@ def summary_json(analysis: Analysis) -> bytes:
     return orjson.dumps(analysis.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
 
 
-def write_raw_log(writer: FolderWriter, logs: list[Path]) -> None:
-    """raw.log: the log itself (un-gzipped), byte for byte; several logs are concatenated."""
-    plain = [log for log in logs if not is_gzip(log)]
-    if len(logs) == 1 and plain:  # the common case: let the kernel copy it
-        writer.copy_file(logs[0], "raw.log")
-        return
-    with writer.open("raw.log") as out:
-        for log in logs:
-            with open_log(log) as source:
-                shutil.copyfileobj(source, out, 1 << 20)
-
-
 def write_static(writer: FolderWriter) -> None:
     """The shared stylesheet, scripts and Pygments colours every page links to."""
     for item in sorted(STATIC_DIR.iterdir()):
@@ -237,7 +225,7 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
 
     analysis = pipeline.analysis
     for log in logs:
-        reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings)
+        reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits)
         reader.on_rank_detected = on_rank
         for count, record in enumerate(reader.records(), start=1):
             pipeline.add(record)

@@ -10,9 +10,12 @@ for bad input (an unreadable *file* is the caller's business).
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
+import io
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +24,7 @@ from typing import IO, Any
 
 import orjson
 
+from .limits import GUNZIP_GRACE_MB, MB, Limits
 from .model import (
     COMPILE_ID_KEYS,
     CONTEXT_KEYS,
@@ -30,6 +34,7 @@ from .model import (
     Record,
     Stats,
     StringTable,
+    short_repr,
 )
 
 # The glog prefix torch writes: `V1202 12:14:23.064000 5351 torch/_dynamo/utils.py:2350] {...}`.
@@ -41,24 +46,92 @@ GLOG_PREFIX = re.compile(
     rb" (?P<pid>\d+) (?P<path>(?:[A-Za-z]:)?[^:\]]+):(?P<line>\d+)\](?P<extra>[^ ]*) "
 )
 MAX_ID = 2**32 - 1
+MAX_DIGITS = 19  # a glog pid or line number longer than this is junk, and int() of thousands of digits raises
+
+
+class GunzipRefused(Exception):
+    """A .gz expands far more than any trace log does (a decompression bomb); the message says how to
+    read it anyway."""
 
 
 def is_gzip(path: Path) -> bool:
     try:
-        with open(path, "rb") as handle:
+        with open_file(path) as handle:
             return handle.read(2) == b"\x1f\x8b"
     except OSError:
         return False
 
 
-def open_log(path: Path) -> IO[bytes]:
+def open_file(path: Path) -> IO[bytes]:
+    """Open a log file without following a symlink at its last step.
+
+    Inputs come resolved (inputs.py): a log that turns into a symlink between being chosen and being
+    read is refused (ELOOP), rather than letting a link to /proc/self/environ or ~/.ssh into raw.log.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "is a symbolic link (pass the file it points to)", str(path)) from None
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def open_log(path: Path, limits: Limits | None = None) -> IO[bytes]:
     """Open a log for binary reading, transparently un-gzipping `.gz` files (checked by magic bytes)."""
-    handle = open(path, "rb")
+    handle = open_file(path)
     magic = handle.peek(2)[:2] if hasattr(handle, "peek") else b""
     if magic == b"\x1f\x8b":
-        handle.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return BoundedGunzip(handle, path, limits or Limits())  # type: ignore[return-value]
     return handle
+
+
+class BoundedGunzip(io.RawIOBase):
+    """A gzip stream that refuses to expand more than `max_gunzip_ratio` times over.
+
+    A 261 KB gzip of newlines expands to 257 MB: without a bound, a few KB of input cost minutes
+    and a huge raw.log. The ratio is checked against the compressed bytes consumed so far, once the
+    output passes a grace size (small logs may compress as well as they like).
+    """
+
+    def __init__(self, raw: IO[bytes], path: Path, limits: Limits):
+        self.raw = raw
+        self.path = path
+        self.ratio = limits.max_gunzip_ratio
+        self.gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self.expanded = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.gz.read(size)
+        self.expanded += len(data)
+        self._check()
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def _check(self) -> None:
+        if self.ratio <= 0 or self.expanded <= GUNZIP_GRACE_MB * MB:
+            return
+        consumed = max(self.raw.tell(), 1)
+        if self.expanded > self.ratio * consumed:
+            raise GunzipRefused(
+                f"{self.path}: refusing to un-gzip: {consumed / 1e6:,.2f} MB expanded past {self.expanded / 1e6:,.0f} MB "
+                f"(more than {self.ratio:g} times over, like a decompression bomb); "
+                "pass --max-gunzip-ratio N or --no-gunzip-limit to read it anyway"
+            )
+
+    def close(self) -> None:
+        try:
+            self.gz.close()
+        finally:
+            self.raw.close()
+            super().close()
 
 
 def parse_envelope(data: bytes) -> tuple[Any, bool]:
@@ -99,7 +172,13 @@ class LogReader:
     """
 
     def __init__(
-        self, path: Path, stats: Stats, diagnostics: DiagnosticLog, year: int | None = None, strings: StringTable | None = None
+        self,
+        path: Path,
+        stats: Stats,
+        diagnostics: DiagnosticLog,
+        year: int | None = None,
+        strings: StringTable | None = None,
+        limits: Limits | None = None,
     ):
         self.path = path
         self.label = path.name
@@ -110,6 +189,8 @@ class LogReader:
         self.bytes_read = 0
         self.year = year if year is not None else _file_year(path)
         self.on_rank_detected: Callable[[int], None] | None = None
+        self.limits = limits or Limits()
+        self.max_line = self.limits.max_line
 
     def scanned_bytes(self) -> int:
         """How far into the log reading is (bytes of log text)."""
@@ -122,13 +203,19 @@ class LogReader:
         self.diagnostics.add(self.label, lineno, problem, detail, HINTS.get(counter or "", ""))
 
     def records(self) -> Iterator[Record]:
-        with open_log(self.path) as handle:
+        with open_log(self.path, self.limits) as handle:
             yield from self._records(handle)
 
     def _records(self, handle: IO[bytes]) -> Iterator[Record]:
-        lines = LineScanner(handle)
+        lines = LineScanner(handle, self.max_line)
+        lines.on_too_long = self._too_long
+        lines.on_junk = self._junk
         self._scanner = lines
-        while (line := lines.next_line()) is not None:
+        while True:
+            lines.skip_junk()
+            line = lines.next_line()
+            if line is None:
+                break
             if not line:
                 continue
             if line[0] == TAB:
@@ -147,8 +234,9 @@ class LogReader:
                 lines.take_block()  # its payload lines (if any) belong to the bad record: skip them
                 continue
             if "str" in envelope:
-                if not self.strings.add(envelope["str"]):
-                    self._problem("fail_field_type", record_line, "malformed `str` record", _snippet(line))
+                refused = self.strings.add(envelope["str"], lines.lineno)
+                if refused:
+                    self._problem("fail_field_type", record_line, refused, _snippet(line))
                 lines.take_block()
                 continue
             payload = None
@@ -167,6 +255,25 @@ class LogReader:
             yield self._record(envelope, header, record_line, payload, expected_md5)
         self.bytes_read = lines.bytes_read
 
+    def _number(self, digits: bytes, what: str, lineno: int) -> int:
+        """A glog number; a counted bad field (read as 0) when it is too long to be real."""
+        if len(digits) <= MAX_DIGITS:
+            return int(digits)
+        self._problem("fail_field_type", lineno, f"{what} has {len(digits):,} digits", _snippet(digits, 40))
+        return 0
+
+    def _too_long(self, lineno: int, length: int, head: bytes) -> None:
+        self._problem(
+            "fail_line_too_long", lineno, f"line of {length / 1e6:,.1f} MB is longer than --max-line-mb ({self.max_line / 1e6:,.0f} MB)",
+            _snippet(head, 80),
+        )
+
+    def _junk(self, lineno: int, count: int, first: bytes) -> None:
+        """A run of lines with no glog prefix: counted one by one, described once."""
+        self.stats.add("fail_glog", count)
+        self.diagnostics.add(self.label, lineno, f"{count:,} lines in a row are not trace lines (no glog prefix); the first",
+                             _snippet(first), HINTS["fail_glog"])
+
     def _envelope(self, data: bytes, lineno: int) -> tuple[dict[str, Any] | None, str]:
         try:
             value, bad_utf8 = parse_envelope(data)
@@ -182,9 +289,9 @@ class LogReader:
         self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None
     ) -> Record:
         rank = envelope.get("rank")
-        if type(rank) is not int:
+        if type(rank) is not int or not 0 <= rank <= MAX_ID:  # a rank names a folder: keep it small
             if rank is not None:
-                self._problem("fail_field_type", lineno, "`rank` is not an integer", repr(rank)[:80])
+                self._problem("fail_field_type", lineno, "`rank` is not a small non-negative integer", short_repr(rank))
             rank = None
         other = False
         if rank is not None:
@@ -199,6 +306,8 @@ class LogReader:
         else:
             self.stats.add("ok")
         g = header.group
+        pid = self._number(g("pid"), "glog pid", lineno)
+        source_line = self._number(g("line"), "glog line number", lineno)
         return Record(
             lineno=lineno,
             envelope=envelope,
@@ -208,68 +317,171 @@ class LogReader:
             payload=payload,
             payload_md5=md5,
             timestamp=f"{self.year:04d}-{_s(g('month'))}-{_s(g('day'))}T{_s(g('hour'))}:{_s(g('minute'))}:{_s(g('second'))}.{_s(g('micro'))}Z",
-            pid=int(g("pid")),
+            pid=pid,
             pathname=g("path").decode("utf-8", "replace"),
-            source_line=int(g("line")),
+            source_line=source_line,
             other_rank=other,
         )
 
 
 TAB = 0x09
-_BLOCK_END = re.compile(rb"\n(?![\t\r\n])")  # a newline not followed by another payload (or blank) line
+# A newline not followed by another payload line or a blank (LF or CRLF) line. A line that starts
+# with a lone CR is not payload (it may be a record: GLOG_PREFIX searches).
+_BLOCK_END = re.compile(rb"\n(?!\t|\r?\n)")
 _CR_AT_EOL = re.compile(rb"\r(?=\n|$)")
+_TAB_LINE = re.compile(rb"\n\t")
+_BLANK_LINES = re.compile(rb"(?:\r?\n)*")  # whole blank lines (LF or CRLF), as next_line sees them
+_CR_LF_RUN = re.compile(rb"[\r\n]*")  # the same, a hundred times faster, but it also takes lone CRs
+# What every glog prefix holds (`:23.064000 5351`), with a literal first byte so the search runs at
+# memchr speed; a superset of GLOG_PREFIX: a line it misses cannot be a record.
+_GLOG_HINT = re.compile(rb":\d\d\.\d{6} \d")
+# Maps LF to LF and every other byte to `x`: once CRLF is LF, `\nx` counts the lines that are not blank.
+_LINE_STARTS = bytes(0x0A if b == 0x0A else 0x78 for b in range(256))
+FEW_JUNK_LINES = 8  # up to this many junk lines in a row are named one by one; more are skipped in bulk
 
 
-class LineScanner:
+class JunkSkipper:
+    """The part of `LineScanner` that steps over runs of blank and junk lines in bulk (bytes searches
+    over the buffer, not a Python loop per line), so junk is skipped at close to reading speed."""
+
+    buf: bytes
+    pos: int
+    lineno: int
+    bytes_read: int
+    on_junk: Callable[[int, int, bytes], None] | None
+    _peek: Callable[..., int | None]
+
+    def skip_junk(self) -> None:
+        """Skip blank lines, and runs of many junk lines, before the next line that may be a record.
+
+        A line may be a record if it holds a glog prefix, or payload if it starts with a TAB; every
+        other line is blank (dropped) or junk (counted as `fail_glog`). A few junk lines are left for
+        the caller to name one by one; a longer run is counted in bulk and reported once.
+        """
+        while self._peek() is not None:
+            end = self._interesting_line_start()
+            if end <= self.pos:
+                return
+            region = self.buf[self.pos : end]
+            junk = _junk_lines(region)
+            if junk > FEW_JUNK_LINES:
+                self._skip_junk_region(region, junk)
+                continue
+            start = _blank_prefix(region) if junk else len(region)  # the blank lines before the first junk line
+            self.lineno += region.count(b"\n", 0, start)
+            self.bytes_read += start
+            self.pos += start
+            if junk:
+                return
+
+    def _interesting_line_start(self) -> int:
+        """Where, in the buffer, the first line that may be a record or payload starts; without one,
+        the end of the buffer's last complete line (the position itself when there is none)."""
+        buf, pos = self.buf, self.pos
+        if buf[pos] == TAB:
+            return pos
+        tab = _tab_line_start(buf, pos)
+        hint = _GLOG_HINT.search(buf, pos, tab if tab >= 0 else len(buf))
+        if hint is not None:
+            return buf.rfind(b"\n", pos, hint.start()) + 1 or pos
+        if tab >= 0:
+            return tab
+        return buf.rfind(b"\n", pos) + 1 or pos
+
+    def _skip_junk_region(self, region: bytes, junk: int) -> None:
+        line_start = _blank_prefix(region)
+        first_line = region[line_start : line_start + 120].split(b"\n", 1)[0]
+        first_lineno = self.lineno + region.count(b"\n", 0, line_start) + 1
+        self.lineno += region.count(b"\n")
+        self.bytes_read += len(region)
+        self.pos += len(region)
+        if self.on_junk is not None:
+            self.on_junk(first_lineno, junk, first_line)
+
+
+class LineScanner(JunkSkipper):
     """Lines of a binary stream, read in large chunks.
 
-    Payloads (runs of TAB lines) are cut out with a few bytes operations instead of a Python step
-    per line: that is what keeps the reader fast on logs of hundreds of MB.
+    Payloads (runs of TAB lines), blank lines and runs of junk lines are cut out with a few bytes
+    operations over the buffer instead of a Python step per line: that is what keeps the reader
+    fast on logs of hundreds of MB, and on hostile ones (a gzip of newlines). Every byte is copied a
+    bounded number of times, so time is linear however long a line is; a line longer than
+    `max_line` is dropped as it streams past (`on_too_long` is told), so memory stays bounded.
     """
 
     CHUNK = 1 << 22
 
-    def __init__(self, handle: IO[bytes]):
+    def __init__(self, handle: IO[bytes], max_line: int = Limits().max_line):
         self.handle = handle
+        self.max_line = max_line
         self.buf = b""
         self.pos = 0
         self.eof = False
         self.lineno = 0
         self.bytes_read = 0
         self.lines_in_parts = 0
+        self.on_too_long: Callable[[int, int, bytes], None] | None = None  # (lineno, length, first bytes)
+        self.on_junk: Callable[[int, int, bytes], None] | None = None  # (first lineno, lines, first line)
 
-    def _fill(self) -> bool:
-        """Append the next chunk (dropping what was consumed); False at end of input."""
+    def _read(self) -> bytes:
         if self.eof:
-            return False
+            return b""
         data = self.handle.read(self.CHUNK)
         if not data:
             self.eof = True
+        return data
+
+    def _fill(self) -> bool:
+        """Append the next chunk to what is left (callers leave at most a partial line); False at end."""
+        data = self._read()
+        if not data:
             return False
-        self.buf = self.buf[self.pos :] + data
+        self.buf = self.buf[self.pos :] + data if self.pos < len(self.buf) else data
         self.pos = 0
         return True
 
     def next_line(self) -> bytes | None:
-        """The next line without its line ending; None at the end."""
+        """The next line without its line ending; None at the end. An over-long line reads as b""."""
         newline = self.buf.find(b"\n", self.pos)
-        while newline < 0 and self._fill():
-            newline = self.buf.find(b"\n", self.pos)
         if newline < 0:
-            if self.pos >= len(self.buf):
-                return None
-            line, self.pos = self.buf[self.pos :], len(self.buf)
-        else:
-            line, self.pos = self.buf[self.pos : newline], newline + 1
+            return self._line_across_chunks()
+        line, self.pos = self.buf[self.pos : newline], newline + 1
+        return self._counted(line, len(line))
+
+    def _counted(self, line: bytes, length: int) -> bytes:
         self.lineno += 1
-        self.bytes_read += len(line) + 1
+        self.bytes_read += length + 1
+        if length > self.max_line:
+            if self.on_too_long is not None:
+                self.on_too_long(self.lineno, length, line[:120])
+            return b""
         return line[:-1] if line.endswith(b"\r") else line
 
-    def _peek(self, offset: int = 0) -> int | None:
-        while self.pos + offset >= len(self.buf):
-            if not self._fill():
-                return None
-        return self.buf[self.pos + offset]
+    def _line_across_chunks(self) -> bytes | None:
+        """A line that does not end in the buffer: gathered chunk by chunk (joined once, so linear),
+        and only its first bytes kept once it passes `max_line`."""
+        parts = [self.buf[self.pos :]]
+        length = len(parts[0])
+        self.buf, self.pos = b"", 0
+        while data := self._read():
+            newline = data.find(b"\n")
+            piece = data if newline < 0 else data[:newline]
+            length += len(piece)
+            if length <= self.max_line:
+                parts.append(piece)
+            elif len(parts) > 1 or len(parts[0]) > 120:
+                parts = [_head(parts, 120)]  # too long: keep what a diagnostic quotes, drop the rest
+            if newline >= 0:
+                self.buf, self.pos = data, newline + 1
+                break
+        if length == 0 and self.eof and self.pos >= len(self.buf):
+            return None
+        return self._counted(b"".join(parts), length)
+
+    def _peek(self) -> int | None:
+        if self.pos >= len(self.buf) and not self._fill():
+            return None
+        return self.buf[self.pos]
 
     def next_starts_with_tab(self) -> bool:
         return self._peek() == TAB
@@ -285,20 +497,51 @@ class LineScanner:
         while True:
             first = self._peek()
             if first == TAB:
-                match = _BLOCK_END.search(self.buf, self.pos)
-                while (match is None or match.start() == len(self.buf) - 1) and self._fill():
-                    match = _BLOCK_END.search(self.buf, self.pos)
-                end = match.start() if match else len(self.buf)
-                chunk = self.buf[self.pos : end]
-                self.pos = end + 1 if match else end
-                self.bytes_read += len(chunk) + 1
-                self._add_block(chunk, parts)
+                self._take_tab_lines(parts)
+            elif first in (0x0A, 0x0D) and self._blank_lines_then_tab():
                 continue
-            if first in (0x0A, 0x0D) and self._blank_lines_then_tab():
-                continue
-            break
+            else:
+                break
         self.lineno += self.lines_in_parts
         return b"\n".join(parts), self.lines_in_parts
+
+    def _take_tab_lines(self, parts: list[bytes]) -> None:
+        """The payload lines in the buffer from here: up to the block's end, or to the buffer's
+        last complete line (the rest comes with the next chunk)."""
+        match = _BLOCK_END.search(self.buf, self.pos)
+        if match is not None and (match.start() < len(self.buf) - 2 or self.eof):  # else the next chunk decides
+            end = match.start()
+        else:
+            end = self.buf.rfind(b"\n", self.pos)
+        if end < 0:  # one payload line longer than the buffer
+            lineno = self.lineno
+            self.lineno += self.lines_in_parts  # so an over-long line is reported where it is
+            line = self._line_across_chunks()
+            self.lineno = lineno
+            if line:
+                parts.append(line[1:])
+            self.lines_in_parts += 1
+            return
+        chunk = self.buf[self.pos : end]
+        self.pos = end + 1
+        self.bytes_read += len(chunk) + 1
+        if len(chunk) > self.max_line and self._drop_long_lines(chunk, parts):
+            return
+        self._add_block(chunk, parts)
+
+    def _drop_long_lines(self, chunk: bytes, parts: list[bytes]) -> bool:
+        """Payload lines over `max_line` (only possible when it is below the chunk size): dropped."""
+        lines = chunk.split(b"\n")
+        if max(map(len, lines)) <= self.max_line:
+            return False
+        for line in lines:
+            if len(line) > self.max_line:
+                if self.on_too_long is not None:
+                    self.on_too_long(self.lineno + self.lines_in_parts + 1, len(line), line[:120])
+                self.lines_in_parts += 1
+            else:
+                self._add_block(line, parts)
+        return True
 
     def _add_block(self, chunk: bytes, parts: list[bytes]) -> None:
         """Split a chunk of TAB lines (and stray blank lines between them) into payload lines."""
@@ -316,17 +559,65 @@ class LineScanner:
                 self.lineno += 1  # a blank line between payload lines: counted, not kept
 
     def _blank_lines_then_tab(self) -> bool:
-        """Whether blank lines here are followed by more payload; if so they are consumed."""
-        offset = 0
-        while (byte := self._peek(offset)) in (0x0A, 0x0D):
-            offset += 1
-        if byte != TAB:
-            return False
-        blanks = self.buf.count(b"\n", self.pos, self.pos + offset)
-        self.lineno += blanks
-        self.bytes_read += offset
-        self.pos += offset
-        return True
+        """Consume the blank lines here (however many: one regex per chunk); whether payload follows.
+
+        Blank lines are skipped wherever they are, so taking them now changes nothing but speed.
+        """
+        while True:
+            end = _blank_prefix(self.buf, self.pos)
+            self.lineno += self.buf.count(b"\n", self.pos, end)
+            self.bytes_read += end - self.pos
+            self.pos = end
+            rest = self.buf[end:]
+            if (not rest or rest == b"\r") and self._fill():  # the run may go on in the next chunk
+                continue
+            return rest[:1] == b"\t"
+
+
+def _head(parts: list[bytes], size: int) -> bytes:
+    """The first `size` bytes of the parts, without joining them all."""
+    head = b""
+    for part in parts:
+        head += part[: size - len(head)]
+        if len(head) >= size:
+            break
+    return head
+
+
+def _tab_line_start(buf: bytes, pos: int) -> int:
+    """The start of the first line after `pos` that begins with a TAB, or -1.
+
+    A bare TAB is found at memchr speed; `\n\t` (a two-byte search) is slow over a run of newlines.
+    """
+    tab = buf.find(b"\t", pos + 1)
+    if tab < 0 or buf[tab - 1] == 0x0A:
+        return tab
+    match = _TAB_LINE.search(buf, tab)
+    return match.start() + 1 if match else -1
+
+
+def _blank_prefix(data: bytes, pos: int = 0) -> int:
+    """Where the blank lines (LF or CRLF) that start at `pos` end."""
+    end = _CR_LF_RUN.match(data, pos).end()
+    if end > pos and data[end - 1] == 0x0D:
+        end -= 1  # a CR before something else starts the next line
+    run = data[pos:end]
+    if b"\r" in run and b"\r" in run.replace(b"\r\n", b""):
+        return _BLANK_LINES.match(data, pos).end()  # a line of lone CRs (not blank): the exact, slow way
+    return end
+
+
+def _junk_lines(region: bytes) -> int:
+    """How many lines of `region` (whole lines) are not blank, counted with three passes in C."""
+    if b"\r" not in region:
+        marks = region.translate(_LINE_STARTS)
+    elif region.count(b"\r") == region.count(b"\r\n"):
+        marks = region.translate(_LINE_STARTS, b"\r")  # every CR ends a line: drop them in the same pass
+    else:
+        marks = region.replace(b"\r\n", b"\n").translate(_LINE_STARTS)  # lone CRs are line content
+    if b"x" not in marks:
+        return 0  # only blank lines (padding, a gzip of newlines): memchr speed
+    return marks.count(b"\nx") + (marks[:1] == b"x")
 
 
 def _s(value: bytes) -> str:

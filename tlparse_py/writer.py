@@ -7,30 +7,54 @@ place only when complete, so an interrupted or failed run never leaves a half re
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import IO
+
+from .limits import Limits
+from .reader import is_gzip, open_log
 
 
 class OutputError(Exception):
     """The output folder cannot be used (exists, is a file, is not a report...)."""
 
 
+class ReportKeptElsewhere(OutputError):
+    """The report is complete, but something appeared at -o while it was written: it was kept beside."""
+
+    def __init__(self, message: str, kept: Path):
+        super().__init__(message)
+        self.kept = kept
+
+
+MARKER = ".tlparse-py-report"  # in every report we write: what --overwrite may replace
+NEVER_REPLACE = (".git", ".hg", ".svn")  # a folder holding these is someone's work, whatever else it holds
+_ACTIVE: set[ReportWriter] = set()  # staging folders of this process, removed by abort_all() on SIGTERM
+
+
 def looks_like_report(folder: Path) -> bool:
-    """A folder we may replace: an earlier tlparse or tlparse-py report (or nothing at all)."""
+    """A folder we may replace: one of our reports (marker), tlparse's layout, or nothing at all."""
     try:
         entries = {p.name for p in folder.iterdir()}
     except OSError:
         return False
-    if not entries:
+    if entries & set(NEVER_REPLACE):
+        return False
+    if not entries or MARKER in entries:
         return True
-    return "index.html" in entries and bool(entries & {"compile_directory.json", "raw.jsonl", "rank_0", "chromium_events.json"})
+    single = {"index.html", "compile_directory.json", "raw.jsonl"} <= entries
+    multi = "index.html" in entries and any(name.startswith("rank_") and (folder / name / "index.html").is_file() for name in entries)
+    return single or multi
 
 
 def check_target(out: Path, overwrite: bool) -> None:
     """Refuse unusable targets before any work starts."""
+    if out.is_symlink():
+        raise OutputError(f"output path {out} is a symlink; choose another -o")
     if out.exists() and not out.is_dir():
         raise OutputError(f"output path {out} exists and is not a folder; choose another -o")
     if out.is_dir():
@@ -38,7 +62,7 @@ def check_target(out: Path, overwrite: bool) -> None:
             raise OutputError(f"output folder {out} already exists; pass --overwrite to replace it or use -o OUTDIR")
         if not looks_like_report(out):
             raise OutputError(
-                f"refusing to overwrite {out}: it is not empty and does not look like a tlparse report; choose another -o"
+                f"refusing to overwrite {out}: it does not look like a tlparse report (no {MARKER} or tlparse's files, or it holds .git); choose another -o"
             )
     parent = out.parent if str(out.parent) else Path(".")
     if parent.exists() and not parent.is_dir():
@@ -100,6 +124,34 @@ class FolderWriter:
         """A byte copy of `source` in the report, made by the kernel."""
         shutil.copyfile(source, self.path(rel))
 
+    def copy_logs(self, logs: list[Path], rel: str, limits: Limits) -> None:
+        """raw.log: the logs as read (un-gzipped, concatenated), byte for byte, up to `max_raw_log`.
+
+        Each log is opened as the reader opened it (no symlink followed, gzip bounded), so raw.log
+        holds nothing the tool did not read. Beyond the cap raw.log is a short note naming the logs:
+        a copy the size of the input is rarely wanted twice.
+        """
+        cap = limits.max_raw_log
+        plain = [log for log in logs if not is_gzip(log)]
+        if len(plain) == len(logs) and sum(_size(log) for log in logs) > cap:
+            self.write(rel, _raw_log_note(logs, limits))
+            return
+        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            written = 0
+            for log in logs:
+                with open_log(log, limits) as source:
+                    written = _copy_up_to(source, fd, cap - written) + written
+                if written > cap:
+                    break
+        finally:
+            os.close(fd)
+        self.files_written += 1
+        if written > cap:  # a .gz that expands past the cap
+            self.write(rel, _raw_log_note(logs, limits))
+            return
+        self.bytes_written += written
+
     def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
         return tempfile.SpooledTemporaryFile(max_size=in_memory, dir=self.root, prefix=".spool-")
@@ -133,7 +185,12 @@ class NullWriter(FolderWriter):
 
 
 class ReportWriter(FolderWriter):
-    """Writes files under a staging root beside `out`; `commit()` moves the finished report to `out`."""
+    """Writes files under a staging root beside `out`; `commit()` moves the finished report to `out`.
+
+    Beside `out` while it works: `.NAME.lock` (one run per output folder; flock, so a killed run
+    never leaves it held) and `.NAME.partial-PID-XXXX` (the staging folder). Staging folders of
+    earlier runs whose process is gone are removed first: a killed run leaves nothing for good.
+    """
 
     def __init__(self, out: Path, overwrite: bool):
         check_target(out, overwrite)
@@ -141,31 +198,177 @@ class ReportWriter(FolderWriter):
         self.overwrite = overwrite
         try:
             self.out.parent.mkdir(parents=True, exist_ok=True)
-            root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+            self._lock = _OutputLock(self.out)
         except OSError as exc:
             raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+        try:
+            remove_stale_staging(self.out)
+            root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-{os.getpid()}-", dir=self.out.parent))
+            (root / MARKER).write_bytes(b"written by tlparse-py; --overwrite may replace this folder\n")
+        except OSError as exc:
+            self._lock.release()
+            raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
         super().__init__(root)
+        _ACTIVE.add(self)
 
     def commit(self) -> Path:
-        """Put the finished report in place, replacing the old one only now."""
-        old = None
-        if self.out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
-            os.replace(self.out, old / "report")
+        """Put the finished report in place; never delete or replace what this run did not write.
+
+        Without --overwrite the target must still not exist: claimed with mkdir (atomic), then the
+        report renamed onto that empty folder of ours. If something appeared there meanwhile, the
+        report is kept under a new name (ReportKeptElsewhere says where).
+        """
         try:
-            os.replace(self.root, self.out)
-        except OSError:
-            if old is not None:
-                os.replace(old / "report", self.out)
-                shutil.rmtree(old, ignore_errors=True)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        os.chmod(self.out, 0o755 & ~_umask())
+            if self.overwrite and self.out.is_dir() and not self.out.is_symlink() and looks_like_report(self.out):
+                self._replace_old_report()
+            else:
+                self._claim_and_rename()
+            os.chmod(self.out, 0o755 & ~_umask())
+        finally:
+            self._done()
         return self.out
+
+    def _claim_and_rename(self) -> None:
+        try:
+            os.mkdir(self.out, 0o700)
+        except FileExistsError:
+            self._keep_elsewhere(f"{self.out} appeared while the report was being written (and is not a report --overwrite may replace)")
+        try:
+            os.replace(self.root, self.out)  # onto our own empty folder: fails if anything was put in it
+        except OSError:
+            self._keep_elsewhere(f"something was put in {self.out} while the report was being moved there")
+
+    def _replace_old_report(self) -> None:
+        old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-{os.getpid()}-", dir=self.out.parent))
+        os.replace(self.out, old / "report")
+        try:
+            self._claim_and_rename()
+        except BaseException:
+            if not self.out.exists():  # put the old report back; if something took its place, it stays in `old`
+                os.replace(old / "report", self.out)
+                os.rmdir(old)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+
+    def _keep_elsewhere(self, why: str) -> None:
+        for attempt in range(1000):
+            kept = self.out.with_name(f"{self.out.name}.tlparse-py-{os.getpid()}" + (f"-{attempt}" if attempt else ""))
+            try:
+                os.mkdir(kept, 0o700)
+                os.replace(self.root, kept)
+                break
+            except OSError:
+                continue
+        else:
+            raise OutputError(f"{why}; could not keep the report either (staging folder {self.root})")
+        raise ReportKeptElsewhere(f"{why}; nothing there was changed: the report is in {kept}", kept)
 
     def abort(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        self._done()
+
+    def _done(self) -> None:
+        _ACTIVE.discard(self)
+        self._lock.release()
+
+
+def abort_all() -> None:
+    """Remove this process's staging folders (a SIGTERM arrived; also called twice harmlessly)."""
+    for writer in list(_ACTIVE):
+        writer.abort()
+
+
+def remove_stale_staging(out: Path) -> None:
+    """Staging folders of earlier runs for `out` whose process is gone: only ours (marker, name, pid)."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(?:partial|old)-(\d{{1,9}})-[^/]+$")
+    try:
+        entries = list(out.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if not match or entry.is_symlink() or not entry.is_dir() or _alive(int(match.group(1))):
+            continue
+        if (entry / MARKER).is_file() or (entry / "report" / MARKER).is_file() or not any(entry.iterdir()):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+class _OutputLock:
+    """`.NAME.lock` beside the output folder, held with flock: a second run for the same -o fails
+    at once, and a killed run's lock is released by the kernel."""
+
+    def __init__(self, out: Path):
+        self.path = out.with_name(f".{out.name}.lock")
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise OutputError(f"another tlparse-py run is writing {out} ({self.path} is locked); wait for it or use another -o") from None
+            if _same_file(fd, self.path):  # not a lock file a finishing run just unlinked
+                break
+            os.close(fd)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd: int | None = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _copy_up_to(source: IO[bytes], fd: int, room: int) -> int:
+    """Copy `source` to `fd` until it ends or `room` is passed; the bytes copied (room + 1 when cut)."""
+    copied = 0
+    while data := source.read(1 << 20):
+        if copied + len(data) > room:
+            return room + 1
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        copied += len(data)
+    return copied
+
+
+def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
+    names = "\n".join(f"  {log.absolute()}" for log in logs)
+    return (
+        f"raw.log is not copied: the log is larger than --max-raw-log-mb ({limits.max_raw_log_mb:g} MB).\n"
+        f"Read it where it is:\n{names}\n"
+    ).encode("utf-8", "surrogateescape")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _umask() -> int:

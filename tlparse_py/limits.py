@@ -1,0 +1,31 @@
+"""The bounds that keep a hostile or broken log from costing unbounded time, memory or disk.
+
+Each has a command-line flag that raises it (README, "Limits"); they travel with the build options
+so rank reports built in worker processes obey the same ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_line_mb: float = 256.0  # --max-line-mb: a longer line is a counted problem (fail_line_too_long)
+    # --max-gunzip-ratio: a .gz expanding more than this many times over is refused (a bomb), once it
+    # has expanded past GUNZIP_GRACE_MB; real traces compress 5-30x. 0 (--no-gunzip-limit): no limit.
+    max_gunzip_ratio: float = 200.0
+    max_raw_log_mb: float = 2048.0  # --max-raw-log-mb: raw.log copies at most this much of the log
+
+    @property
+    def max_line(self) -> int:
+        return int(self.max_line_mb * MB)
+
+    @property
+    def max_raw_log(self) -> int:
+        return int(self.max_raw_log_mb * MB)
+
+
+GUNZIP_GRACE_MB = 64  # small files may have any ratio: a few MB of expansion costs nothing
