@@ -16,8 +16,11 @@ from tlparse_py import __version__
 from tlparse_py.cli import main
 
 
-def good_log(path, frame=0):
-    return write_log(path, [start(frame, 0), line({"dynamo_output_graph": {}, **cid(frame, 0, 0)}, "g"), metrics(frame, 0, 0)])
+def good_log(path, frame=0, pid=None):
+    lines = [start(frame, 0), line({"dynamo_output_graph": {}, **cid(frame, 0, 0)}, "g"), metrics(frame, 0, 0)]
+    if pid is not None:  # another process than logs.line's default pid
+        lines = [text.replace(" 4242 ", f" {pid} ", 1) for text in lines]
+    return write_log(path, lines)
 
 
 def run(*args, env=None):
@@ -124,11 +127,12 @@ def test_folder_with_one_log(tmp_path):
     assert (out / "-_0_0_0").is_dir()
 
 
-def test_folder_with_several_logs_reads_the_newest_and_names_the_others(tmp_path):
+def test_folder_with_several_runs_reads_the_newest_and_names_the_others(tmp_path):
+    """Two processes (two pids): the newest run is read; logs of one process would be read together."""
     folder = tmp_path / "trace"
     folder.mkdir()
-    old = good_log(folder / "dedicated_log_torch_trace_old.log", frame=1)
-    new = good_log(folder / "dedicated_log_torch_trace_new.log", frame=2)
+    old = good_log(folder / "dedicated_log_torch_trace_old.log", frame=1, pid=1001)
+    new = good_log(folder / "dedicated_log_torch_trace_new.log", frame=2, pid=1002)
     os.utime(old, (time.time() - 100, time.time() - 100))
     out = tmp_path / "out"
     result = run(folder, "-o", out, "--no-browser")

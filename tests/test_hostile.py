@@ -59,6 +59,7 @@ def wrong_types() -> str:
     return text + raw('{"export": {}, "has_payload": 5}') + "\tdata\n"
 
 
+NOT_A_TRACE = {"binary garbage", "JSON that is not an object"}  # no line holds a record envelope
 CASES = {
     "binary garbage": lambda: bytes(random.Random(1).getrandbits(8) for _ in range(20000)),
     "NUL bytes": lambda: (line({"dynamo_output_graph": {}, **cid()}, "a\x00b") + "\x00\x00\n" + raw('{"export": {}}\x00')).encode(),
@@ -102,8 +103,12 @@ def test_hostile_log(tmp_path, case):
     out = work / "out"
     before = snapshot(tmp_path)
     result = CliRunner().invoke(main, [str(log), "-o", str(out), "--no-browser"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
+    if case in NOT_A_TRACE:  # no record at all: refused in one line, nothing written
+        assert result.exit_code == 2 and "is not a TORCH_TRACE log: no record could be read" in result.output
+        assert not out.exists() and snapshot(tmp_path) == before
+        return
+    assert result.exit_code == 0, result.output
     assert [p for p in snapshot(tmp_path) if not p.startswith("work/out")] == before  # nothing outside the report
     for page in out.rglob("*.html"):
         text = page.read_text(errors="replace")

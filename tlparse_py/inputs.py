@@ -1,20 +1,36 @@
-"""Which log to read: a file, a `.gz`, or a TORCH_TRACE folder holding one or many logs."""
+"""Which logs to read: a file, a `.gz`, or a TORCH_TRACE folder holding one or many logs.
+
+A folder is read by process: every trace log in it (and one level of subfolders, where TORCH_TRACE
+puts draft_export's `draft_export_capture/` and the harness puts one folder per program) is
+grouped by the pid in its first record, and the logs of the newest run are read together.
+"""
 
 from __future__ import annotations
 
+import io
 import re
 import stat
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .reader import open_log
+from .reader import GunzipRefused, open_log
 
 TRACE_PREFIX = "dedicated_log_torch_trace"
-LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz")
+LOG_SUFFIXES = (".log", ".log.gz")  # what torch names its trace logs (nothing else in a folder is read)
 # bounded: int() of thousands of digits raises, and no job has a billion ranks
 _RANK_IN_NAME = re.compile(r"rank_(\d{1,9})(?:_|\.|$)")
 _RANK_IN_TEXT = re.compile(rb'"rank": ?(\d{1,9})(?!\d)')
 PEEK_BYTES = 256 * 1024
+# A record line: the glog prefix (reader.GLOG_PREFIX, kept on one line) and a JSON object envelope.
+_RECORD = re.compile(
+    rb"[VIWEC](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) (?:[A-Za-z]:)?[^:\]\n]+:\d+\][^ \n]* \{"
+)
+_ENVELOPE_START = b"] {"  # where every record line's envelope starts: found at memchr speed, then checked
+_PREFIX_MAX = 1024  # the most of a line before `] {` that is looked at
+SCAN_CHUNK = 1 << 20
+GZ_SCAN_CHUNK = 64 << 10
+_PID_SHOWN = 20
 
 
 class InputError(Exception):
@@ -30,30 +46,60 @@ class ChosenInput:
     log: Path
     others: list[Path] = field(default_factory=list)  # logs in the same folder that were not chosen
     note: str = ""  # told to the user on stderr when a choice was made for them
-    also: list[Path] = field(default_factory=list)  # further logs read into the same report (export)
+    also: list[Path] = field(default_factory=list)  # further logs of the same process, read into the same report
 
     @property
     def logs(self) -> list[Path]:
         return [self.log, *self.also]
 
 
+@dataclass(frozen=True)
+class LogHead:
+    """What the first record of a log says: the process (glog pid) and when (glog time, no year).
+
+    `pid` is None when the log could not be scanned to the end (a .gz refused as a bomb by the
+    default limits): it may hold records, and is left to the reader (and the user's limits)."""
+
+    pid: str | None
+    stamp: tuple[int, ...] = ()
+
+
+def is_trace_name(name: str) -> bool:
+    return name.startswith(TRACE_PREFIX) and name.endswith(LOG_SUFFIXES)
+
+
 def candidate_logs(folder: Path) -> list[Path]:
-    """Trace logs in a folder (not recursive): torch's own names first, any log-like file otherwise.
+    """Trace logs in a folder itself (not its subfolders): `dedicated_log_torch_trace*.log[.gz]`.
 
     Symlinks are never followed (see `skipped_symlinks`): a link planted in a trace folder could
     point anywhere (/proc/self/environ, ~/.ssh) and raw.log copies what is read.
     """
-    files = [p for p in _entries(folder) if _is_regular_file(p) and not p.name.startswith(".")]
-    traces = [p for p in files if p.name.startswith(TRACE_PREFIX) and p.name.endswith(LOG_SUFFIXES)]
-    return sorted(traces or [p for p in files if p.name.endswith(LOG_SUFFIXES)])
+    return sorted(p for p in _entries(folder) if is_trace_name(p.name) and _is_regular_file(p))
+
+
+def trace_logs(folder: Path) -> list[Path]:
+    """Trace logs in a folder and in its subfolders one level down (never through a symlink)."""
+    found = candidate_logs(folder)
+    for sub in sorted(_subfolders(folder)):
+        try:
+            found.extend(candidate_logs(sub))
+        except InputError:  # an unreadable subfolder is not the folder's main content
+            continue
+    return found
 
 
 def skipped_symlinks(folder: Path) -> list[str]:
-    """One line per log-like symlink in the folder that is not read."""
+    """One line per trace-log symlink in the folder (or a subfolder) that is not read."""
     try:
-        links = [p for p in _entries(folder) if p.is_symlink() and p.name.endswith(LOG_SUFFIXES)]
+        folders = [folder, *sorted(_subfolders(folder))]
     except InputError:
         return []
+    links = []
+    for each in folders:
+        try:
+            links.extend(p for p in _entries(each) if p.is_symlink() and is_trace_name(p.name))
+        except InputError:
+            continue
     return [f"skipped symlink {p} (symlinks in a trace folder are not followed; pass its target to read it)" for p in sorted(links)]
 
 
@@ -64,7 +110,23 @@ def _entries(folder: Path) -> list[Path]:
         raise InputError(f"cannot list {folder}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+def _subfolders(folder: Path) -> list[Path]:
+    """Real (not symlinked), not hidden folders inside `folder`."""
+    found = []
+    for p in _entries(folder):
+        if p.name.startswith("."):
+            continue
+        try:
+            if stat.S_ISDIR(p.lstat().st_mode):
+                found.append(p)
+        except OSError:
+            continue
+    return found
+
+
 def _is_regular_file(path: Path) -> bool:
+    if path.name.startswith("."):
+        return False
     try:
         return stat.S_ISREG(path.lstat().st_mode)
     except OSError:
@@ -79,10 +141,59 @@ def rank_of(log: Path) -> int | None:
     try:
         with open_log(log) as handle:
             head = handle.read(PEEK_BYTES)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error, GunzipRefused):
         return None
     match = _RANK_IN_TEXT.search(head)
     return int(match.group(1)) if match else None
+
+
+def first_record(log: Path) -> LogHead | None:
+    """The first record of a log (None: it holds none), found by a cheap scan of its bytes.
+
+    A log torch wrote has a record on its first line, so only its first chunk is read; a file with
+    no record is read to its end (a .gz through gzip, under the default bomb limits).
+    Raises InputError when the file cannot be opened or read.
+    """
+    try:
+        handle = open_log(log)
+    except OSError as exc:
+        raise InputError(f"cannot read {log}: {exc.strerror or exc}") from None
+    tail = b""
+    # a .gz in small reads: one cut short loses its last read, and what comes before it stands
+    size = SCAN_CHUNK if isinstance(handle, io.BufferedReader) else GZ_SCAN_CHUNK
+    with handle:
+        while True:
+            try:
+                chunk = handle.read(size)
+            except (GunzipRefused, EOFError, zlib.error):  # a bomb, a truncated or damaged .gz: the reader decides
+                return LogHead(None)
+            except OSError as exc:
+                if exc.errno is None:  # gzip.BadGzipFile
+                    return LogHead(None)
+                raise InputError(f"cannot read {log}: {exc.strerror or exc}") from None
+            if not chunk:
+                return LogHead(None) if getattr(handle, "damaged", "") else None
+            buf = tail + chunk
+            match = _find_record(buf)
+            if match:
+                pid = match.group(7).decode("ascii")
+                return LogHead(pid, tuple(int(g) for g in match.groups()[:6]))
+            tail = buf[-_PREFIX_MAX:]  # a record split between two chunks is still found
+
+
+def _find_record(buf: bytes) -> re.Match[bytes] | None:
+    """The first record line's prefix in `buf`: each `] {` checked against the glog prefix before it."""
+    pos = 0
+    while True:
+        hit = buf.find(_ENVELOPE_START, pos)
+        if hit < 0:
+            return None
+        end = hit + len(_ENVELOPE_START)
+        start = buf.rfind(b"\n", max(0, hit - _PREFIX_MAX), hit) + 1 or max(0, hit - _PREFIX_MAX)
+        for match in _RECORD.finditer(buf, start, end):
+            if match.end() == end:
+                return match
+        pos = hit + 1
 
 
 def _real(path: Path) -> Path:
@@ -92,40 +203,116 @@ def _real(path: Path) -> Path:
         raise InputError(f"cannot resolve {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def newest(paths: list[Path]) -> Path:
-    return max(paths, key=lambda p: (p.stat().st_mtime, p.name))
+    return max(paths, key=lambda p: (_mtime(p), p.name))
+
+
+def not_a_trace(path: Path) -> InputError:
+    return InputError(f"{path} is not a TORCH_TRACE log: no record could be read")
 
 
 def choose_input(path: Path, latest: bool = False, export: bool = False) -> ChosenInput:
     """Resolve the PATH argument to the log(s) to read, or explain why it cannot be done.
 
-    With `export`, a folder's logs of one process are all read into one report: draft_export
-    writes a second capture log whose file-name ids are defined in the main log.
+    A folder: the logs of its newest run (one process: the main log, draft_export's capture log,
+    TORCH_DTRACE's second log) are read together, main log first (it defines the string table the
+    others use); older runs' logs are named. `export` no longer changes the choice (it used to be
+    what read a process's logs together); it is kept for callers.
     """
+    del export
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_file():
         if latest:
             raise InputError(f"{path} is a file; --latest picks the newest log in a folder")
-        return ChosenInput(_real(path) if path.is_symlink() else path)  # a symlink named by the user: followed, once, here
+        log = _real(path) if path.is_symlink() else path  # a symlink named by the user: followed, once, here
+        if first_record(log) is None:
+            raise not_a_trace(path)
+        return ChosenInput(log)
     if not path.is_dir():
         raise InputError(f"{path} is neither a file nor a folder")
-    logs = candidate_logs(path)
+    logs = trace_logs(path)
     if not logs:
         raise InputError(f"{path} holds no trace logs (expected {TRACE_PREFIX}_*.log, as written by TORCH_TRACE)")
-    if len(logs) == 1:
-        return ChosenInput(logs[0])
-    chosen = newest(logs)
-    others = [p for p in logs if p != chosen]
+    top = [p for p in logs if p.parent == path]
+    if not latest and len(top) > 1:
+        ranks = sorted({r for r in map(rank_of, top) if r is not None})
+        if len(ranks) > 1:
+            raise SeveralRanks(f"{path} holds logs of {len(ranks)} ranks ({', '.join(map(str, ranks))}): writing a multi-rank report")
+    scanned = {log: first_record(log) for log in logs}
+    heads = {log: head for log, head in scanned.items() if head is not None}
+    empty = [log for log in logs if log not in heads]
+    if not heads:
+        raise not_a_trace(path)
+    empty_note = f" (no records, not read: {_names(path, empty)})" if empty else ""
     if latest:
-        return ChosenInput(chosen, others, f"--latest: reading {chosen.name}, the newest of {len(logs)} logs")
-    ranks = sorted({r for r in map(rank_of, logs) if r is not None})
-    if len(ranks) > 1:
-        raise SeveralRanks(f"{path} holds logs of {len(ranks)} ranks ({', '.join(map(str, ranks))}): writing a multi-rank report")
-    if export:
-        # the main log first: it defines the string ids the capture file refers to
-        ordered = sorted(logs, key=lambda p: (-p.stat().st_size, p.name))
-        names = ", ".join(p.name for p in ordered)
-        return ChosenInput(ordered[0], [], f"export: reading {len(logs)} logs of one process together: {names}", ordered[1:])
-    names = ", ".join(p.name for p in sorted(others))
-    return ChosenInput(chosen, others, f"{path} holds {len(logs)} logs; reading the newest, {chosen.name} (not read: {names})")
+        chosen = newest(list(heads))
+        others = [p for p in logs if p != chosen]
+        note = f"--latest: reading {_shown(path, chosen)}, the newest of {len(logs)} logs{empty_note}" if others else ""
+        return ChosenInput(chosen, others, note)
+    groups = _by_process(path, heads)
+    # the newest run: its newest file (then its latest record start) is the newest
+    run = max(groups, key=lambda g: (max(map(_mtime, g)), max(heads[p].stamp for p in g), max(p.name for p in g)))
+    # its earliest log first (the main log: it defines the string table), the largest on a tie
+    ordered = sorted(run, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))
+    others = sorted((p for p in logs if p not in run), key=str)
+    if len(ordered) == 1 and not others:
+        return ChosenInput(ordered[0])
+    pid = heads[ordered[0]].pid
+    process = f" (pid {pid if len(pid) <= _PID_SHOWN else pid[:_PID_SHOWN] + '…'})" if pid else ""
+    if len(ordered) > 1:
+        body = f"{len(ordered)} logs of one process together{process}: {_names(path, ordered, sort=False)}"
+    else:
+        body = _shown(path, ordered[0])
+    if len(groups) > 1:
+        older = _names(path, [p for p in others if p in heads])
+        note = f"{path} holds logs of {len(groups)} runs; reading the newest, {body} (not read, older runs: {older})"
+    else:
+        note = f"{path}: reading {body}"
+    return ChosenInput(ordered[0], others, note + empty_note, ordered[1:])
+
+
+def _by_process(folder: Path, heads: dict[Path, LogHead]) -> list[list[Path]]:
+    """Logs grouped by process: same pid, and in the folder itself or in one same subfolder.
+
+    A subfolder's logs join the folder's own logs of their pid (TORCH_TRACE's `draft_export_capture/`);
+    the same pid in two subfolders (one program each, as the harness writes) is two runs: containers
+    reuse pids. A log whose pid could not be read is a run of its own.
+    """
+    groups: dict[tuple[str, str], list[Path]] = {}
+    top_pids = {head.pid for log, head in heads.items() if log.parent == folder}
+    for log, head in heads.items():
+        if head.pid is None:
+            key = ("", str(log))
+        elif log.parent == folder or head.pid in top_pids:
+            key = (head.pid, "")
+        else:
+            key = (head.pid, log.parent.name)
+        groups.setdefault(key, []).append(log)
+    return list(groups.values())
+
+
+def _shown(folder: Path, log: Path) -> str:
+    try:
+        return log.relative_to(folder).as_posix()
+    except ValueError:
+        return log.name
+
+
+def _names(folder: Path, logs: list[Path], sort: bool = True) -> str:
+    shown = [_shown(folder, p) for p in logs]
+    return ", ".join(sorted(shown) if sort else shown)
