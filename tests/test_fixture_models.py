@@ -142,7 +142,7 @@ def test_transformer(report_of):
     report, _ = report_of(fixture("transformer"))
     assert [str(k) for k in report.directory] == ["[0/0]", "[-/-]", "[0/1]"]
     assert statuses(report) == {"[0/0]": "ok", "[0/1]": "ok"}
-    assert report.recompile_reasons[by_label(report)["[0/1]"]] == ["0/0: tensor 'args[0]' size mismatch at index 1. expected 4, actual 8"]
+    assert report.recompile_reasons_of(by_label(report)["[0/1]"]) == ["0/0: tensor 'args[0]' size mismatch at index 1. expected 4, actual 8"]
     assert suffixes(report, "[0/0]") == "❌❌❌" and suffixes(report, "[0/1]") == "❌❌❌"
     assert {"aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "bwd_compilation_metrics"} <= file_kinds(report, "[0/0]")
     assert {"aot_joint_graph", "aot_forward_graph", "aot_backward_graph"} <= file_kinds(report, "[0/1]")

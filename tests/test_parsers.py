@@ -8,7 +8,6 @@ import pytest
 
 from conftest import read_json
 from logs import cid, line, metrics, start, write_log
-from tlparse_py import kinds
 from tlparse_py.model import CompileId
 from tlparse_py.store import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
 
@@ -254,8 +253,3 @@ def test_subgraph_name_is_context_not_a_kind(tmp_path, report_of):
     report, out = report_of(write_log(tmp_path / "a.log", lines))
     assert report.stats["unknown"] == 0
     assert "sub_0" in (out / "-_0_0_0/index.html").read_text()
-
-
-def test_every_registered_kind_has_a_title():
-    assert all(info.title for info in kinds.KINDS.values())
-    assert kinds.KINDS["dynamo_output_graph"].order < kinds.KINDS["compilation_metrics"].order

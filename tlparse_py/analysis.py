@@ -129,7 +129,8 @@ class Analysis(Store):
         times = [c.compile_time_s.total for c in compiles if c.compile_time_s.total is not None]
         return {
             "compiles": len(compiles),
-            "frames": counts["frames"],
+            # a frame id reused after reset() is another frame
+            "frames": len({(c.key.compiled_autograd_id, c.key.frame_id, c.generation) for c in compiles if c.key.frame_id is not None}),
             "graph_breaks": counts["graph_breaks"],
             "recompiles": counts["recompiles"],
             "failed": sum(1 for c in compiles if c.failure is not None),
@@ -149,7 +150,7 @@ class Analysis(Store):
             "totals": self.totals(compiles),
             "compiles": [c.to_dict() for c in compiles],
         }
-        if self.export_mode:
+        if self.export_mode or summary.export_error(self) is not None:
             data["export"] = summary.export_verdict(self)
         return data
 

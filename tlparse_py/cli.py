@@ -181,9 +181,11 @@ def _path_or_env(path: Path | None) -> Path:
 
 def _choose(path: Path, latest: bool, export: bool) -> ChosenInput:
     try:
+        # a file or folder with no record at all is refused here: exit 2, nothing written
         chosen = choose_input(path, latest, export)
-        with open(chosen.log, "rb") as handle:
-            handle.read(1)
+        for log in chosen.logs:
+            with open(log, "rb") as handle:
+                handle.read(1)
     except SeveralRanks:
         raise
     except InputError as exc:

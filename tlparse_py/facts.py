@@ -6,12 +6,14 @@ and returns its best reading, never raising.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .model import CompileId
@@ -202,3 +204,168 @@ def collective_calls(code: str) -> tuple[dict[str, int], int]:
         if name is not None:
             counts[name] = counts.get(name, 0) + 1
     return counts, waits
+
+
+@dataclass(frozen=True, slots=True)
+class HopSubgraph:
+    """A subgraph a higher-order op runs (a cond branch, a while_loop body, a flex_attention mod, ...)."""
+
+    name: str  # its module name in the graph printout: `cond_true_0`, `body_fn_0`, `subgraph_0`
+    line: int  # where the graph text defines it (1-based)
+    op: str  # the higher-order op that uses it: cond, while_loop, flex_attention, invoke_subgraph, ...
+    used_at: int  # the line of that call (0: not found)
+
+
+_NESTED_MODULE = re.compile(r"^\s+class (\w+)\(torch\.nn\.Module\):")
+_HOP_CALL = re.compile(r"torch\.ops\.higher_order\.(\w+)\(")
+
+
+def hop_subgraphs(graph: str) -> list[HopSubgraph]:
+    """The subgraphs nested in an FX graph printout, each with the higher-order op that calls it.
+
+    Dynamo and AOTAutograd print a HOP's subgraphs as nested `class name(torch.nn.Module):` blocks,
+    and the op's call names them (directly, as `self.name`, or as a quoted identifier).
+    """
+    lines = graph.splitlines()
+    calls = [(number, match.group(1), text) for number, text in enumerate(lines, 1) if (match := _HOP_CALL.search(text))]
+    aliases = {}
+    for text in lines:  # `subgraph_1 = self.subgraph_0`: the call names the alias
+        alias = re.match(r"\s*(\w+) = self\.(\w+)\s*$", text)
+        if alias:
+            aliases.setdefault(alias.group(2), set()).add(alias.group(1))
+    found = []
+    for number, text in enumerate(lines, 1):
+        match = _NESTED_MODULE.match(text)
+        if match is None:
+            continue
+        name = match.group(1)
+        names = {name} | aliases.get(name, set())
+        use = next(((n, op) for n, op, call in calls if any(re.search(rf"\b{re.escape(x)}\b", call) for x in names)), (0, ""))
+        found.append(HopSubgraph(name, number, use[1], use[0]))
+    return found
+
+
+# ------------------------------------------------------------------------------------------------
+# What a compile produced, normalised so that two ranks (or two runs) of the same program compare
+# equal: cross-rank divergence is judged on these fingerprints, never on raw text.
+
+GRAPH_LINE_CAP = 200  # normalised lines kept of a graph, for the landing page's side-by-side view
+LINE_WIDTH_CAP = 400  # characters kept of each such line
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_OBJ_ID = re.compile(r"((?:obj_id|id_match|check_obj_id)\([^,()]*,\s*)\d+|\b(id\s*[=:]\s*)\d{6,}")
+_FILE_COMMENT = re.compile(r"^(\s*)# File: (?:\"[^\"]*\"|\S+?):\d+(?=[ ,]|$)")
+_FILE_LINE_COMMENT = re.compile(r'File "[^"]*", line \d+')
+_KERNEL_PATH = re.compile(r"^\s*# kernel path: .*$")
+# an absolute path whose file is named by a hash (inductor's cache: /tmp/torchinductor_u/ab/cab12...xyz.py)
+_HASHED_PATH = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s'"`]*?[/\\][a-z]?[a-z0-9]{20,}(?:\.[A-Za-z0-9]+)*(?=[\s'"`),]|$)""")
+_LONG_HASH = re.compile(r"\b(?=[0-9A-Za-z]*\d)(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{32,}\b")
+_BENCHMARK_HARNESS = re.compile(r"^(?:def (?:get_args|benchmark_compiled_module)\(|if __name__ == ['\"]__main__['\"]:)", re.M)
+
+
+def normalise_graph(text: str) -> str:
+    """An FX graph's text without run-to-run noise: memory addresses, object ids, and the file
+    paths and line numbers of `# File:` comments (the code they quote is kept)."""
+    lines = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        line = _FILE_COMMENT.sub(r"\1# File: <file>", line)
+        line = _FILE_LINE_COMMENT.sub('File "<file>"', line)
+        line = _OBJ_ID.sub(lambda m: f"{m.group(1) or m.group(2)}<id>", line)
+        lines.append(_ADDRESS.sub("0x?", line.rstrip()))
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def normalise_code(text: str) -> str:
+    """Generated output code without run-to-run noise: `# kernel path:` comments, hash-named cache
+    paths, long hashes, and the benchmark harness at the end (it holds this rank's example sizes).
+
+    Kernel names (`triton_poi_fused_add_sin_0`, `cpp_fused_relu_0`) are deterministic and kept."""
+    harness = _BENCHMARK_HARNESS.search(text)
+    if harness:
+        text = text[: harness.start()]
+    kept = [line for line in text.replace("\r\n", "\n").split("\n") if not _KERNEL_PATH.match(line)]
+    text = normalise_graph("\n".join(kept))
+    text = _HASHED_PATH.sub("<cache path>", text)
+    return _LONG_HASH.sub("<hash>", text)
+
+
+def digest(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def graph_fingerprint(text: str, code: bool = False) -> tuple[str, list[str]]:
+    """(digest of the normalised text, its first GRAPH_LINE_CAP lines) of a graph or of output code."""
+    normalised = normalise_code(text) if code else normalise_graph(text)
+    lines = [line[:LINE_WIDTH_CAP] for line in normalised.split("\n", GRAPH_LINE_CAP)[:GRAPH_LINE_CAP]]
+    return digest(normalised), lines
+
+
+_DTYPES = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32",
+    "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128",
+}
+
+
+def tensor_input(meta: dict[str, Any]) -> dict[str, Any]:
+    """A `describe_tensor` record as a compile input: {key (describer, id), dtype, size, source}."""
+    dtype = str(meta.get("dtype", "?")).removeprefix("torch.")
+    size = meta.get("size")
+    return {
+        "key": f"{meta.get('describer_id')}/{meta.get('id')}",
+        "dtype": _DTYPES.get(dtype, dtype),
+        "size": [s if isinstance(s, int) else str(s) for s in size] if isinstance(size, list) else [],
+        "source": None,
+    }
+
+
+def input_signature(inputs: list[dict[str, Any]], dynamic_sources: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Compile inputs as `f32[4, 512]`, in order; a dimension made dynamic (its source among
+    `dynamic_sources`, e.g. `L['x'].size()[0]`) reads `*`, since ranks may differ there by design."""
+    signature = []
+    for item in inputs:
+        source = item.get("source")
+        dims = [
+            "*" if source and f"{source}.size()[{index}]" in dynamic_sources else str(size)
+            for index, size in enumerate(item.get("size", []))
+        ]
+        signature.append(f"{item.get('dtype', '?')}[{', '.join(dims)}]")
+    return signature
+
+
+def differing_lines(left: list[str], right: list[str], limit: int = 12) -> list[tuple[int | None, str, int | None, str]]:
+    """The first `limit` differing lines of two texts, side by side: (left line no, left text,
+    right line no, right text); a line only one side has pairs with (None, "")."""
+    rows: list[tuple[int | None, str, int | None, str]] = []
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for offset in range(max(i2 - i1, j2 - j1)):
+            i, j = i1 + offset, j1 + offset
+            rows.append((i + 1 if i < i2 else None, left[i] if i < i2 else "", j + 1 if j < j2 else None, right[j] if j < j2 else ""))
+            if len(rows) >= limit:
+                return rows
+    return rows
+
+
+_PICKED_RANK = re.compile(r"picked_rank_idx=(\d+)")
+
+
+def sync_decision(text: str) -> str | None:
+    """The decision all ranks share in an `aot_joint_graph_sync_decision_cross_ranks` artifact
+    (`picked_rank_idx=N`; the saved nodes that follow are this rank's own), or None."""
+    match = _PICKED_RANK.search(text)
+    return f"picked_rank_idx={match.group(1)}" if match else None
+
+
+def note_input(fingerprint: Any, kind: str, meta: dict[str, Any]) -> None:
+    """A `describe_tensor` adds an input to a compile's fingerprint; a `describe_source` names one."""
+    if kind == "describe_tensor":
+        fingerprint.inputs.append(tensor_input(meta))
+    elif kind == "describe_source" and isinstance(meta.get("source"), str):
+        key = f"{meta.get('describer_id')}/{meta.get('id')}"
+        for item in reversed(fingerprint.inputs):
+            if item["key"] == key:
+                item["source"] = item["source"] or meta["source"]
+                break

@@ -11,13 +11,13 @@ for bad input (an unreadable *file* is the caller's business).
 from __future__ import annotations
 
 import errno
-import gzip
 import hashlib
 import io
 import json
 import os
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -98,17 +98,47 @@ class BoundedGunzip(io.RawIOBase):
         self.raw = raw
         self.path = path
         self.ratio = limits.max_gunzip_ratio
-        self.gz = gzip.GzipFile(fileobj=raw, mode="rb")
         self.expanded = 0
+        self.damaged = ""  # why decompression stopped early, if it did
+        # zlib directly rather than GzipFile: a cut or damaged .gz then yields everything before the
+        # damage (GzipFile raises for the whole read and loses what it had decompressed)
+        self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.pending = b""
+        self.backlog = b""  # compressed bytes read but not yet inflated
+        self.started = False  # inside a gzip member (its end marker not yet seen)
+        self.done = False
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1) -> bytes:
-        data = self.gz.read(size)
+        size = size if size and size > 0 else 1 << 20
+        while not self.pending and not self.done:
+            self._inflate(size)
+        data, self.pending = self.pending[:size], self.pending[size:]
         self.expanded += len(data)
         self._check()
         return data
+
+    def _inflate(self, size: int) -> None:
+        compressed, self.backlog = self.backlog or self.raw.read(1 << 16), b""
+        if not compressed:
+            self.done = True
+            if self.started:
+                self.damaged = "the compressed stream ends before its end marker (a cut .gz)"
+            return
+        self.started = True
+        try:
+            self.pending = self.inflater.decompress(compressed, size)
+        except zlib.error as exc:
+            self.done, self.damaged = True, f"zlib.error: {exc}"
+            return
+        self.backlog = self.inflater.unconsumed_tail
+        if self.inflater.eof:  # a .gz may hold several members, one after another
+            rest = self.inflater.unused_data
+            self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            self.started = False
+            self.backlog = rest if rest.strip(b"\0") else b""
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))
@@ -128,9 +158,8 @@ class BoundedGunzip(io.RawIOBase):
 
     def close(self) -> None:
         try:
-            self.gz.close()
-        finally:
             self.raw.close()
+        finally:
             super().close()
 
 
@@ -205,6 +234,9 @@ class LogReader:
     def records(self) -> Iterator[Record]:
         with open_log(self.path, self.limits) as handle:
             yield from self._records(handle)
+            damaged = getattr(handle, "damaged", "")
+            if damaged:
+                self._problem(None, 0, "the .gz file is cut off or damaged; the records before the damage were read", damaged)
 
     def _records(self, handle: IO[bytes]) -> Iterator[Record]:
         lines = LineScanner(handle, self.max_line)

@@ -8,6 +8,7 @@ id at a time.
 from __future__ import annotations
 
 import bisect
+import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,6 +16,26 @@ from typing import Any
 
 from .model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
 from .stacks import Frame, StackTrie
+
+# Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective
+# restarts happen by design on every rank (Dynamo traces again with the decisions all ranks agreed
+# on), so they are not graph breaks.
+BY_DESIGN = "Compiler collectives:"
+RESTART_CLASSES = {
+    "CompileCollectiveRestartAnalysis": f"{BY_DESIGN} Dynamo traced the frame again with the dynamic-shape decisions all ranks agreed on (by design, not a graph break)",
+    "SpeculationRestartAnalysis": "Speculation failed: Dynamo traced the frame again without the path it had speculated on",
+    "TensorifyScalarRestartAnalysis": "Dynamo traced the frame again to turn a Python scalar into a tensor input",
+}
+_CLASS_REPR = re.compile(r"^<class '(?:[\w.]+\.)?(\w+)'>$")
+
+
+def readable_restart(reason: str) -> str:
+    """A restart reason in words: torch logs some as `<class '...RestartAnalysis'>` only."""
+    match = _CLASS_REPR.match(reason.strip())
+    if match is None:
+        return reason
+    return RESTART_CLASSES.get(match.group(1), f"Dynamo restarted the analysis ({match.group(1)})")
+
 
 # Status of a compile id, as the stack trie colours it.
 STATUS_OK = "ok"
@@ -150,6 +171,22 @@ class CacheMark:
 
 
 @dataclass
+class CompileFingerprint:
+    """What one compile id produced on one rank, normalised (`facts.normalise_graph`/`normalise_code`)
+    so run-to-run noise does not count: what cross-rank comparison judges divergence on."""
+
+    compile_id: str  # display label, attempt included: `[1/0]`, `[0/0_1]`
+    frame: str  # its frame compile (`[0/0]`), whose dynamic sources mask its input sizes
+    graphs: dict[str, list[str]] = field(default_factory=dict)  # "dynamo"/"post_grad"/"output_code" → digests, in log order
+    lines: dict[str, list[str]] = field(default_factory=dict)  # kind → the first such graph's first normalised lines
+    inputs: list[dict[str, Any]] = field(default_factory=list)  # describe_tensor: {key, dtype, size, source}, in order
+
+    def add(self, kind: str, digest: str, lines: list[str]) -> None:
+        self.graphs.setdefault(kind, []).append(digest)
+        self.lines.setdefault(kind, lines)
+
+
+@dataclass
 class DistributedFacts:
     """What multi-rank reports compare across ranks, noted while each rank is read.
 
@@ -164,6 +201,16 @@ class DistributedFacts:
     agreements: list[Agreement] = field(default_factory=list)
     dynamic_sources: dict[str, set[str]] = field(default_factory=dict)  # frame compile → dynamic dims
     cache: list[CacheMark] = field(default_factory=list)  # filled once reading is done
+    fingerprints: dict[str, CompileFingerprint] = field(default_factory=dict)  # compile id → content, in log order
+
+    def fingerprint(self, compile_id: CompileId | None) -> CompileFingerprint:
+        """The fingerprint of a compile id, created at its first noted record."""
+        label = label_of(compile_id)
+        found = self.fingerprints.get(label)
+        if found is None:
+            frame = str(compile_id.frame_key()) if compile_id is not None else label
+            found = self.fingerprints[label] = CompileFingerprint(label, frame)
+        return found
 
 
 def label_of(compile_id: CompileId | None) -> str:
@@ -315,7 +362,7 @@ class Questions:
             return STATUS_ERROR
         if any(not e.get("graph_op_count") for e in entries):
             return STATUS_EMPTY
-        if any(e.get("restart_reasons") for e in entries):
+        if any(not reason.startswith(BY_DESIGN) for e in entries for reason in e.get("restart_reasons")):
             return STATUS_BREAK
         return STATUS_OK
 
@@ -401,8 +448,8 @@ class Store(Questions):
         The page url is filled in by the builder once the page is numbered (`metrics_page_written`).
         """
         fields = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
-        if not isinstance(fields["restart_reasons"], list):
-            fields["restart_reasons"] = []
+        reasons = fields["restart_reasons"] if isinstance(fields["restart_reasons"], list) else []
+        fields["restart_reasons"] = [readable_restart(str(reason)) for reason in reasons]
         key = record.compile_id.frame_key() if record.compile_id is not None else None
         generation = 0
         if record.compile_id is not None:

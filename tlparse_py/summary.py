@@ -6,13 +6,14 @@ Pure functions of `store.Store`; the index page, `summary.json` and multi-rank a
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from .model import CompileId, display_key
 from .stacks import simplify_filename
-from .store import CacheEvent, GraphBreak, MetricsEntry, Store
+from .store import CacheEvent, GraphBreak, Store
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -167,11 +168,45 @@ def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], ge
     return (str(name) if name else None), None
 
 
+EXPORT_ONLY_ERRORS = ("ConstraintViolationError",)  # raised only by torch.export's Dim constraints
+_GUARD = re.compile(r"satisfy the generated guard (.+?)\.?$", re.M)
+_FIX = re.compile(r"Suggested fixes:\s*\n\s*(.+)")
+
+
+def export_error(report: Store) -> dict[str, str | None] | None:
+    """The exception that ended an export, when the log holds it: `{type, reason, guard, fix}`.
+
+    torch.export records it in a `compilation_metrics` record logged outside any Dynamo compile id
+    (or as a ConstraintViolationError, which only export's shape constraints raise). The guard and
+    the suggested fix are read from its reason when torch wrote them.
+    """
+    for entries in report.metrics.values():
+        for entry in entries:
+            fail_type = entry.get("fail_type")
+            if fail_type and (entry.compile_id is None or str(fail_type) in EXPORT_ONLY_ERRORS):
+                reason = str(entry.get("fail_reason") or "")
+                guard, fix = _GUARD.search(reason), _FIX.search(reason)
+                return {
+                    "type": str(fail_type),
+                    "reason": reason or None,
+                    "guard": guard.group(1).strip() if guard else None,
+                    "fix": fix.group(1).strip() if fix else None,
+                }
+    return None
+
+
 def export_verdict(report: Store) -> dict[str, Any]:
-    """`{status, error, issues}` of an export report: "ok" when nothing went wrong, else "issues"."""
+    """`{status, error, issues}` of an export: "failed" when the log holds the exception that ended it,
+    "issues" when draft_export found some, "ok" when it produced a program and found none, else "unknown"."""
     issues = [
         {"type": f.failure_type, "compile_id": display_key(f.compile_id), "line": f.lineno}
         for f in report.export_failures
     ]
-    status = "issues" if issues else ("ok" if report.exported_programs else "unknown")
-    return {"status": status, "error": None, "issues": issues}
+    error = export_error(report)
+    if error is not None:
+        status = "failed"
+    else:
+        status = "issues" if issues else ("ok" if report.exported_programs else "unknown")
+    message = f"{error['type']}: {first_line(error['reason'])}".rstrip(": ") if error else None
+    return {"status": status, "error": message, "issues": issues, "guard": error["guard"] if error else None,
+            "suggested_fix": error["fix"] if error else None}

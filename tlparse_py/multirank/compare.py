@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..facts import normalise_collective
+from ..facts import differing_lines, input_signature, normalise_collective, sync_decision
 from .run import RankResult
 
 PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"
@@ -237,15 +237,29 @@ def analyze_execution_order(
     return rows
 
 
+LOCAL_STATE = "compiler_collective"  # each rank's own state BEFORE the exchange: differs by design
+SYNC_DECISION = "aot_joint_graph_sync_decision_cross_ranks"
+SPMD_MISMATCH = "inductor_spmd_graph_mismatch"
+
+
 def agreement_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
-    """Compiler-collective artifacts (what ranks must agree on) whose content differs between ranks."""
+    """Decisions ranks must share that differ between ranks.
+
+    A `compiler_collective` artifact is not one: it is the rank's local state before the exchange
+    (see `compiler_collectives`). An AOT sync decision is compared on the rank it picked
+    (`picked_rank_idx`; the saved nodes listed after it are the rank's own), or whole when it
+    does not say.
+    """
     by_key: dict[tuple[str, str], dict[int, tuple[str, str, str]]] = {}
     for r in ranks:
         for a in r.distributed.agreements:
-            by_key.setdefault((a.compile_id, a.name), {})[r.rank] = (a.digest, a.line, f"{r.folder}/{a.url}")
+            if a.name in (LOCAL_STATE, SPMD_MISMATCH):
+                continue
+            decision = (sync_decision(a.line) if a.name == SYNC_DECISION else None) or a.digest
+            by_key.setdefault((a.compile_id, a.name), {})[r.rank] = (decision, a.line, f"{r.folder}/{a.url}")
     rows = []
     for (label, name), per_rank in by_key.items():
-        groups = groups_of({rank: digest for rank, (digest, _, _) in per_rank.items()})
+        groups = groups_of({rank: decision for rank, (decision, _, _) in per_rank.items()})
         if len(groups) > 1:
             rows.append(
                 {
@@ -269,6 +283,133 @@ def dynamic_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     return rows
 
 
+def spmd_mismatches(ranks: list[RankResult]) -> list[dict[str, Any]]:
+    """`inductor_spmd_graph_mismatch`: Inductor itself found the ranks' graphs differ (its presence is the verdict)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in ranks:
+        for a in r.distributed.agreements:
+            if a.name == SPMD_MISMATCH:
+                row = rows.setdefault(a.compile_id, {"compile_id": a.compile_id, "ranks": [], "line": a.line, "url": f"{r.folder}/{a.url}"})
+                if r.rank not in row["ranks"]:
+                    row["ranks"].append(r.rank)
+    return list(rows.values())
+
+
+# ------------------------------------------------------------------------------------------------
+# what each compile id produced, rank against rank
+
+CONTENT_PARTS = (("dynamo", "Dynamo graph"), ("post_grad", "post-grad graph"), ("output_code", "output code"))
+
+
+def log_order(ranks: list[RankResult]) -> list[str]:
+    """Compile ids in log order: the first rank's order, then ids only later ranks have."""
+    seen: dict[str, None] = {}
+    for r in ranks:
+        for label in [*r.compile_ids, *r.distributed.fingerprints]:
+            seen.setdefault(label, None)
+    return list(seen)
+
+
+def content_signature(result: RankResult, label: str) -> dict[str, Any]:
+    """What a compile id produced on a rank, as compared: graph and code digests, input shapes (dimensions
+    the rank made dynamic masked: those may differ by design)."""
+    fingerprint = result.distributed.fingerprints[label]
+    dynamic = result.distributed.dynamic_sources.get(fingerprint.frame, set())
+    signature: dict[str, Any] = {part: fingerprint.graphs.get(part, []) for part, _ in CONTENT_PARTS}
+    signature["inputs"] = input_signature(fingerprint.inputs, dynamic)
+    return signature
+
+
+def content_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
+    """Compile ids whose graphs, output code or input shapes differ between the ranks that compiled
+    them, in log order: for each group of ranks departing from the reference (the biggest group;
+    on a tie, the one with the lowest rank), what differs and the first differing lines side by side."""
+    rows = []
+    by_rank = {r.rank: r for r in ranks}
+    for label in log_order(ranks):
+        signatures = {r.rank: content_signature(r, label) for r in ranks if label in r.distributed.fingerprints}
+        if len(signatures) < 2:
+            continue
+        groups = groups_of(signatures)
+        if len(groups) <= 1:
+            continue
+        reference, reference_ranks = groups[0]
+        left = by_rank[reference_ranks[0]]
+        departures = []
+        for signature, members in groups[1:]:
+            right = by_rank[members[0]]
+            differs = [name for part, name in CONTENT_PARTS if signature[part] != reference[part]]
+            if signature["inputs"] != reference["inputs"]:
+                differs.append("input shapes")
+            departures.append(
+                {
+                    "ranks": members,
+                    "differs": differs,
+                    "side_by_side": side_by_side(left, right, label, reference, signature),
+                    "urls": (_page(left, label), _page(right, label)),
+                }
+            )
+        rows.append({"compile_id": label, "reference": reference_ranks, "departures": departures})
+    return rows
+
+
+def _page(result: RankResult, label: str) -> str:
+    page = result.pages.get(label)
+    return f"{result.folder}/{page}" if page else f"{result.folder}/index.html"
+
+
+def side_by_side(left: RankResult, right: RankResult, label: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
+    """The first differing lines of the first part that differs and whose text was kept
+    (the Dynamo graph, else the post-grad graph), else of the input shapes."""
+    mine, theirs = left.distributed.fingerprints[label], right.distributed.fingerprints[label]
+    for part, name in CONTENT_PARTS:
+        if a[part] != b[part] and (mine.lines.get(part) or theirs.lines.get(part)):
+            rows = differing_lines(mine.lines.get(part, []), theirs.lines.get(part, []))
+            if rows:
+                return {"what": name, "left": left.rank, "right": right.rank, "rows": rows}
+    if a["inputs"] != b["inputs"]:
+        rows = differing_lines([f"input {i}: {s}" for i, s in enumerate(a["inputs"], 1)], [f"input {i}: {s}" for i, s in enumerate(b["inputs"], 1)])
+        return {"what": "input shapes", "left": left.rank, "right": right.rank, "rows": rows}
+    return None
+
+
+def compiler_collectives(ranks: list[RankResult], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Information, not a verdict: each frame compile whose ranks exchanged state through compiler
+    collectives, whether their local states (before the exchange) differed, and what they decided
+    together: the dynamic dimensions each rank ended with. `agreed` is False only when a desync
+    remains after the exchange (different dynamic dimensions, or different graphs in that frame)."""
+    frames: dict[str, dict[int, list[str]]] = {}
+    for r in ranks:
+        for a in r.distributed.agreements:
+            if a.name == LOCAL_STATE:
+                frame = frame_of(a.compile_id)
+                frames.setdefault(frame, {}).setdefault(r.rank, []).append(a.digest)
+    diverging = {frame_of(row["compile_id"]) for row in content}
+    rows = []
+    for frame, states in frames.items():
+        dynamic = {r.rank: sorted(r.distributed.dynamic_sources.get(frame, ())) for r in ranks if frame in r.distributed.dynamic_sources or r.rank in states}
+        decisions = groups_of(dynamic)
+        shared = decisions[0][0] if len(decisions) == 1 else None
+        rows.append(
+            {
+                "compile_id": frame,
+                "ranks": sorted(states),
+                "exchanges": max(len(v) for v in states.values()),
+                "local_states_differ": len(groups_of(states)) > 1,
+                "dynamic_sources": shared if shared is not None else None,
+                "dynamic_by_rank": {str(rank): sources for rank, sources in dynamic.items()},
+                "agreed": shared is not None and frame not in diverging,
+            }
+        )
+    return rows
+
+
+def frame_of(label: str) -> str:
+    """`[0/0_1]` → `[0/0]` (a display label without its attempt)."""
+    head, sep, tail = label.rpartition("_")
+    return f"{head}]" if sep and tail.rstrip("]").isdigit() and head.startswith("[") else label
+
+
 @dataclass
 class Landing:
     """Everything the landing page says, computed once from the rank results."""
@@ -285,16 +426,32 @@ class Landing:
     dynamic: list[dict[str, Any]]
     parity: dict[str, dict[str, Any]]
     estimations: list[dict[str, Any]]
+    content: list[dict[str, Any]] = field(default_factory=list)
+    spmd: list[dict[str, Any]] = field(default_factory=list)
+    collectives: list[dict[str, Any]] = field(default_factory=list)  # compiler collectives: information
     chromium_events: int = 0
 
     @property
     def diverges(self) -> bool:
-        return bool(self.compile_ids or self.cache or self.schedules or self.tensor_meta or self.agreements or self.dynamic)
+        return bool(
+            self.compile_ids or self.cache or self.schedules or self.tensor_meta or self.agreements or self.dynamic
+            or self.content or self.spmd
+        )
+
+    @property
+    def first(self) -> dict[str, Any] | None:
+        """The first divergence in log order (a compile id), or the first one without one."""
+        rows = divergences(self)
+        if not rows:
+            return None
+        order = {label: index for index, label in enumerate(log_order(self.ranks))}
+        return min(rows, key=lambda row: order.get(row["compile_id"], len(order)) if row["compile_id"] else len(order) + 1)
 
 
 def analyse(results: list[RankResult]) -> Landing:
     ranks = primary(results)
     estimations = runtime_estimations(ranks)
+    content = content_divergence(ranks)
     return Landing(
         results=results,
         ranks=ranks,
@@ -308,12 +465,23 @@ def analyse(results: list[RankResult]) -> Landing:
         dynamic=dynamic_divergence(ranks),
         parity={r.folder: collectives_parity(r) for r in results},
         estimations=estimations,
+        content=content,
+        spmd=spmd_mismatches(ranks),
+        collectives=compiler_collectives(ranks, content),
     )
 
 
 def divergences(landing: Landing) -> list[dict[str, Any]]:
     """Every cross-rank verdict as `{kind, compile_id, ranks, detail}`: empty when the ranks agree."""
     rows: list[dict[str, Any]] = []
+    for row in landing.content:
+        for departure in row["departures"]:
+            rows.append({"kind": "compile_content", "compile_id": row["compile_id"], "ranks": departure["ranks"],
+                         "detail": f"{words(departure['differs'])} differ from rank {row['reference'][0]}'s"
+                                   f"{_first_lines(departure['side_by_side'])}"})
+    for row in landing.spmd:
+        rows.append({"kind": "spmd_graph_mismatch", "compile_id": row["compile_id"], "ranks": row["ranks"],
+                     "detail": f"Inductor found the ranks' graphs differ: {row['line']}"})
     for row in landing.compile_ids:
         detail = f"missing {', '.join(row['missing']) or 'nothing'}; extra {', '.join(row['extra']) or 'nothing'}"
         first = (row["missing"] or row["extra"] or [None])[0]
@@ -326,12 +494,26 @@ def divergences(landing: Landing) -> list[dict[str, Any]]:
         rows.append({"kind": "tensor_meta", "compile_id": None, "ranks": row["ranks"], "detail": "different tensor metadata"})
     for row in landing.agreements:
         for group in row["groups"][1:]:
-            rows.append({"kind": "compiler_collective", "compile_id": row["compile_id"], "ranks": group["ranks"],
+            rows.append({"kind": "shared_decision", "compile_id": row["compile_id"], "ranks": group["ranks"],
                          "detail": f"{row['name']} differs: {group['line']}"})
     for row in landing.dynamic:
         for group in row["groups"][1:]:
             rows.append({"kind": "dynamic_shapes", "compile_id": row["compile_id"], "ranks": group["ranks"],
                          "detail": f"dynamic dimensions {', '.join(group['sources']) or 'none'}"})
     return rows
+
+
+def words(items: list[str]) -> str:
+    """["a", "b", "c"] → "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}" if items else ""
+
+
+def _first_lines(view: dict[str, Any] | None) -> str:
+    """`: first difference in the Dynamo graph, line 3: "a" vs "b"` (one line of each side)."""
+    if not view or not view["rows"]:
+        return ""
+    left_no, left, right_no, right = view["rows"][0]
+    return (f"; first difference in the {view['what']}, line {left_no or right_no}: "
+            f"rank {view['left']} {left.strip()[:160]!r} vs rank {view['right']} {right.strip()[:160]!r}")
 
 

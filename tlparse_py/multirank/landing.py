@@ -17,7 +17,7 @@ from ..pipeline import Options, write_static
 from ..render import render, trusted_html
 from ..store import STATUS_LABELS, InputInfo
 from ..writer import FolderWriter, ReportWriter
-from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace
+from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace, words
 from .run import RankJob, RankResult, _size, build_all, discover
 
 
@@ -68,15 +68,25 @@ def landing_context(landing: Landing, source: InputInfo, custom_header_html: str
         rows=[
             {
                 "result": r,
-                "statuses": Counter(r.statuses.values()),
+                "statuses": outcomes(r),
                 "parity": landing.parity.get(r.folder, {}).get("graphs", []),
             }
             for r in sorted(landing.results, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.folder))
         ],
         by_folder=by_folder,
-        status_labels=STATUS_LABELS,
+        words=words,
     )
     return context
+
+
+def outcomes(result: RankResult) -> Counter[tuple[str, str]]:
+    """(status, label) → how many of the rank's compiles ended so (a compiler-collective restart is
+    no graph break: the analysis counts such a compile as a success)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for compile in result.summary.get("compiles", []):
+        status = compile.get("status", "")
+        counts[(status, STATUS_LABELS.get(status, status))] += 1
+    return counts
 
 
 def base_context_for(source: InputInfo) -> dict[str, Any]:
@@ -113,4 +123,5 @@ def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
         "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
         "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
         "divergences": divergences(landing),
+        "compiler_collectives": landing.collectives,
     }

@@ -12,8 +12,7 @@ from .. import kinds, summary
 from ..model import CompileId, RecordSummary
 from ..stacks import frames_from_json
 from ..store import STATUS_LABELS, Store
-from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, key_of, label, pretty_value
-from .index import key_status
+from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label, pretty_value
 from .sections import PageBuilder
 
 MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
@@ -69,7 +68,8 @@ def input_tensors(records: list[RecordSummary]) -> list[dict[str, str]]:
 
 SYMBOL_KINDS = {
     "create_symbol": ("created", lambda m: (m.get("symbol"), m.get("val"), m.get("vr"), m.get("source"))),
-    "create_unbacked_symbol": ("unbacked", lambda m: (m.get("symbol"), "", m.get("vr"), f"node {m.get('node_id', '')}")),
+    # an unbacked symbol has no source: it is a value computed from data (node_id is an object id, not a name)
+    "create_unbacked_symbol": ("unbacked", lambda m: (m.get("symbol"), "", m.get("vr"), "data-dependent value")),
     "symbolic_shape_specialization": ("specialised", lambda m: (m.get("symbol"), m.get("value"), "", ", ".join(map(str, m.get("sources") or [])))),
     "guard_added_fast": ("guard", lambda m: (m.get("expr"), "", "", "")),
     "guard_added": ("guard", lambda m: (m.get("expr"), m.get("prefix", ""), "", "")),
@@ -127,9 +127,9 @@ def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:
     codegen = min(codegen, inductor) if _number(codegen) else 0.0
     values = (entire - backend, backend - inductor, inductor - codegen, codegen)
     segments, x = [], 0.0
-    for (label, css), seconds in zip(PHASES, values, strict=True):
+    for (name, css), seconds in zip(PHASES, values, strict=True):
         width = 1000 * seconds / entire
-        segments.append({"label": label, "css": css, "seconds": seconds, "x": round(x, 2), "width": round(width, 2), "share": seconds / entire})
+        segments.append({"label": name, "css": css, "seconds": seconds, "x": round(x, 2), "width": round(width, 2), "share": seconds / entire})
         x += width
     return {"total": entire, "segments": segments}
 
@@ -293,6 +293,8 @@ def compile_context(report: Store, pages: list[PageRef], position: int, records:
         generation=generation,
         stack=[frame_view(f, report) for f in stack or []],
         sections=sections,
+        guard_count=next((m.fields.get("guard_count") for m in metrics if isinstance(m.fields.get("guard_count"), int)), None),
+        hops=[(s, hop) for s in sections["pipeline"] for hop in s.hops],
         graph_breaks=[b for b in report.graph_breaks_of_frame(key) if mine(b.line)],
         recompiles=recompile_rows(report, key, generation),
         tensors=input_tensors(records),
@@ -302,13 +304,21 @@ def compile_context(report: Store, pages: list[PageRef], position: int, records:
         pass_timings=pass_timings(report, key),
         phases=phase_tree(report, key, generation),
         subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),
-        groups=record_groups(records, report.kinds.get(key, Counter()) if len(report.generations_of(key)) == 1 else Counter()),
+        groups=record_groups(records, _unspooled_counts(report, key, generation)),
         previous=before.url if before else None,
         next=after.url if after else None,
         previous_label=before.label if before else None,
         next_label=after.label if after else None,
     )
     return context
+
+
+def _unspooled_counts(report: Store, key: CompileId | None, generation: int) -> Counter[str]:
+    """Counts of the kinds whose records are not spooled (chromium events), shown on the first page of an id."""
+    counts = report.kinds.get(key, Counter())
+    if len(report.generations_of(key)) == 1:
+        return counts
+    return Counter({kind: n for kind, n in counts.items() if kind == "chromium_event"}) if generation == 0 else Counter()
 
 
 def _backward_times(report: Store, key: CompileId | None, mine: Callable[[int], bool]) -> list[float]:

@@ -134,6 +134,7 @@ def index_context(report: Analysis) -> dict[str, Any]:
         diagnostics=report.diagnostics,
         summary=summary.counts(report),
         compile_rows=rows,
+        no_stack=[row for c, row in zip(compiles, rows, strict=True) if not report.start_stack(c.key, c.generation)],
         graph_breaks=[
             {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
             for g in summary.graph_break_groups(report)
@@ -159,6 +160,7 @@ def index_context(report: Analysis) -> dict[str, Any]:
         export_mode=report.export_mode,
         provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
         export_rows=export_rows(report),
+        export=summary.export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
     )
     return context

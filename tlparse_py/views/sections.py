@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .. import kinds
+from .. import facts, kinds
 from ..model import CompileId, RecordSummary
 from ..render import Highlighter, Lines
 
@@ -40,6 +40,7 @@ class Section:
     text: str = ""  # kept only while the page is built (for diffs)
     step: kinds.Step | None = None
     lineage: str = ""  # forward / backward / inference / joint, or "" (whole graph, or unknown)
+    hops: list[facts.HopSubgraph] = field(default_factory=list)  # higher-order-op subgraphs defined in it
 
 
 class PageBuilder:
@@ -118,6 +119,8 @@ class PageBuilder:
             section.too_large, section.note = True, "its file could not be read back"
             return section
         section.text = data.decode("utf-8", "replace")
+        if section.step is not None:
+            section.hops = facts.hop_subgraphs(section.text)
         section.lines = self.highlighter.lines(section.text, section.lang)
         return section
 
