@@ -172,3 +172,45 @@ def test_no_highlighted_text_holds_a_pygments_error_token(tmp_path, scenario):
     out = report(tmp_path, str(TRACES / scenario))
     pages = [p for p in out.rglob("*.html") if 'class="err"' in p.read_text()]
     assert pages == []
+
+
+def _divergent_compiles(tmp_path: Path, scenario: str) -> list[tuple[str, str | None]]:
+    summary = read_json(report(tmp_path, str(TRACES / scenario)) / "summary.json")
+    return [(d["kind"], d["compile_id"]) for d in summary["divergences"]]
+
+
+def _graphs_by_rank(scenario: str) -> dict[int, dict[str, str]]:
+    """Rank → frame compile → its dynamo graph text, from the rank logs."""
+    graphs: dict[int, dict[str, str]] = {}
+    for log in sorted((TRACES / scenario).glob("*rank_*")):
+        rank = int(re.search(r"rank_(\d+)_", log.name).group(1))
+        for r in kind(parse(log), "dynamo_output_graph"):
+            graphs.setdefault(rank, {})[re.sub(r"_\d+\]$", "]", r.cid)] = r.payload
+    return graphs
+
+
+def test_ranks_that_exchange_compiler_collectives_and_agree_do_not_diverge(tmp_path):
+    graphs = _graphs_by_rank("collectives")
+    assert graphs[0].keys() == graphs[1].keys()
+    assert _divergent_compiles(tmp_path, "collectives") == []
+    summary = read_json(tmp_path / "out" / "summary.json")
+    (decision,) = summary["compiler_collectives"]
+    assert decision["agreed"] and decision["dynamic_sources"] == ["L['x'].size()[0]"]
+
+
+def test_ranks_that_compile_different_graphs_under_one_id_diverge_there(tmp_path):
+    graphs = _graphs_by_rank("collectives_desync")
+    differing = [cid for cid in graphs[0] if "sin" in graphs[0][cid] and "cos" in graphs[1].get(cid, "")]
+    assert differing == ["[1/0]"]
+    found = _divergent_compiles(tmp_path, "collectives_desync")
+    assert ("compile_content", "[1/0]") in found
+    assert all(cid == "[1/0]" for _, cid in found)
+
+
+def test_ranks_with_different_input_shapes_diverge_at_the_first_compile(tmp_path):
+    shapes = {}
+    for log in sorted((TRACES / "collectives_shapes").glob("*rank_*")):
+        (first,) = [r for r in kind(parse(log), "describe_tensor") if r.cid == "[0/0]"][:1]
+        shapes[log.name] = first.body["size"]
+    assert len(set(map(tuple, shapes.values()))) == 2
+    assert _divergent_compiles(tmp_path, "collectives_shapes")[0] == ("compile_content", "[0/0]")

@@ -7,6 +7,7 @@ the classic cause of hangs.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -500,7 +501,18 @@ def divergences(landing: Landing) -> list[dict[str, Any]]:
         for group in row["groups"][1:]:
             rows.append({"kind": "dynamic_shapes", "compile_id": row["compile_id"], "ranks": group["ranks"],
                          "detail": f"dynamic dimensions {', '.join(group['sources']) or 'none'}"})
-    return rows
+    return [_as_compile(row) for row in rows]
+
+
+_ATTEMPT = re.compile(r"_(\d+)\]$")
+
+
+def _as_compile(row: dict[str, Any]) -> dict[str, Any]:
+    """Name a verdict by its compile, as summary.json's `compiles` do (`[1/0]`), the attempt in the detail."""
+    compile_id = row["compile_id"]
+    if isinstance(compile_id, str) and _ATTEMPT.search(compile_id):
+        row = {**row, "compile_id": _ATTEMPT.sub("]", compile_id), "detail": f"in attempt {compile_id}: {row['detail']}"}
+    return row
 
 
 def words(items: list[str]) -> str:
