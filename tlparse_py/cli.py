@@ -1,320 +1,48 @@
-"""`tlparse-py PATH`: the command line. Flags and meanings follow tlparse 0.4.3.
+"""`tlparse-py`: the command line.
 
-Exit codes: 0 report written; 1 report written but `--strict`/`--strict-compile-id` found problems
-(or writing failed); 2 the input or output cannot be used (nothing is written).
+`tlparse-py PATH [OPTIONS]` writes a report (the `report` command, the default); `tlparse-py diff`
+and `tlparse-py run` are the other commands. Exit codes: 0 done; 1 report written but `--strict`
+found problems, or writing failed; 2 the input or output cannot be used (nothing written); 3 a
+`--fail-on` condition holds (the report is written).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-import time
-import webbrowser
-from pathlib import Path
 
 import click
 
-from . import shutdown
 from ._version import __version__
-from .analysis import Analysis
-from .inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
-from .kinds import load_plugins
-from .limits import GUNZIP_GRACE_MB, Limits
-from .model import Diagnostic, DiagnosticLog, Stats
-from .multirank import RankResult, write_all_ranks
-from .pipeline import Options, write_report
-from .reader import GunzipRefused, is_gzip
-from .store import InputInfo
-from .terminal import sanitize
-from .writer import OutputError, ReportKeptElsewhere, abort_all
+from .commands.report import ProgressBar, report
+
+__all__ = ["ProgressBar", "main"]
 
 
-class CliError(click.ClickException):
-    """One clear line on stderr and a chosen exit code; never a traceback."""
+class ReportByDefault(click.Group):
+    """A group whose first argument may be a trace instead of a command: `tlparse-py PATH` is
+    `tlparse-py report PATH`, as tlparse has always been used. A PATH named like a command can be
+    given as `tlparse-py report NAME`."""
 
-    def __init__(self, message: str, exit_code: int = 2):
-        super().__init__(message)
-        self.exit_code = exit_code
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        top_level = {"-h", "--help", "-V", "--version"}
+        if not args or (args[0] not in self.commands and args[0] not in top_level):
+            args = ["report", *args]
+        return super().parse_args(ctx, args)
 
-    def format_message(self) -> str:
-        # messages name paths and log text: no escape sequence reaches the terminal
-        return sanitize(self.message, keep_newlines=True)
-
-
-def _echo_err(message: str) -> None:
-    """Every line we print on stderr: sanitized here, so no caller can forget (log text, file names)."""
-    click.echo(sanitize(message, keep_newlines=True), err=True)
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage("tlparse-py", "[report] [OPTIONS] [PATH]  |  tlparse-py COMMAND [ARGS]...")
 
 
-def _echo_out(message: str) -> None:
-    click.echo(sanitize(message, keep_newlines=True))
-
-
-def _echo_diagnostic(diagnostic: Diagnostic) -> None:
-    # each piece may come from the log: sanitized without newlines, so none can fake a line
-    detail = f": {sanitize(diagnostic.detail)}" if diagnostic.detail else ""
-    hint = f" ({sanitize(diagnostic.hint)})" if diagnostic.hint else ""
-    _echo_err(f"{sanitize(diagnostic.path)}:{diagnostic.lineno}: {sanitize(diagnostic.problem)}{detail}{hint}")
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("-o", "--out", default="tl_out", show_default=True, type=click.Path(path_type=Path), help="Output folder.")
-@click.option("--overwrite", is_flag=True, help="Replace the output folder if it exists (only once the new report is complete).")
-@click.option("--latest", is_flag=True, help="PATH is a folder: read its most recently modified log.")
-@click.option("--strict", is_flag=True, help="Exit 1 if any line or payload could not be read (the report is still written).")
-@click.option("--strict-compile-id", is_flag=True, help="Exit 1 if some record has a malformed compile id.")
-@click.option("--no-browser", is_flag=True, help="Do not open the report in a web browser.")
-@click.option("--custom-header-html", default="", metavar="HTML", help="HTML inserted at the top of the index page.")
-@click.option("-v", "--verbose", is_flag=True, help="Name every skipped or damaged line on stderr.")
-@click.option("-p", "--plain-text", is_flag=True, help="Write inductor output code as plain .txt instead of highlighted HTML.")
-@click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
-@click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code.")
-@click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges.")
-@click.option("--highlight-mb", type=click.FloatRange(min=0), default=4.0, show_default=True, metavar="MB",
-              help="Text highlighted with Pygments per report; beyond it text is shown plain (big logs stay fast).")
-@click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
-              help="Text shown inline on compile-id pages per report; beyond it sections link to their files.")
-@click.option("--max-line-mb", type=click.FloatRange(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
-              help="A longer line is skipped and counted (fail_line_too_long) instead of being held in memory.")
-@click.option("--max-gunzip-ratio", type=click.FloatRange(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
-              help=f"Refuse a .gz that expands more than N times over (past {GUNZIP_GRACE_MB} MB): a decompression bomb.")
-@click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0).")
-@click.option("--max-raw-log-mb", type=click.FloatRange(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
-              help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log.")
+@click.group(cls=ReportByDefault, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="tlparse-py", message="%(prog)s %(version)s")
-def main(
-    path: Path | None,
-    out: Path,
-    overwrite: bool,
-    latest: bool,
-    strict: bool,
-    strict_compile_id: bool,
-    no_browser: bool,
-    custom_header_html: str,
-    verbose: bool,
-    plain_text: bool,
-    export: bool,
-    inductor_provenance: bool,
-    all_ranks_html: bool,
-    highlight_mb: float,
-    inline_mb: float,
-    max_line_mb: float,
-    max_gunzip_ratio: float,
-    no_gunzip_limit: bool,
-    max_raw_log_mb: float,
-) -> None:
-    """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
+def main() -> None:
+    """Reports of what torch.compile did, from the logs TORCH_TRACE wrote.
 
-    PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
+    `tlparse-py PATH` writes the report of a trace (see `tlparse-py report --help` for its options).
     """
-    previous = shutdown.install()
-    try:
-        _main(path, out, overwrite, latest, strict, strict_compile_id, no_browser, custom_header_html, verbose, plain_text,
-              export, inductor_provenance, all_ranks_html, highlight_mb, inline_mb, max_line_mb, max_gunzip_ratio,
-              no_gunzip_limit, max_raw_log_mb)
-    except shutdown.Terminated:
-        # the writer already removed its staging folder while unwinding; workers may still be
-        # writing into it, so stop them first and remove it again
-        shutdown.stop_children()
-        abort_all()
-        shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(out)}")
-    finally:
-        shutdown.restore(previous)
 
 
-def _main(
-    path: Path | None,
-    out: Path,
-    overwrite: bool,
-    latest: bool,
-    strict: bool,
-    strict_compile_id: bool,
-    no_browser: bool,
-    custom_header_html: str,
-    verbose: bool,
-    plain_text: bool,
-    export: bool,
-    inductor_provenance: bool,
-    all_ranks_html: bool,
-    highlight_mb: float,
-    inline_mb: float,
-    max_line_mb: float,
-    max_gunzip_ratio: float,
-    no_gunzip_limit: bool,
-    max_raw_log_mb: float,
-) -> None:
-    if latest and all_ranks_html:
-        raise CliError("--latest cannot be used with --all-ranks-html")
-    path = _path_or_env(path)
-    load_plugins(warn=_echo_err)
-    limits = Limits(max_line_mb, 0 if no_gunzip_limit else max_gunzip_ratio, max_raw_log_mb)
-    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb, limits=limits)
-    if path.is_dir():
-        for note in skipped_symlinks(path):
-            _echo_err(note)
-    started = time.perf_counter()
-    if all_ranks_html:
-        _write_multi_rank(path, out, overwrite, options, no_browser)
-        return
-    try:
-        chosen = _choose(path, latest, export)
-    except SeveralRanks as several:
-        _echo_err(str(several))
-        _write_multi_rank(path, out, overwrite, options, no_browser)
-        return
-    report = _write(chosen, out, overwrite, verbose, options)
-    _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
-    _check_strict(report, strict, strict_compile_id, out)
-    if not no_browser:
-        _open_browser(out)
-
-
-def _path_or_env(path: Path | None) -> Path:
-    if path is not None:
-        return path
-    env = os.environ.get("TORCH_TRACE")
-    if env:
-        return Path(env)
-    raise click.UsageError("missing PATH (a trace log or the TORCH_TRACE folder); $TORCH_TRACE is not set either")
-
-
-def _choose(path: Path, latest: bool, export: bool) -> ChosenInput:
-    try:
-        # a file or folder with no record at all is refused here: exit 2, nothing written
-        chosen = choose_input(path, latest, export)
-        for log in chosen.logs:
-            with open(log, "rb") as handle:
-                handle.read(1)
-    except SeveralRanks:
-        raise
-    except InputError as exc:
-        raise CliError(str(exc)) from None
-    except OSError as exc:
-        raise CliError(f"cannot read {exc.filename or path}: {exc.strerror or exc}") from None
-    if chosen.note:
-        _echo_err(chosen.note)
-    return chosen
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal (never in CI logs)."""
-
-    def __init__(self, total: int):
-        self.total = total
-        self.started = time.perf_counter()
-        self.enabled = sys.stderr.isatty()
-        self.drawn = False
-
-    def __call__(self, done: int, records: int) -> None:
-        if not self.enabled:
-            return
-        seconds = max(time.perf_counter() - self.started, 1e-6)
-        rate = done / 1e6 / seconds
-        if self.total and done <= self.total:
-            filled = int(30 * done / self.total)
-            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {100 * done / self.total:3.0f}% "
-        else:
-            bar = ""
-        sys.stderr.write(f"\r{bar}{done / 1e6:,.0f} MB, {records:,} records, {rate:.0f} MB/s ")
-        sys.stderr.flush()
-        self.drawn = True
-
-    def clear(self) -> None:
-        if self.drawn:
-            sys.stderr.write("\r" + " " * 79 + "\r")
-            sys.stderr.flush()
-
-
-def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Analysis:
-    also = [p.name for p in chosen.also]
-    source = InputInfo(str(chosen.log), _size(chosen.log), [p.name for p in chosen.others], also, {p.name: _size(p) for p in chosen.also})
-    total = sum(_size(p) for p in chosen.logs if not is_gzip(p))
-    progress = ProgressBar(total)
-    try:
-        return write_report(
-            chosen.logs,
-            out,
-            overwrite=overwrite,
-            options=options,
-            source=source,
-            echo=_echo_diagnostic if verbose else None,
-            on_rank=_rank_detected,
-            progress=progress,
-        )
-    except ReportKeptElsewhere as exc:
-        raise CliError(str(exc), 1) from None
-    except (OutputError, GunzipRefused) as exc:
-        raise CliError(str(exc)) from None
-    except OSError as exc:
-        target = exc.filename or out
-        raise CliError(f"could not write the report ({target}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
-    finally:
-        progress.clear()
-
-
-def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool) -> None:
-    """--all-ranks-html: a report per rank, in parallel, and a landing page comparing them."""
-
-    def done(result: RankResult) -> None:
-        if result.error:
-            _echo_err(f"{result.folder}: could not be read: {result.error}")
-        _echo_err(f"{result.folder} ({Path(result.log).name}): {result.stats_line}")
-
-    try:
-        landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done)
-    except InputError as exc:
-        raise CliError(str(exc)) from None
-    except ReportKeptElsewhere as exc:
-        raise CliError(str(exc), 1) from None
-    except (OutputError, GunzipRefused) as exc:
-        raise CliError(str(exc)) from None
-    except OSError as exc:
-        raise CliError(f"could not write the report ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
-    for note in notes:
-        _echo_out(note)
-    _echo_out(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
-    if landing.diverges:
-        _echo_err("Ranks diverge: see the landing page for where")
-    if not no_browser:
-        _open_browser(out)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _rank_detected(rank: int) -> None:
-    _echo_err(f"Detected rank: {rank}")
-
-
-def _summarise(stats: Stats, diagnostics: DiagnosticLog, unknown_kinds, out: Path, chosen: ChosenInput, started: float, verbose: bool) -> None:
-    _echo_err(stats.format())
-    if unknown_kinds:
-        names = ", ".join(f"{sanitize(k)} ({n})" for k, n in sorted(unknown_kinds.items()))
-        _echo_err(f"Unknown record kinds, shown generically in the report: {names}")
-    if diagnostics.total and not verbose:
-        _echo_err(f"{diagnostics.total} line(s) skipped or damaged; they are listed in the report (index.html#diagnostics), or run with -v")
-    seconds = time.perf_counter() - started
-    megabytes = _size(chosen.log) / 1e6
-    _echo_err(f"Report: {out / 'index.html'} ({stats['ok']} records, {seconds:.2f} s, {megabytes / max(seconds, 1e-6):.1f} MB/s)")
-
-
-def _check_strict(report, strict: bool, strict_compile_id: bool, out: Path) -> None:
-    if strict and (report.stats.strict_failures() or report.stats["fail_line_too_long"]):
-        raise CliError(f"--strict: the log had problems ({report.stats.format()}); the report is in {out}", 1)
-    if strict_compile_id and None in report.directory:
-        raise CliError(f"--strict-compile-id: some records have a malformed compile id (see '(unknown)' in {out / 'index.html'})", 1)
-
-
-def _open_browser(out: Path) -> None:
-    try:
-        webbrowser.open((out / "index.html").absolute().as_uri())
-    except Exception:  # no browser is not an error: the report is written
-        pass
+main.add_command(report)
 
 
 if __name__ == "__main__":  # pragma: no cover

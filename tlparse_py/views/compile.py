@@ -249,15 +249,28 @@ class PageRef:
     url: str
     label: str
     is_compile: bool
+    previous: PageRef | None = None  # the compiles before and after it in log order ([-/-] is none)
+    next: PageRef | None = None
+    others: tuple[PageRef, ...] = ()  # the other generations of a reused compile id
 
 
 def page_refs(report: Store) -> list[PageRef]:
-    """Every compile page, in log order (a reused id's generations one after another)."""
-    refs = []
+    """Every compile page, in log order (a reused id's generations one after another), linked to its neighbours."""
+    plain = []
     for key in report.directory:
         for generation in report.generations_of(key):
             name = label(key) + (f" #{generation + 1}" if generation else "")
-            refs.append(PageRef(key, generation, compile_page_url(key, generation), name, summary.is_compile(key)))
+            plain.append(PageRef(key, generation, compile_page_url(key, generation), name, summary.is_compile(key)))
+    compiles = [page for page in plain if page.is_compile]
+    neighbours = {page.url: (compiles[i - 1] if i else None, compiles[i + 1] if i + 1 < len(compiles) else None) for i, page in enumerate(compiles)}
+    by_key: dict[CompileId | None, list[PageRef]] = {}
+    for page in plain:
+        by_key.setdefault(page.key, []).append(page)
+    refs = []
+    for page in plain:
+        before, after = neighbours.get(page.url, (None, None))
+        others = tuple(p for p in by_key[page.key] if p is not page) if len(by_key[page.key]) > 1 else ()
+        refs.append(PageRef(page.key, page.generation, page.url, page.label, page.is_compile, before, after, others))
     return refs
 
 
@@ -273,10 +286,7 @@ def compile_context(report: Store, pages: list[PageRef], position: int, records:
     pooled = [m for m in report.metrics.get(frame_key, []) if m.generation == generation] if key is not None and key.frame_compile_id is not None else metrics
     stack = report.start_stack(key, generation) if key is not None else None
     sections = builder.sections(records, key, report.lineages_of(key))
-    compiles = [p for p in pages if p.is_compile]
-    here = next((i for i, p in enumerate(compiles) if p == page), None)
-    before = compiles[here - 1] if here is not None and here > 0 else None
-    after = compiles[here + 1] if here is not None and here + 1 < len(compiles) else None
+    before, after = page.previous, page.next
     context.update(
         label=page.label,
         page=page.url,
@@ -289,7 +299,7 @@ def compile_context(report: Store, pages: list[PageRef], position: int, records:
         other_attempts=[
             {"label": label(m.compile_id), "page": compile_page_url(m.compile_id, generation)} for m in pooled if m not in metrics
         ],
-        reuses=[p for p in pages if p.key == key and p != page] if len(report.generations_of(key)) > 1 else [],
+        reuses=list(page.others),
         generation=generation,
         stack=[frame_view(f, report) for f in stack or []],
         sections=sections,

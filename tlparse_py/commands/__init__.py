@@ -1,0 +1,1 @@
+"""The commands of `tlparse-py`: report (the default), diff, run."""

@@ -1,0 +1,55 @@
+"""What every command shares: one-line errors with an exit code, sanitised output, the browser."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+
+import click
+
+from ..model import Diagnostic
+from ..terminal import sanitize
+
+
+class CliError(click.ClickException):
+    """One clear line on stderr and a chosen exit code; never a traceback."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def format_message(self) -> str:
+        # messages name paths and log text: no escape sequence reaches the terminal
+        return sanitize(self.message, keep_newlines=True)
+
+
+def echo_err(message: str) -> None:
+    """Every line we print on stderr: sanitized here, so no caller can forget (log text, file names)."""
+    click.echo(sanitize(message, keep_newlines=True), err=True)
+
+
+def echo_out(message: str) -> None:
+    click.echo(sanitize(message, keep_newlines=True))
+
+
+def echo_diagnostic(diagnostic: Diagnostic) -> None:
+    # each piece may come from the log: sanitized without newlines, so none can fake a line
+    detail = f": {sanitize(diagnostic.detail)}" if diagnostic.detail else ""
+    hint = f" ({sanitize(diagnostic.hint)})" if diagnostic.hint else ""
+    echo_err(f"{sanitize(diagnostic.path)}:{diagnostic.lineno}: {sanitize(diagnostic.problem)}{detail}{hint}")
+
+
+
+
+def open_browser(out: Path) -> None:
+    try:
+        webbrowser.open((out / "index.html").absolute().as_uri())
+    except Exception:  # no browser is not an error: the report is written
+        pass
+
+
+def size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
