@@ -14,6 +14,7 @@ import click
 
 from ._version import __version__
 from .commands.report import ProgressBar, report
+from .commands.run import run
 
 __all__ = ["ProgressBar", "main"]
 
@@ -43,6 +44,7 @@ def main() -> None:
 
 
 main.add_command(report)
+main.add_command(run)
 
 
 if __name__ == "__main__":  # pragma: no cover
