@@ -8,15 +8,23 @@ found problems, or writing failed; 2 the input or output cannot be used (nothing
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import click
 
 from ._version import __version__
-from .commands.report import ProgressBar, report
-from .commands.run import run
 
 __all__ = ["ProgressBar", "main"]
+
+# Commands are imported when used: `--version` and `--help` must not pay for Jinja, Pygments and
+# the pipeline.
+COMMANDS = {
+    "report": "tlparse_py.commands.report:report",
+    "diff": "tlparse_py.commands.diff:diff",
+    "run": "tlparse_py.commands.run:run",
+}
 
 
 class ReportByDefault(click.Group):
@@ -24,9 +32,18 @@ class ReportByDefault(click.Group):
     `tlparse-py report PATH`, as tlparse has always been used. A PATH named like a command can be
     given as `tlparse-py report NAME`."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         top_level = {"-h", "--help", "-V", "--version"}
-        if not args or (args[0] not in self.commands and args[0] not in top_level):
+        if not args or (args[0] not in COMMANDS and args[0] not in top_level):
             args = ["report", *args]
         return super().parse_args(ctx, args)
 
@@ -43,8 +60,15 @@ def main() -> None:
     """
 
 
-main.add_command(report)
-main.add_command(run)
+
+
+def __getattr__(name: str) -> Any:
+    """`from tlparse_py.cli import ProgressBar` keeps working without importing it up front."""
+    if name == "ProgressBar":
+        from .commands.report import ProgressBar
+
+        return ProgressBar
+    raise AttributeError(name)
 
 
 if __name__ == "__main__":  # pragma: no cover
