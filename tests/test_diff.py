@@ -1,0 +1,267 @@
+"""`tlparse-py diff BASE NEW`: two runs compared, on real harness traces (tests/fixtures/traces)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tlparse_py
+from linkcheck import broken_links
+from tlparse_py.cli import main
+from tlparse_py.diff import compare
+from tlparse_py.diff.gates import Condition, ConditionError, parse_conditions, unknown, violated
+from tlparse_py.diff.view import markdown
+
+TRACES = Path(__file__).parent / "fixtures" / "traces"
+COLD = TRACES / "train_warm" / "dedicated_log_torch_trace_7nvvy7q4.log.gz"  # process 1 of 2: cold cache
+WARM = TRACES / "train_warm" / "dedicated_log_torch_trace_pnf633u3.log"  # process 2 of 2: warm cache
+GB_BASE = TRACES / "gb_base"
+GB_EXTRA = TRACES / "gb_extra"
+SCHEMA = Path(tlparse_py.__file__).parent / "diff.schema.json"
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["diff", *[str(a) for a in args], "--no-browser"], catch_exceptions=False)
+
+
+def read(out: Path) -> dict:
+    return json.loads((out / "diff.json").read_text())
+
+
+def validate(data: dict) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(data)
+
+
+@pytest.fixture(scope="module")
+def gb(tmp_path_factory):
+    """gb_base vs gb_extra, gated on new graph breaks, with a Markdown summary."""
+    tmp = tmp_path_factory.mktemp("gb")
+    result = run(GB_BASE, GB_EXTRA, "-o", tmp / "out", "--fail-on", "new_graph_breaks>0", "--markdown", tmp / "ci" / "diff.md")
+    return tmp, result
+
+
+@pytest.fixture(scope="module")
+def report_base(tmp_path_factory):
+    """A tlparse-py report of gb_base (read through its summary.json)."""
+    out = tmp_path_factory.mktemp("report") / "gb_base_report"
+    tlparse_py.build(GB_BASE, out)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# real runs
+
+
+def test_warm_cache_run_hits_and_compiles_faster(tmp_path):
+    result = run(COLD, WARM, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    data = read(tmp_path / "out")
+    totals = data["comparison"]["totals"]
+    assert totals["cache"]["hit"]["base"] == 0 and totals["cache"]["hit"]["new"] > 0
+    assert totals["cache"]["miss"]["delta"] < 0 and data["metrics"]["cache_miss_delta"] < 0
+    time = totals["compile_time_s"]
+    assert time["new"] < time["base"] and time["delta"] < 0 and 0 < time["ratio"] < 1
+    assert data["metrics"]["compile_time_ratio"] == time["ratio"]
+    [frame] = data["comparison"]["frames"]  # `forward` at the same location on both sides: paired
+    assert frame["presence"] == "both" and frame["frame"] == "forward"
+    assert frame["cache"]["hit"]["delta"] > 0
+    validate(data)
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "cache hits" in page and "Compile time" in page
+
+
+def test_one_extra_graph_break_is_listed_and_fails_the_gate(gb):
+    tmp, result = gb
+    assert result.exit_code == 3, result.output
+    data = read(tmp / "out")
+    [extra] = data["comparison"]["graph_breaks"]["new"]
+    assert extra["user_location"].endswith("gb_program.py:30") and "graph_break()" in extra["reason"]
+    assert data["comparison"]["graph_breaks"]["gone"] == []
+    assert data["metrics"]["new_graph_breaks"] == 1
+    # one line naming what: the condition and the new graph break itself
+    lines = [line for line in result.stderr.splitlines() if line.startswith("--fail-on")]
+    assert len(lines) == 1 and "new_graph_breaks>0" in lines[0] and "gb_program.py:30" in lines[0]
+    page = (tmp / "out" / "index.html").read_text()
+    assert "gb_program.py:30" in page and "New in NEW (1)" in page
+    validate(data)
+
+
+def test_frames_pair_by_name_and_location_not_compile_id(gb):
+    data = read(gb[0] / "out")
+    frames = {(f["frame"], f["user_location"].rsplit("/", 1)[-1]): f for f in data["comparison"]["frames"]}
+    assert frames[("prepare", "gb_program.py:21")]["presence"] == "both"
+    assert frames[("head", "gb_program.py:27")]["presence"] == "new"
+    resume = frames[("torch_dynamo_resume_in_step_at_35", "gb_program.py:35")]
+    assert [(p["base"] and p["base"]["id"], p["new"]["id"]) for p in resume["pairs"]] == [("[3/0]", "[3/0]"), (None, "[6/0]")]
+    assert resume["recompiles"] == {"base": 0, "new": 0, "delta": 0}  # another frame id, not a recompile
+    [ops] = [o for o in data["comparison"]["graph_op_counts"] if o["frame"] == "torch_dynamo_resume_in_step_at_35"]
+    assert ops["graph_op_count"] == {"base": 4, "new": 0, "delta": -4}
+
+
+def test_markdown_summary_links_into_the_page(gb):
+    tmp, _ = gb
+    text = (tmp / "ci" / "diff.md").read_text()
+    assert "../out/index.html#graph-breaks" in text and "(../out/index.html)" in text
+    assert "gb_program.py:30" in text and "new_graph_breaks>0" in text
+    assert "| graph breaks | 2 | 4 | +2 |" in text
+    assert len(text.splitlines()) <= 40
+
+
+def test_diff_page_links_resolve(gb):
+    assert broken_links(gb[0] / "out") == []
+
+
+def test_a_trace_diffed_with_itself_is_empty(tmp_path):
+    result = run(GB_BASE, GB_BASE, "-o", tmp_path / "out", "--fail-on", "new_graph_breaks>0,new_recompiles>0,new_failures>0,cache_miss_delta!=0")
+    assert result.exit_code == 0, result.output
+    data = read(tmp_path / "out")
+    c = data["comparison"]
+    assert c["graph_breaks"] == {"new": [], "gone": [], "changed": []}
+    assert c["failures"] == {"new": [], "fixed": []} and c["graph_op_counts"] == []
+    assert all(f["presence"] == "both" and not f["new_recompile_reasons"] for f in c["frames"])
+    assert data["metrics"] == {"new_graph_breaks": 0, "new_recompiles": 0, "new_failures": 0, "compile_time_ratio": 1.0, "cache_miss_delta": 0}
+    assert not data["torch_versions_differ"] and data["notes"] == []
+    assert "No graph break, recompile, failure" in (tmp_path / "out" / "index.html").read_text()
+    validate(data)
+
+
+# ------------------------------------------------------------------------------------------------
+# report folders
+
+
+def test_report_folder_is_read_through_its_summary(tmp_path, report_base):
+    result = run(report_base, GB_EXTRA, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    [extra] = read(tmp_path / "out")["comparison"]["graph_breaks"]["new"]
+    assert extra["user_location"].endswith("gb_program.py:30")
+
+
+def test_report_folder_without_summary_json_is_refused(tmp_path, report_base):
+    old = tmp_path / "tlparse_report"
+    shutil.copytree(report_base, old)
+    (old / "summary.json").unlink()  # as tlparse (Rust) writes it
+    result = run(old, GB_EXTRA, "-o", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "without summary.json" in result.stderr and "point at the trace instead" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_different_torch_versions_are_diffed_with_a_warning(tmp_path, report_base):
+    other = tmp_path / "other"
+    shutil.copytree(report_base, other)
+    summary = json.loads((other / "summary.json").read_text())
+    summary["torch_version"] = "2.99.0"
+    (other / "summary.json").write_text(json.dumps(summary))
+    result = run(report_base, other, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stderr and "2.99.0" in result.stderr
+    data = read(tmp_path / "out")
+    assert data["torch_versions_differ"] and data["new"]["torch_version"] == "2.99.0"
+    assert "different torch versions" in (tmp_path / "out" / "index.html").read_text()
+    validate(data)
+
+
+# ------------------------------------------------------------------------------------------------
+# errors
+
+
+@pytest.mark.parametrize("expression", ["new_graph_breaks>>0", "bogus>0", "new_graph_breaks>", "", "compile_time_ratio>1.2,"])
+def test_malformed_fail_on_is_a_usage_error_listing_names(tmp_path, expression):
+    result = run(GB_BASE, GB_BASE, "-o", tmp_path / "out", "--fail-on", expression)
+    assert result.exit_code == 2
+    for name in compare.METRICS:
+        assert name in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_input_is_exit_2(tmp_path):
+    result = run(tmp_path / "nope", GB_BASE, "-o", tmp_path / "out")
+    assert result.exit_code == 2 and "BASE" in result.stderr and "does not exist" in result.stderr
+
+
+def test_existing_output_needs_overwrite(tmp_path):
+    out = tmp_path / "out"
+    assert run(GB_BASE, GB_BASE, "-o", out).exit_code == 0
+    assert run(GB_BASE, GB_BASE, "-o", out).exit_code == 2
+    assert run(GB_BASE, GB_BASE, "-o", out, "--overwrite").exit_code == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# multi-rank
+
+
+def test_multi_rank_folders_are_compared_rank_by_rank(tmp_path):
+    folder = TRACES / "collectives_gloo_fail"
+    result = run(folder, folder, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    data = read(tmp_path / "out")
+    assert data["comparison"] is None and data["base"]["ranks"] == 2
+    assert [r["folder"] for r in data["ranks"]] == ["rank_0", "rank_1"]
+    assert all(r["comparison"] is not None for r in data["ranks"])
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert 'id="rank_0"' in page and 'id="rank_1-graph-breaks"' in page
+    assert broken_links(tmp_path / "out") == []
+    validate(data)
+
+
+def test_a_rank_on_one_side_only_and_mixed_inputs():
+    rank = {"schema_version": "1.0", "torch_version": None, "totals": {}, "compiles": []}
+    base = {"schema_version": "1.0", "ranks": [{"rank": 0, "folder": "rank_0", "error": None, "summary": rank}]}
+    new = {"schema_version": "1.0", "ranks": [*base["ranks"], {"rank": 1, "folder": "rank_1", "error": None, "summary": rank}]}
+    data = compare.diff(base, new)
+    assert [r["note"] for r in data["ranks"]] == [None, "only in NEW"]
+    validate(data)
+    with pytest.raises(ValueError, match="several ranks"):
+        compare.diff(base, rank)
+
+
+# ------------------------------------------------------------------------------------------------
+# pure parts
+
+
+def test_unknown_values_are_null():
+    base = {"totals": {"compile_time_s": None, "cache": {}}, "compiles": [
+        {"id": "[0/0]", "frame": "f", "user_location": "a.py:1", "compile_time_s": {"total": None}, "graph_op_count": None}]}
+    new = {"totals": {"compile_time_s": 2.0, "cache": {}}, "compiles": [
+        {"id": "[0/0]", "frame": "f", "user_location": "a.py:1", "compile_time_s": {"total": 2.0}, "graph_op_count": 3}]}
+    data = compare.diff(base, new)
+    assert data["comparison"]["totals"]["compile_time_s"] == {"base": None, "new": 2.0, "delta": None, "ratio": None}
+    assert data["metrics"]["compile_time_ratio"] is None and data["metrics"]["cache_miss_delta"] is None
+    validate(data)
+    text = markdown(data, "out/index.html")
+    assert "unknown" in text
+
+
+def test_new_and_fixed_failures_pair_in_order():
+    def c(i, failure=None):
+        return {"id": f"[0/{i}]", "frame": "f", "user_location": "a.py:1", "failure": failure, "compile_time_s": {"total": 1.0}}
+
+    boom = {"type": "RuntimeError", "reason": "boom"}
+    data = compare.diff({"compiles": [c(0, boom), c(1)]}, {"compiles": [c(0), c(1, boom), c(2, boom)]})
+    failures = data["comparison"]["failures"]
+    assert [f["new"]["id"] for f in failures["new"]] == ["[0/1]", "[0/2]"]
+    assert [f["base"]["id"] for f in failures["fixed"]] == ["[0/0]"]
+    assert data["metrics"]["new_failures"] == 2
+    assert data["metrics"]["new_recompiles"] == 1  # [0/1] on both sides, [0/2] only in NEW
+
+
+def test_gates_parse_and_evaluate():
+    names = ["a", "b", "c"]
+    conditions = parse_conditions(" a > 0 , b>=1.5,c!=-2e0", names)
+    assert conditions == [Condition("a", ">", 0), Condition("b", ">=", 1.5), Condition("c", "!=", -2.0)]
+    assert [str(c) for c in conditions] == ["a>0", "b>=1.5", "c!=-2"]
+    assert [v.condition.name for v in violated(conditions, {"a": 1, "b": 1.0, "c": -2})] == ["a"]
+    assert violated(conditions, {"a": 0, "b": None, "c": -2}) == []
+    assert unknown(conditions, {"a": 0, "b": None, "c": -2}) == [conditions[1]]
+    for op, holds in [("<", False), ("<=", True), ("==", True), (">", False), (">=", True), ("!=", False)]:
+        assert bool(violated(parse_conditions(f"a{op}1", names), {"a": 1})) is holds
+    for bad in ["", "a", "a=1", "a>x", "d>1", "a>1,,b<2", "a>nan", "a>inf"]:
+        with pytest.raises(ConditionError, match="valid names: a, b, c"):
+            parse_conditions(bad, names)

@@ -1,0 +1,108 @@
+"""`tlparse-py diff BASE NEW`: what changed between two runs, as a page, diff.json and (optionally) Markdown.
+
+Exit codes: 0 diff written; 2 an input or the output cannot be used, or `--fail-on` is malformed
+(nothing written); 3 a `--fail-on` condition holds (the diff is written); 1 writing failed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..diff import compare
+from ..diff.gates import Condition, ConditionError, parse_conditions, unknown, violated
+from ..diff.load import LoadError, load
+from ..diff.output import write_diff, write_markdown
+from ..writer import OutputError, ReportKeptElsewhere
+from .common import CliError, echo_err, open_browser
+
+_NAMES = ", ".join(f"{name} ({what})" for name, what in compare.METRICS.items())
+
+
+def _conditions(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Condition]:
+    if not value:
+        return []
+    try:
+        return parse_conditions(",".join(value), compare.METRICS)
+    except ConditionError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+@click.command("diff", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("-o", "--out", default="tl_diff", show_default=True, type=click.Path(path_type=Path), help="Output folder.")
+@click.option("--fail-on", "conditions", multiple=True, callback=_conditions, metavar="CONDITIONS",
+              help=f"Exit 3 if any condition holds: comma-separated NAME OP NUMBER, OP one of > >= < <= == != "
+                   f"(e.g. \"new_graph_breaks>0,compile_time_ratio>1.2\"). Names: {_NAMES}.")
+@click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="Also write a compact GitHub-flavoured Markdown summary (for a PR comment or CI job summary).")
+@click.option("--overwrite", is_flag=True, help="Replace the output folder if it exists (only once the new diff is complete).")
+@click.option("--no-browser", is_flag=True, help="Do not open the diff in a web browser.")
+def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown_file: Path | None, overwrite: bool, no_browser: bool) -> None:
+    """Compare two runs: what got better or worse between BASE and NEW.
+
+    BASE and NEW are each a trace log, a TORCH_TRACE folder or a tlparse-py report folder (read
+    through its summary.json). Frames are paired by function name and user location, compiles in
+    order within a frame. Writes OUT/index.html and OUT/diff.json.
+    """
+    sides = []
+    for role, path in (("BASE", base), ("NEW", new)):
+        try:
+            side = load(path, role)
+        except LoadError as exc:
+            raise CliError(str(exc)) from None
+        if side.note:
+            echo_err(f"{role}: {side.note}")
+        sides.append(side)
+    try:
+        result = compare.diff(sides[0].summary, sides[1].summary, str(base), str(new))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    for note in result["notes"]:
+        echo_err(f"warning: {note}")
+    values = result["metrics"]
+    failed = [_describe(result, v.condition, v.value) for v in violated(conditions, values)]
+    for condition in unknown(conditions, values):
+        echo_err(f"--fail-on {condition}: {condition.name} is unknown for these inputs; not checked")
+    try:
+        write_diff(result, out, overwrite, failed)
+    except ReportKeptElsewhere as exc:
+        raise CliError(str(exc), 1) from None
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"could not write the diff ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
+    if markdown_file is not None:
+        try:
+            write_markdown(result, markdown_file, out, failed)
+        except OSError as exc:
+            raise CliError(f"could not write {markdown_file}: {exc.strerror or exc}", 1) from None
+    echo_err(_headline(result))
+    echo_err(f"Diff: {out / 'index.html'}")
+    if not no_browser:
+        open_browser(out)
+    if failed:
+        for line in failed:
+            echo_err(f"--fail-on {line}")
+        click.get_current_context().exit(3)
+
+
+def _describe(result: dict, condition: Condition, value: float) -> str:
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    what = compare.details(result, condition.name)
+    return f"{condition}: {condition.name} = {shown}" + (f" ({'; '.join(what)})" if what else "")
+
+
+def _headline(result: dict) -> str:
+    m = result["metrics"]
+    ratio = m["compile_time_ratio"]
+    parts = [
+        f"{m['new_graph_breaks']} new graph break(s)",
+        f"{m['new_recompiles']} new recompile(s)",
+        f"{m['new_failures']} new failure(s)",
+        f"compile time ×{ratio:.2f}" if ratio is not None else "compile time ratio unknown",
+        f"cache misses {m['cache_miss_delta']:+d}" if isinstance(m["cache_miss_delta"], int) else "cache misses unknown",
+    ]
+    return "Diff: " + ", ".join(parts)

@@ -1,0 +1,103 @@
+"""Each side of a diff as a summary dict: from a trace (log or folder) or an existing report folder.
+
+A report folder is read through its `summary.json`; a trace is analysed (nothing is written). A
+folder of several ranks' logs becomes a multi-rank summary (`ranks`), like `--all-ranks-html` writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
+from ..kinds import load_plugins
+from ..pipeline import Options, analyze_logs, source_of
+from ..reader import GunzipRefused
+from ..writer import looks_like_report
+
+
+class LoadError(Exception):
+    """One side cannot be read; the message says why and what to do."""
+
+
+@dataclass
+class Side:
+    path: Path
+    kind: str  # "trace" or "report"
+    summary: dict[str, Any]
+    note: str = ""  # which logs were read, when a choice was made
+
+
+def load(path: Path, role: str = "") -> Side:
+    """BASE or NEW: a trace log, a trace folder, a report folder, or a report's summary.json."""
+    label = f"{role} {path}" if role else str(path)
+    if not path.exists():
+        raise LoadError(f"{label} does not exist")
+    if path.is_file() and path.name == "summary.json":
+        return Side(path, "report", read_summary(path, label))
+    if path.is_dir():
+        summary = path / "summary.json"
+        if summary.is_file():
+            return Side(path, "report", read_summary(summary, label))
+        if looks_like_report(path) and any(path.iterdir()) and not candidate_logs(path):
+            raise LoadError(f"{label} is a report folder without summary.json (written by tlparse, or an older tlparse-py): "
+                            "point at the trace instead")
+    return _trace(path, label)
+
+
+def read_summary(file: Path, label: str) -> dict[str, Any]:
+    try:
+        data = orjson.loads(file.read_bytes())
+    except OSError as exc:
+        raise LoadError(f"cannot read {file}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise LoadError(f"{label}: {file.name} is not valid JSON ({exc}); point at the trace instead") from None
+    if not isinstance(data, dict) or not str(data.get("schema_version", "")).startswith("1."):
+        raise LoadError(f"{label}: {file.name} is not a tlparse-py summary.json (schema 1.x); point at the trace instead")
+    if not isinstance(data.get("ranks"), list) and not isinstance(data.get("compiles"), list):
+        raise LoadError(f"{label}: {file.name} holds neither compiles nor ranks; point at the trace instead")
+    return data
+
+
+def _trace(path: Path, label: str) -> Side:
+    load_plugins()
+    try:
+        chosen = choose_input(path)
+    except SeveralRanks:
+        return Side(path, "trace", _ranks(path))
+    except InputError as exc:
+        raise LoadError(f"{label}: {exc}" if label != str(path) else str(exc)) from None
+    return Side(path, "trace", _analyze(chosen.logs), chosen.note)
+
+
+def _analyze(logs: list[Path]) -> dict[str, Any]:
+    try:
+        return analyze_logs(logs, Options(), source_of(logs)).to_dict()
+    except GunzipRefused as exc:
+        raise LoadError(str(exc)) from None
+    except OSError as exc:
+        raise LoadError(f"cannot read {exc.filename or logs[0]}: {exc.strerror or exc}") from None
+
+
+def _ranks(folder: Path) -> dict[str, Any]:
+    """A summary per rank (its biggest log; the others as rank_N_extra_K), as a landing summary.json holds."""
+    by_rank: dict[int | None, list[Path]] = {}
+    for log in candidate_logs(folder):
+        by_rank.setdefault(rank_of(log), []).append(log)
+    jobs: list[tuple[int | None, str, Path]] = []
+    for rank in sorted(r for r in by_rank if r is not None):
+        ordered = sorted(by_rank[rank], key=lambda p: (-p.stat().st_size, p.name))
+        jobs.append((rank, f"rank_{rank}", ordered[0]))
+        jobs += [(rank, f"rank_{rank}_extra_{i}", log) for i, log in enumerate(ordered[1:], start=1)]
+    jobs += [(None, f"unranked_{i}", log) for i, log in enumerate(sorted(by_rank.get(None, [])), start=1)]
+    ranks = []
+    for rank, name, log in jobs:
+        try:
+            summary, error = _analyze([log]), None
+        except LoadError as exc:
+            summary, error = None, str(exc)
+        ranks.append({"rank": rank, "folder": name, "error": error, "summary": summary})
+    return {"schema_version": "1.0", "inputs": [{"path": str(log), "rank": rank} for rank, _, log in jobs], "ranks": ranks}

@@ -1,0 +1,51 @@
+"""Writing a diff: `DIR/index.html` and `DIR/diff.json`, all or nothing (like a report), and the Markdown."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..pipeline import write_static
+from ..render import render
+from ..writer import ReportWriter
+from .view import markdown, page_context
+
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "diff.schema.json"
+
+
+def diff_json(diff: dict[str, Any]) -> bytes:
+    return orjson.dumps(diff, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+
+
+def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violations: list[str] | None = None) -> Path:
+    """The diff page and diff.json in `out`. Raises OutputError before any work if `out` cannot be
+    used, OSError if writing fails; either way an existing folder at `out` is left as it was."""
+    writer = ReportWriter(out, overwrite)
+    try:
+        write_static(writer)
+        writer.write("diff.json", diff_json(diff))
+        writer.write("index.html", render("diff.html.j2", page_context(diff, violations)))
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return out
+
+
+def write_markdown(diff: dict[str, Any], file: Path, out: Path, violations: list[str] | None = None) -> None:
+    """The Markdown summary at `file`, linking to `out/index.html` by a path relative to the file."""
+    page = Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix()
+    text = markdown(diff, page, violations)
+    file.absolute().parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.absolute().parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temp, file)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

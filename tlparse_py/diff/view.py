@@ -1,0 +1,233 @@
+"""The diff page's context and the Markdown summary: pure functions of the diff dict (compare.diff)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..render import format_seconds
+
+TITLE = "torch.compile diff"
+
+
+def _count(value: Any) -> str:
+    return "unknown" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def _seconds(value: Any) -> str:
+    return "unknown" if value is None else format_seconds(value)
+
+
+def change(values: dict[str, Any], better: str = "lower", seconds: bool = False) -> dict[str, Any]:
+    """A before/after pair as shown: texts, the signed delta and whether it got better or worse."""
+    show = _seconds if seconds else _count
+    delta = values.get("delta")
+    if delta is None:
+        delta_text, cls = "", ""
+    elif delta == 0:
+        delta_text, cls = "±0", ""
+    else:
+        sign = "+" if delta > 0 else "−"
+        delta_text = f"{sign}{show(abs(delta))}"
+        improved = (delta < 0) if better == "lower" else (delta > 0)
+        cls = "" if better == "none" else ("added" if improved else "removed")
+    ratio = values.get("ratio")
+    return {
+        "base": show(values.get("base")),
+        "new": show(values.get("new")),
+        "delta": delta_text,
+        "ratio": f"×{ratio:.2f}" if isinstance(ratio, (int, float)) else "",
+        "cls": cls,
+        "changed": bool(delta),
+    }
+
+
+def _where(frame: Any, location: Any) -> dict[str, str]:
+    return {"frame": frame if frame is not None else "(unknown frame)", "location": location or ""}
+
+
+def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """What one comparison (one report pair, or one rank) shows; anchors start with `prefix`."""
+    totals = comparison["totals"]
+    cards = [
+        ("compiles", "compiles", change(totals["compiles"], "none"), None),
+        ("graph breaks", "graph_breaks", change(totals["graph_breaks"]), "graph-breaks"),
+        ("recompiles", "recompiles", change(totals["recompiles"]), "recompiles"),
+        ("failed compiles", "failed", change(totals["failed"]), "failures"),
+        ("compile time", "compile_time_s", change(totals["compile_time_s"], seconds=True), "compile-time"),
+        ("cache hits", "hit", change(totals["cache"]["hit"], "higher"), "cache"),
+        ("cache misses", "miss", change(totals["cache"]["miss"]), "cache"),
+        ("cache bypasses", "bypass", change(totals["cache"]["bypass"]), "cache"),
+    ]
+    frames = comparison["frames"]
+    recompiles = [
+        {**_where(f["frame"], f["user_location"]), "recompiles": change(f["recompiles"]), "compiles": change(f["compiles"], "none"),
+         "reasons": f["new_recompile_reasons"], "presence": f["presence"]}
+        for f in frames if f["recompiles"]["base"] or f["recompiles"]["new"] or f["new_recompile_reasons"]
+    ]
+    times = [
+        {**_where(f["frame"], f["user_location"]), "time": change(f["compile_time_s"], seconds=True), "presence": f["presence"],
+         "compiles": change(f["compiles"], "none"),
+         "pairs": [{"base": p["base"]["id"] if p["base"] else None, "new": p["new"]["id"] if p["new"] else None} for p in f["pairs"]]}
+        for f in frames
+    ]
+    cache_frames = [
+        {**_where(f["frame"], f["user_location"]), **{state: change(f["cache"][state], "higher" if state == "hit" else "lower")
+                                                       for state in ("hit", "miss", "bypass")}}
+        for f in frames if any(f["cache"][s]["base"] or f["cache"][s]["new"] for s in ("hit", "miss", "bypass"))
+    ]
+    graph_breaks = comparison["graph_breaks"]
+    return {
+        "prefix": prefix,
+        "cards": [{"label": label, "value": value, "href": f"#{prefix}{anchor}" if anchor else None} for label, _, value, anchor in cards],
+        "new_graph_breaks": [_gb(g) for g in graph_breaks["new"]],
+        "gone_graph_breaks": [_gb(g) for g in graph_breaks["gone"]],
+        "changed_graph_breaks": [_gb(g) for g in graph_breaks["changed"]],
+        "recompiles": recompiles,
+        "times": times,
+        "total_time": change(totals["compile_time_s"], seconds=True),
+        "cache_totals": [(state, change(totals["cache"][state], "higher" if state == "hit" else "lower")) for state in ("hit", "miss", "bypass")],
+        "cache_frames": cache_frames,
+        "new_failures": [_failure(f) for f in comparison["failures"]["new"]],
+        "fixed_failures": [_failure(f) for f in comparison["failures"]["fixed"]],
+        "op_counts": [
+            {**_where(o["frame"], o["user_location"]), "base_id": o["base"]["id"], "new_id": o["new"]["id"],
+             "ops": change(o["graph_op_count"], "none")}
+            for o in comparison["graph_op_counts"]
+        ],
+    }
+
+
+def _gb(g: dict[str, Any]) -> dict[str, Any]:
+    return {"reason": g["reason"], "location": g["user_location"], "count": change(g["count"]),
+            "frames": [f if f is not None else "(unknown frame)" for f in g["frames"]], "compiles": g["compiles"]}
+
+
+def _failure(f: dict[str, Any]) -> dict[str, Any]:
+    return {**_where(f["frame"], f["user_location"]), "base_id": (f["base"] or {}).get("id"), "new_id": (f["new"] or {}).get("id"),
+            "type": f["type"], "reason": f["reason"] or ""}
+
+
+def page_context(diff: dict[str, Any], violations: list[str] | None = None) -> dict[str, Any]:
+    """The whole diff page (diff.html.j2): one section, or one per rank."""
+    sections = []
+    if diff.get("comparison") is not None:
+        sections.append({"title": None, "anchor": None, "note": None, **section_context(diff["comparison"])})
+    for rank in diff.get("ranks") or []:
+        anchor = f"{rank['folder']}"
+        body = section_context(rank["comparison"], f"{anchor}-") if rank["comparison"] is not None else None
+        sections.append({"title": rank["folder"], "anchor": anchor, "note": rank["note"], "body": body, **(body or {})})
+    return {
+        "title": TITLE,
+        "root": "",
+        "source": {"path": f"{diff['base']['path']} → {diff['new']['path']}"},
+        "compile_id": None,
+        "kind": "",
+        "lineno": None,
+        "compile_page": None,
+        "failures_link": False,
+        "base": diff["base"],
+        "new": diff["new"],
+        "notes": diff.get("notes") or [],
+        "sections": sections,
+        "multi": bool(diff.get("ranks")),
+        "metrics": diff.get("metrics") or {},
+        "violations": violations or [],
+        "empty": is_empty(diff),
+    }
+
+
+def is_empty(diff: dict[str, Any]) -> bool:
+    """Nothing to report: no graph break, recompile, failure, op count or cache change (times always move)."""
+    from .compare import comparisons
+
+    for c in comparisons(diff):
+        t = c["totals"]
+        if c["graph_breaks"]["new"] or c["graph_breaks"]["gone"] or c["graph_breaks"]["changed"]:
+            return False
+        if c["failures"]["new"] or c["failures"]["fixed"] or c["graph_op_counts"]:
+            return False
+        if any(t[name]["delta"] for name in ("compiles", "graph_breaks", "recompiles", "failed")):
+            return False
+        if any(t["cache"][s]["delta"] for s in ("hit", "miss", "bypass")):
+            return False
+        if any(f["new_recompile_reasons"] or f["presence"] != "both" for f in c["frames"]):
+            return False
+    return not any(r["comparison"] is None for r in diff.get("ranks") or [])
+
+
+# ------------------------------------------------------------------------------------------------
+# Markdown (for a pull-request comment or a CI job summary)
+
+
+def _md(text: Any) -> str:
+    """Text from a log, safe in a Markdown table cell or line: no pipes, newlines or HTML."""
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    return s.replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+
+
+def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = None, limit: int = 5) -> str:
+    """A compact GitHub-flavoured summary; `page` is the diff page's path relative to the Markdown file."""
+    from .compare import comparisons
+
+    lines = [f"### torch.compile diff: `{_md(diff['base']['path'])}` → `{_md(diff['new']['path'])}`", ""]
+    for note in diff.get("notes") or []:
+        lines += [f"> ⚠️ {_md(note)}", ""]
+    if violations:
+        lines.append("**Gate failed** (`--fail-on`):")
+        for v in violations:
+            condition, _, rest = v.partition(": ")
+            lines.append(f"- ❌ `{condition.replace('`', '')}`" + (f": {_md(rest)}" if rest else ""))
+        lines.append("")
+    parts = comparisons(diff)
+    if parts:
+        lines += ["| | base | new | Δ |", "|---|---:|---:|---:|"]
+        rows = [("compile time", "compile_time_s", True), ("compiles", "compiles", False), ("graph breaks", "graph_breaks", False),
+                ("recompiles", "recompiles", False), ("failed", "failed", False)]
+        for label, name, seconds in rows:
+            lines.append(_md_row(label, _summed([c["totals"][name] for c in parts]), seconds))
+        for state in ("hit", "miss", "bypass"):
+            lines.append(_md_row(f"cache {state}", _summed([c["totals"]["cache"][state] for c in parts]), False))
+        lines.append("")
+    single = diff.get("comparison") is not None  # rank sections have their own anchors: link the page
+    gbs = [g for c in parts for g in c["graph_breaks"]["new"]]
+    if gbs:
+        lines.append(f"**New graph breaks ({len(gbs)})** — [details]({page}{'#graph-breaks' if single else ''})")
+        lines += [f"- {_md(g['reason'])} at `{_md(g['user_location'])}`" for g in gbs[:limit]]
+        if len(gbs) > limit:
+            lines.append(f"- … and {len(gbs) - limit} more")
+        lines.append("")
+    failures = [f for c in parts for f in c["failures"]["new"]]
+    if failures:
+        lines.append(f"**New failures ({len(failures)})** — [details]({page}{'#failures' if single else ''})")
+        lines += [f"- `{_md(f['frame'])}` {_md((f['new'] or {}).get('id') or '')}: {_md(f['type'])}" for f in failures[:limit]]
+        if len(failures) > limit:
+            lines.append(f"- … and {len(failures) - limit} more")
+        lines.append("")
+    if diff.get("ranks"):
+        lines.append(f"{len(diff['ranks'])} ranks compared: [per-rank sections]({page})")
+        lines.append("")
+    if is_empty(diff) and not violations:
+        lines.append("No graph break, recompile, failure or cache change.")
+        lines.append("")
+    lines.append(f"[Full diff]({page})")
+    return "\n".join(lines) + "\n"
+
+
+def _summed(values: list[dict[str, Any]]) -> dict[str, Any]:
+    def total(key: str) -> Any:
+        got = [v[key] for v in values]
+        return None if not got or None in got else sum(got)
+
+    out = {"base": total("base"), "new": total("new"), "delta": total("delta")}
+    out["ratio"] = None if not out["base"] or out["new"] is None else out["new"] / out["base"]
+    return out
+
+
+def _without_ratio(values: dict[str, Any]) -> dict[str, Any]:
+    return {**values, "ratio": None}
+
+
+def _md_row(label: str, values: dict[str, Any], seconds: bool) -> str:
+    shown = change(values if seconds else _without_ratio(values), seconds=seconds)
+    delta = shown["delta"] + (f" ({shown['ratio']})" if shown["ratio"] and shown["changed"] else "")
+    return f"| {label} | {shown['base']} | {shown['new']} | {delta} |"
