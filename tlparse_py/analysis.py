@@ -18,7 +18,7 @@ from .model import CompileId, display_key
 from .paths import compile_page_url
 from .store import STATUS_LABELS, MetricsEntry, Store
 
-SCHEMA_VERSION = "1.0"  # bump the major part whenever a field changes meaning, the minor when fields are added
+SCHEMA_VERSION = "1.1"  # bump the major part whenever a field changes meaning, the minor when fields are added
 
 
 @dataclass(slots=True)
@@ -138,6 +138,20 @@ class Analysis(Store):
             "cache": {"hit": counts["cache_hits"], "miss": counts["cache_misses"], "bypass": counts["cache_bypasses"]},
         }
 
+    def run_context(self) -> dict[str, Any]:
+        """Where the report comes from: torch, the time span of the records read, the rank, this tool.
+
+        The span is the earliest and latest glog time of the records read (other ranks' records left
+        out). glog writes no year: it is the log file's modification year, as in raw.jsonl.
+        """
+        return {
+            "torch_version": self.torch_version,
+            "first_record": self.first_timestamp,
+            "last_record": self.last_timestamp,
+            "rank": self.rank,
+            "tool": f"tlparse-py {__version__}",
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """What `summary.json` holds (see summary.schema.json)."""
         compiles = self.compiles()
@@ -149,6 +163,7 @@ class Analysis(Store):
             "stats": dict(self.stats.counts),
             "totals": self.totals(compiles),
             "compiles": [c.to_dict() for c in compiles],
+            "run": self.run_context(),
         }
         if self.export_mode or summary.export_error(self) is not None:
             data["export"] = summary.export_verdict(self)

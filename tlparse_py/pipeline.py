@@ -22,6 +22,7 @@ from .chromium import ChromiumEvents
 from .jobs import Job, PageJobs, private_reader
 from .kinds import LINK, PAYLOAD, REFORMAT, ParseContext
 from .limits import Limits
+from .markdown import summary_markdown
 from .model import CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
 from .paths import compile_page_url, provenance_page_url
@@ -71,6 +72,7 @@ class Pipeline:
             self.raw.add(record, None)
             return
         self.analysis.records += 1
+        self._note_time(record.timestamp)
         key = record.compile_id.directory_key() if record.compile_id is not None else None
         self.analysis.directory.setdefault(key, [])
         folder = record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}"
@@ -100,6 +102,14 @@ class Pipeline:
                                      step.lineage if step else "", record.lineno, payload_file)
         if self.outputs.pages:  # highlight it beside the reading, for its compile page
             self.highlighter.request(record.payload_text(), declared.lang)
+
+    def _note_time(self, timestamp: str) -> None:
+        # the earliest and latest, not the first and last: threads may log slightly out of order
+        analysis = self.analysis
+        if analysis.first_timestamp is None or timestamp < analysis.first_timestamp:
+            analysis.first_timestamp = timestamp
+        if analysis.last_timestamp is None or timestamp > analysis.last_timestamp:
+            analysis.last_timestamp = timestamp
 
     def _parse(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[OutputRef]]:
         payload_file = None
@@ -150,7 +160,9 @@ class Pipeline:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
         self.writer.write("index.html", render("index.html.j2", index_view.index_context(self.analysis)))
-        self.writer.write("summary.json", summary_json(self.analysis))
+        data = self.analysis.to_dict()
+        self.writer.write("summary.json", orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+        self.writer.write("summary.md", summary_markdown(data).encode("utf-8"))
         self.spool.handle.close()
 
     def _private_handles(self) -> None:

@@ -423,6 +423,9 @@ class Store(Questions):
     graphs: dict[CompileId | None, list[GraphStep]] = field(default_factory=dict)  # per compile id, in log order
     lineage_states: dict[CompileId | None, LineageState] = field(default_factory=dict)
     torch_version: str | None = None
+    # the earliest and latest glog time of this report's records (ISO, `Record.timestamp`; None before any)
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
     _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
 
     # -- facts noted by parsers -------------------------------------------------------------

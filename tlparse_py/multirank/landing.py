@@ -13,6 +13,7 @@ import orjson
 
 from .._version import __version__
 from ..analysis import SCHEMA_VERSION
+from ..markdown import summary_markdown
 from ..pipeline import Options, write_static
 from ..render import render, trusted_html
 from ..store import STATUS_LABELS, InputInfo
@@ -106,7 +107,9 @@ def write_all_ranks(
         notes = write_outputs(writer, landing)
         write_static(writer)
         source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
-        writer.write("summary.json", orjson.dumps(landing_summary(landing, jobs), option=orjson.OPT_INDENT_2))
+        summary = landing_summary(landing, jobs)
+        writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+        writer.write("summary.md", summary_markdown(summary))
         writer.write("index.html", render("landing.html.j2", landing_context(landing, source, options.custom_header_html)))
         writer.commit()
     except BaseException:

@@ -9,6 +9,7 @@ from .. import kinds, summary
 from ..model import CompileId
 from ..render import trusted_html
 from ..analysis import Analysis, CompileSummary
+from ..markdown import time_span
 from ..store import STATUS_LABELS, Store
 from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
 
@@ -157,6 +158,8 @@ def index_context(report: Analysis) -> dict[str, Any]:
         compiles=compile_entries(report),
         status_labels=STATUS_LABELS,
         rank=report.rank,
+        run=report.run_context(),
+        time_span=time_span(report.first_timestamp, report.last_timestamp),
         export_mode=report.export_mode,
         provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
         export_rows=export_rows(report),
