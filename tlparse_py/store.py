@@ -12,9 +12,10 @@ import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
+from .paths import compile_page_url
 from .stacks import Frame, StackTrie
 
 # Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective
@@ -74,6 +75,13 @@ METRIC_SUMMARY_FIELDS = (
     "guard_count",
     "shape_env_guard_count",
 )
+
+
+class Reuse(NamedTuple):
+    """A stack-trie terminal for a compile id reused after reset(): which generation it started."""
+
+    compile_id: CompileId
+    generation: int
 
 
 @dataclass(slots=True)
@@ -304,6 +312,7 @@ class Questions:
     graphs: dict[CompileId | None, list[GraphStep]]
     shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]]
     strings: StringTable
+    pageless: set[CompileId | None]
     _by_key: dict[str, dict[Any, list[Any]]]
 
     def generation_at(self, key: CompileId | None, line: int) -> int:
@@ -371,6 +380,10 @@ class Questions:
             return []
         return self.shape_facts.get((kind, compile_id.frame_key()), [])
 
+    def page_of(self, key: CompileId | None, generation: int = 0) -> str | None:
+        """The page of a compile id; None for one listed without a page (`pageless`)."""
+        return None if key in self.pageless else compile_page_url(key, generation)
+
     def resolve_filename(self, filename: int | str | None) -> str:
         name = self.strings.lookup(filename)
         return name if name is not None else "(unknown)"
@@ -413,6 +426,8 @@ class Store(Questions):
     chromium_events: int = 0
     records: int = 0
     pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
+    # compile ids listed without a page: nothing but a dynamo_start, beyond limits.PAGED_START_ONLY of them
+    pageless: set[CompileId | None] = field(default_factory=set)
     global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
     provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
     # compile id → its current generation; ids whose compile finished (metrics logged) in it
@@ -443,7 +458,7 @@ class Store(Questions):
         generation = self.generations.get(compile_id.frame_key(), 0)
         if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
             self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
-        self.trie.insert(frames, compile_id)
+        self.trie.insert(frames, Reuse(compile_id, generation) if generation else compile_id)
 
     def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.

@@ -10,7 +10,7 @@ from ..model import CompileId
 from ..render import trusted_html
 from ..analysis import Analysis, CompileSummary
 from ..markdown import time_span
-from ..store import STATUS_LABELS, Store
+from ..store import STATUS_LABELS, Reuse, Store
 from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
 
 def export_rows(report: Store) -> list[dict[str, Any]]:
@@ -56,10 +56,14 @@ def trie_rows(report: Store, trie) -> list[dict[str, Any]]:
     return rows
 
 
-def terminal_view(report: Store, compile_id: CompileId | None) -> dict[str, Any]:
-    if compile_id is None:
+def terminal_view(report: Store, terminal: CompileId | Reuse | None) -> dict[str, Any]:
+    if terminal is None:
         return {"label": "(unknown)", "url": None, "status": "missing"}
-    return {"label": str(compile_id), "url": compile_page_url(compile_id), "status": report.status_of(compile_id)}
+    if isinstance(terminal, Reuse):  # a compile id reused after reset(): its own compile's page
+        compile_id, generation = terminal
+        return {"label": f"{compile_id} #{generation + 1}", "url": compile_page_url(compile_id, generation),
+                "status": report.status_of(compile_id, generation)}
+    return {"label": str(terminal), "url": compile_page_url(terminal), "status": report.status_of(terminal, 0)}
 
 
 def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
