@@ -8,24 +8,28 @@ Unknown values are `None`, never guessed.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import summary
 from ._version import __version__
 from .model import CompileId, display_key
-from .paths import compile_page_url
 from .store import STATUS_LABELS, MetricsEntry, Store
 
 SCHEMA_VERSION = "1.1"  # bump the major part whenever a field changes meaning, the minor when fields are added
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class CompileTime:
     forward: float | None  # entire_frame_compile_time_s: Dynamo, AOTAutograd and the forward compile
     backward: float | None  # the lazy backward compile (bwd_compilation_metrics.inductor_compile_time_s)
     total: float | None
+
+
+UNKNOWN_TIME = CompileTime(None, None, None)
+_UNKNOWN_TIME_JSON = {"forward": None, "backward": None, "total": None}  # shared by to_dict: read it, never change it
 
 
 @dataclass(slots=True)
@@ -34,7 +38,7 @@ class CompileSummary:
 
     key: CompileId
     id: str
-    url: str
+    url: str | None  # None: listed without a page (limits.PAGED_START_ONLY)
     generation: int
     attempts: list[str]  # the ids its attempts logged under: `[0/0]`, `[0/0_1]` after a restart
     frame: str | None
@@ -47,7 +51,7 @@ class CompileSummary:
     graph_op_count: int | None = None
     failure: dict[str, str | None] | None = None
     headline: str = ""  # why it failed, restarted or recompiled, in one line (pages only)
-    pages: list[tuple[str, str]] = field(default_factory=list)  # (attempt id, its page) (pages only)
+    pages: list[tuple[str, str | None]] = field(default_factory=list)  # (attempt id, its page) (pages only)
 
     @property
     def label(self) -> str:
@@ -55,9 +59,25 @@ class CompileSummary:
         return f"{self.id} #{self.generation + 1}" if self.generation else self.id
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["key"], data["headline"], data["pages"]
-        return data
+        """What summary.json says of it. By hand, not `dataclasses.asdict`, whose deep copies cost
+        seconds and 100s of MB on logs with 100,000s of compiles: its lists are shared (read them,
+        do not change them)."""
+        times = self.compile_time_s
+        return {
+            "id": self.id,
+            "url": self.url,
+            "generation": self.generation,
+            "attempts": self.attempts,
+            "frame": self.frame,
+            "user_location": self.user_location,
+            "status": self.status,
+            "compile_time_s": _UNKNOWN_TIME_JSON if times is UNKNOWN_TIME else {"forward": times.forward, "backward": times.backward, "total": times.total},
+            "graph_breaks": self.graph_breaks,
+            "recompile_reasons": self.recompile_reasons,
+            "cache": self.cache,
+            "graph_op_count": self.graph_op_count,
+            "failure": self.failure,
+        }
 
 
 class Analysis(Store):
@@ -66,16 +86,25 @@ class Analysis(Store):
     def compiles(self) -> list[CompileSummary]:
         """One entry per compile, in log order: a frame compile with all its attempts (Dynamo restarts
         after a graph break log their graphs under `[x/y_1]`, `[x/y_2]`, ...), once per generation of
-        its id (an id reused after `torch._dynamo.reset()` names a new compile)."""
+        its id (an id reused after `torch._dynamo.reset()` names a new compile).
+
+        Built once per state of the store (the index, the search index and summary.json all ask,
+        and a log may hold 100,000s of compiles); a new list each time, of the same summaries."""
+        stamp = (self.records, len(self.directory), len(self.metrics), len(self.pageless))
+        memo = self.__dict__.get("_compiles_memo")
+        if memo is not None and memo[0] == stamp:
+            return list(memo[1])
         frames: dict[CompileId, list[CompileId]] = {}
         for key in self.directory:
             if summary.is_compile(key):
                 frames.setdefault(key.frame_key(), []).append(key)
-        return [
+        compiles = [
             self._compile(frame, attempts, generation)
             for frame, attempts in frames.items()
             for generation in self.generations_of(frame)
         ]
+        self.__dict__["_compiles_memo"] = (stamp, compiles)
+        return list(compiles)
 
     def _compile(self, frame: CompileId, attempts: list[CompileId], generation: int) -> CompileSummary:
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
@@ -85,14 +114,17 @@ class Analysis(Store):
         mine = self.in_generation(frame, generation)
         breaks = [b for key in attempts for b in summary.graph_breaks_of(self, key) if mine(b.line)]
         cache = [e for key in attempts for e in summary.cache_events_of(self, key) if mine(e.line)]
+        # strings shared where equal: a log may hold 100,000s of compiles
+        labels = [display_key(key) for key in attempts]
+        url = self.page_of(logged, generation)
         return CompileSummary(
             key=frame,
-            id=display_key(frame),
-            url=compile_page_url(logged, generation),
+            id=labels[0] if attempts[0] == frame else display_key(frame),
+            url=url,
             generation=generation,
-            attempts=[display_key(key) for key in attempts],
+            attempts=labels,
             frame=frame_name,
-            user_location=location,
+            user_location=sys.intern(location) if location else location,
             status=self.status_of(frame, generation),
             compile_time_s=self.compile_time(attempts, metrics, generation),
             graph_breaks=[{"reason": g.reason, "user_location": g.location} for g in breaks],
@@ -101,7 +133,7 @@ class Analysis(Store):
             graph_op_count=fields.get("graph_op_count") if isinstance(fields.get("graph_op_count"), int) else None,
             failure=_failure(fields),
             headline=summary.headline(self, frame, fields, generation),
-            pages=[(display_key(key), compile_page_url(key, generation)) for key in attempts],
+            pages=[(name, url if key == logged else self.page_of(key, generation)) for name, key in zip(labels, attempts)],
         )
 
     def in_generation(self, key: CompileId | None, generation: int) -> Callable[[int], bool]:
@@ -117,6 +149,8 @@ class Analysis(Store):
         known = [t for t in backward_times if t is not None]
         backward = sum(known) if known else None
         total = None if forward is None else forward + (backward or 0.0)
+        if forward is None and backward is None:
+            return UNKNOWN_TIME  # shared: most compiles of a log with 100,000s of them logged no time
         return CompileTime(forward, backward, total)
 
     def backward_metrics_of(self, key: CompileId) -> list[tuple[int, dict[str, Any]]]:
@@ -155,14 +189,22 @@ class Analysis(Store):
     def to_dict(self) -> dict[str, Any]:
         """What `summary.json` holds (see summary.schema.json)."""
         compiles = self.compiles()
+        totals = self.totals(compiles)
+        # summary.json is asked last: let go of the summaries as they become dicts, so a log with
+        # 100,000s of compiles does not hold both at once (a later `compiles()` builds them again)
+        self.__dict__.pop("_compiles_memo", None)
+        compiles.reverse()
+        dicts = []
+        while compiles:
+            dicts.append(compiles.pop().to_dict())
         data: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "generator": {"name": "tlparse-py", "version": __version__},
             "inputs": [{"path": path, "bytes": size, "rank": self.rank} for path, size in self.source.files()],
             "torch_version": self.torch_version,
             "stats": dict(self.stats.counts),
-            "totals": self.totals(compiles),
-            "compiles": [c.to_dict() for c in compiles],
+            "totals": totals,
+            "compiles": dicts,
             "run": self.run_context(),
         }
         if self.export_mode or summary.export_error(self) is not None:

@@ -29,3 +29,11 @@ class Limits:
 
 
 GUNZIP_GRACE_MB = 64  # small files may have any ratio: a few MB of expansion costs nothing
+
+# Many tiny compiles (README, "Limits"): a log of 200,000 compile ids must not cost 200,000 folders
+# and an index nobody can open. Compile ids that hold nothing but their `dynamo_start` record get a
+# page up to PAGED_START_ONLY of them (in log order); the rest are listed without one, and the index
+# says how many. The index lists at most INDEX_ROWS compiles and compile ids (and ids per stack-trie
+# node); summary.json and compile_directory.json always list them all.
+PAGED_START_ONLY = 1000
+INDEX_ROWS = 5000

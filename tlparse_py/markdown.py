@@ -142,7 +142,8 @@ def _totals_table(rows: list[tuple[str, dict[str, Any]]], prefix: str) -> list[s
 
 
 def _ids(compiles: list[dict[str, Any]], prefix: str) -> str:
-    shown = [link(c["id"] if not c.get("generation") else f"{c['id']} #{c['generation'] + 1}", c["url"], prefix) for c in compiles[:IDS_PER_ROW]]
+    labels = [(c["id"] if not c.get("generation") else f"{c['id']} #{c['generation'] + 1}", c["url"]) for c in compiles[:IDS_PER_ROW]]
+    shown = [link(name, url, prefix) if url else text(name) for name, url in labels]  # url None: no page (README, "Limits")
     more = len(compiles) - IDS_PER_ROW
     return " ".join(shown) + (f" +{more} more" if more > 0 else "")
 

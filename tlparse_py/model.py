@@ -38,13 +38,13 @@ class CompileId(NamedTuple):
     def directory_key(self) -> CompileId:
         """The key records are grouped under: a missing attempt counts as 0 once a frame compile id is known."""
         if self.frame_compile_id is not None and self.attempt is None:
-            return self._replace(attempt=0)
+            return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0)
         return self
 
     def frame_key(self) -> CompileId:
         """All attempts of one frame compile share metrics, stacks and specialisations."""
-        if self.frame_compile_id is not None:
-            return self._replace(attempt=0)
+        if self.frame_compile_id is not None and self.attempt != 0:  # attempt 0 is already its own frame key
+            return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0)
         return self
 
 

@@ -382,6 +382,9 @@ class JunkSkipper:
     bytes_read: int
     on_junk: Callable[[int, int, bytes], None] | None
     _peek: Callable[..., int | None]
+    # the last `_tab_line_start` answer: (buffer, searched from, found); a log without payloads has
+    # no TAB line, and searching the rest of the 4 MB buffer again for every record was quadratic
+    _tab_memo: tuple[bytes, int, int] | None = None
 
     def skip_junk(self) -> None:
         """Skip blank lines, and runs of many junk lines, before the next line that may be a record.
@@ -412,13 +415,23 @@ class JunkSkipper:
         buf, pos = self.buf, self.pos
         if buf[pos] == TAB:
             return pos
-        tab = _tab_line_start(buf, pos)
+        tab = self._next_tab_line(buf, pos)
         hint = _GLOG_HINT.search(buf, pos, tab if tab >= 0 else len(buf))
         if hint is not None:
             return buf.rfind(b"\n", pos, hint.start()) + 1 or pos
         if tab >= 0:
             return tab
         return buf.rfind(b"\n", pos) + 1 or pos
+
+    def _next_tab_line(self, buf: bytes, pos: int) -> int:
+        """`_tab_line_start(buf, pos)`, reusing the last answer while it still holds: no TAB line
+        starts between where that search began and what it found (or the buffer's end)."""
+        memo = self._tab_memo
+        if memo is not None and memo[0] is buf and memo[1] <= pos and (memo[2] < 0 or pos < memo[2]):
+            return memo[2]
+        tab = _tab_line_start(buf, pos)
+        self._tab_memo = (buf, pos, tab)
+        return tab
 
     def _skip_junk_region(self, region: bytes, junk: int) -> None:
         line_start = _blank_prefix(region)

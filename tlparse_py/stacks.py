@@ -94,6 +94,7 @@ def strip_convert_frame(frames: list[Frame], resolve) -> list[Frame]:
 class TrieNode:
     children: dict[Frame, TrieNode] = field(default_factory=dict)
     terminals: list[CompileId | None] = field(default_factory=list)
+    stack: list[Frame] | None = None  # the first stack that ended here (equal stacks share it)
 
 
 class StackTrie:
@@ -103,7 +104,8 @@ class StackTrie:
         self.root = TrieNode()
         self.size = 0
 
-    def insert(self, frames: list[Frame], terminal: CompileId | None) -> None:
+    def insert(self, frames: list[Frame], terminal: Any) -> list[Frame]:
+        """Add a stack ending in `terminal`; return the first stack equal to it (to keep instead)."""
         node = self.root
         for frame in frames:
             child = node.children.get(frame)
@@ -112,6 +114,9 @@ class StackTrie:
             node = child
         node.terminals.append(terminal)
         self.size += 1
+        if node.stack is None:
+            node.stack = frames
+        return node.stack
 
     def rows(self) -> list[tuple[str, Frame | None, list[CompileId | None]]]:
         """Flatten for templates without recursion: ("frame"|"open"|"close", frame, terminals).

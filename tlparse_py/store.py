@@ -397,6 +397,8 @@ class Store(Questions):
     strings: StringTable
     plain_text: bool = False
     custom_header_html: str = ""
+    source_url: str = ""  # --source-url: user-code locations link there ({path}, {line})
+    source_root: str = ""  # --source-root: stripped from file names to make {path}
     export_mode: bool = False
     rank: int | None = None
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
@@ -454,11 +456,12 @@ class Store(Questions):
             self.generation_lines.setdefault(key, []).append(line)
 
     def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
-        self.start_stacks.setdefault(compile_id.frame_key(), frames)
         generation = self.generations.get(compile_id.frame_key(), 0)
+        # the trie hands back the first equal stack: compiles that start at the same place share it
+        frames = self.trie.insert(frames, Reuse(compile_id, generation) if generation else compile_id)
+        self.start_stacks.setdefault(compile_id.frame_key(), frames)
         if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
             self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
-        self.trie.insert(frames, Reuse(compile_id, generation) if generation else compile_id)
 
     def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.

@@ -13,12 +13,32 @@ from typing import Any
 
 from .model import CompileId, display_key
 from .stacks import simplify_filename
-from .store import CacheEvent, GraphBreak, Store
+from .store import CacheEvent, GraphBreak, MetricsEntry, Store
 
 
 def is_compile(key: CompileId | None) -> bool:
     """A bucket that is a compilation (a frame or compiled-autograd graph), not `[-/-]` or `(unknown)`."""
     return key is not None and (key.frame_id is not None or key.compiled_autograd_id is not None)
+
+
+def start_only(report: Store, key: CompileId | None) -> bool:
+    """A compile id that logged nothing but one `dynamo_start`: no files, no metrics, nothing else."""
+    counts = report.kinds.get(key)
+    if key is None or counts is None or counts.keys() != {"dynamo_start"} or counts["dynamo_start"] != 1:
+        return False
+    return is_compile(key) and not report.directory.get(key) and not report.metrics.get(key.frame_key())
+
+
+def pageless_keys(report: Store, paged: int) -> set[CompileId | None]:
+    """The start-only compile ids beyond the first `paged` of them (log order): listed without a page."""
+    extra: set[CompileId | None] = set()
+    seen = 0
+    for key in report.directory:
+        if start_only(report, key):
+            seen += 1
+            if seen > paged:
+                extra.add(key)
+    return extra
 
 
 def first_line(text: Any) -> str:
@@ -31,16 +51,21 @@ def seconds(value: Any) -> float | None:
 
 def _name_from_pool(report: Store, key: CompileId) -> str:
     """The frame's name from any compile of the same frame (a failed recompile may not log one)."""
-    same_frame = (
-        entries
-        for frame, entries in report.metrics.items()
-        if frame is not None and frame.frame_id == key.frame_id and frame.compiled_autograd_id == key.compiled_autograd_id
-    )
-    for entries in itertools.chain([report.metrics.get(key.frame_key(), [])], same_frame):
-        for entry in entries:
-            if entry.get("co_name"):
-                return str(entry.get("co_name"))
+    for entry in report.metrics.get(key.frame_key(), []):
+        if entry.get("co_name"):
+            return str(entry.get("co_name"))
+    # every frame's metrics entries, in log order, indexed once: asked per compile, a scan of all
+    # metrics was quadratic on logs with 100,000s of compiles
+    pooled = report._index("metrics_by_frame", itertools.chain.from_iterable(report.metrics.values()), _frame_of_entry)
+    for entry in pooled.get((key.compiled_autograd_id, key.frame_id), []):
+        if entry.get("co_name"):
+            return str(entry.get("co_name"))
     return ""
+
+
+def _frame_of_entry(entry: MetricsEntry) -> tuple[int | None, int | None] | None:
+    frame = entry.compile_id
+    return (frame.compiled_autograd_id, frame.frame_id) if frame is not None else None
 
 
 def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None) -> str:
