@@ -16,7 +16,7 @@ import click
 
 from ._version import __version__
 
-__all__ = ["ProgressBar", "main"]
+__all__ = ["main"]
 
 # Commands are imported when used: `--version` and `--help` must not pay for Jinja, Pygments and
 # the pipeline.
@@ -24,6 +24,7 @@ COMMANDS = {
     "report": "tlparse_py.commands.report:report",
     "diff": "tlparse_py.commands.diff:diff",
     "run": "tlparse_py.commands.run:run",
+    "pack": "tlparse_py.commands.pack:pack",
 }
 
 

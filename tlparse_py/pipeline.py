@@ -21,18 +21,20 @@ from .analysis import Analysis
 from .chromium import ChromiumEvents
 from .jobs import Job, PageJobs, private_reader
 from .kinds import LINK, PAYLOAD, REFORMAT, ParseContext
-from .limits import Limits
+from .limits import PAGED_START_ONLY, Limits
 from .markdown import summary_markdown
-from .model import CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
+from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
 from .paths import compile_page_url, provenance_page_url
 from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
+from .search import build_index
 from .stacks import frames_from_json
 from .views import compile as compile_view
 from .views import index as index_view
 from .views.common import base_context, label
 from .views.sections import PageBuilder, shown_as
 from .store import InputInfo
+from .summary import pageless_keys
 from .writer import FolderWriter, NullWriter, ReportWriter
 
 
@@ -46,6 +48,14 @@ class Options:
     inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
     workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
     limits: Limits = field(default_factory=Limits)  # bounds on lines, gunzip and raw.log (limits.py)
+    source_url: str = ""  # --source-url: a link template for user code ({path}, optionally {line})
+    source_root: str = ""  # --source-root: stripped from logged file names to make {path}
+    search_mb: float = 20.0  # the search index, at most (search.py); past it the search box says what it covers
+
+
+# The record kinds of every compile id that logged nothing but its dynamo_start so far, shared (a
+# log may hold 100,000s of them): never changed in place, copied at the id's next record.
+ONE_START: Counter[str] = Counter({"dynamo_start": 1})
 
 
 class Pipeline:
@@ -132,7 +142,12 @@ class Pipeline:
         return payload_file, refs
 
     def _note_kinds(self, record: Record, key: CompileId | None) -> None:
-        counts = self.analysis.kinds.setdefault(key, Counter())
+        counts = self.analysis.kinds.get(key)
+        if counts is None and record.kinds == ["dynamo_start"]:
+            self.analysis.kinds[key] = ONE_START
+            return
+        if counts is None or counts is ONE_START:
+            counts = self.analysis.kinds[key] = Counter(counts or ())
         for name in record.kinds or ["(no kind)"]:
             counts[name] += 1
             if not kinds.known(name) and name != "(no kind)":
@@ -148,7 +163,9 @@ class Pipeline:
         self.writer.copy_logs(logs, "raw.log", self.options.limits)
         self.writer.write("compile_directory.json", compile_directory_json(self.analysis))
         write_static(self.writer)
-        keys = list(self.analysis.directory)
+        # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (README, "Limits")
+        self.analysis.pageless = pageless_keys(self.analysis, PAGED_START_ONLY)
+        keys = [key for key in self.analysis.directory if key not in self.analysis.pageless]
         for key in keys:
             self.analysis.pages[key] = compile_page_url(key)
         builder = PageBuilder(self.payloads.get, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
@@ -156,6 +173,7 @@ class Pipeline:
         self.highlighter.drain()
         self.jobs.on_fork = [self._private_handles]
         self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(compile_view.page_refs(self.analysis), builder))
+        self._write_search_index(builder)
         if self.options.provenance:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
@@ -164,6 +182,19 @@ class Pipeline:
         self.writer.write("summary.json", orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
         self.writer.write("summary.md", summary_markdown(data).encode("utf-8"))
         self.spool.handle.close()
+
+    def _write_search_index(self, builder: PageBuilder) -> None:
+        """The search box's index (search.py); after write_static, so the report's manifest replaces the default one."""
+        try:
+            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder.inline, total_bytes=int(self.options.search_mb * 1e6))
+        except OSError:
+            raise
+        except Exception as exc:  # a bug in the index must cost the search box (it stays hidden), not the report
+            self.analysis.stats.add("fail_parser")
+            self.analysis.diagnostics.add(self.label, 0, "could not build the search index", f"{type(exc).__name__}: {exc}", HINTS["fail_parser"])
+            return
+        for path, content in index:
+            self.writer.write(path, content)
 
     def _private_handles(self) -> None:
         """In a forked child: own read handles on the spool files (a file offset is shared across fork)."""
@@ -255,6 +286,8 @@ def new_analysis(source: InputInfo, options: Options, echo: Callable[[Diagnostic
         strings=StringTable(),
         plain_text=options.plain_text,
         custom_header_html=options.custom_header_html,
+        source_url=options.source_url,
+        source_root=options.source_root,
         export_mode=options.export,
     )
 
@@ -301,6 +334,7 @@ def analyze_logs(logs: list[Path], options: Options | None = None, source: Input
         read_logs(logs, pipeline, None, None)
         pipeline.chromium.close()
         analysis.note_cache_marks()
+        analysis.pageless = pageless_keys(analysis, PAGED_START_ONLY)  # as the written report has them
     finally:
         pipeline.highlighter.close()
     return analysis

@@ -12,19 +12,22 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import sys
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import jinja2
 from markupsafe import Markup, escape
+from pygments import format as pygments_format
 from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CppLexer, DiffLexer, JsonLexer, TextLexer
+from pygments.token import String
 
 from ._version import __version__
 from .lexers import GeneratedPythonLexer
@@ -58,6 +61,7 @@ def environment() -> jinja2.Environment:
     env.filters["safe_href"] = safe_href
     env.filters["seconds"] = format_seconds
     env.globals["code_html"] = code_html
+    env.globals["source_link"] = source_link
     return env
 
 
@@ -102,7 +106,11 @@ def highlight_lines(text: str, lang: str) -> Lines:
     if lang not in _LEXERS:
         return plain_lines(text)
     lexer = _LEXERS[lang](stripnl=False, ensurenl=True)
-    lines = pygments_highlight(text, lexer, _formatter()).split("\n")
+    kernels = cpp_kernels(text) if lang == "python" else []
+    if kernels:
+        lines = _python_with_cpp(text, kernels).split("\n")
+    else:
+        lines = pygments_highlight(text, lexer, _formatter()).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     expected = text.count("\n") + 1
@@ -111,6 +119,53 @@ def highlight_lines(text: str, lang: str) -> Lines:
     if len(lines) != expected:
         return plain_lines(text)
     return Lines(lines, True)
+
+
+# Inductor's CPU output code: C++ kernels inside Python string literals, e.g.
+# `cpp_fused_add_0 = async_compile.cpp_pybinding(['float*'], r'''<C++>''')` (or `async_compile.cpp(...)`).
+_CPP_KERNEL_OPEN = re.compile(r"async_compile\.cpp(?:_pybinding)?\((?:(?!''')[^)]){0,2000}?([rR]?''')")
+
+
+def cpp_kernels(text: str) -> list[tuple[int, int, int]]:
+    """(opening quote, start, end) of every CPU kernel literal in Python output code.
+
+    `text[start:end]` is the C++ (the literal's contents); a literal that never closes is not a kernel.
+    """
+    if "async_compile.cpp" not in text:  # the fast path: most texts hold no C++
+        return []
+    spans = []
+    position = 0
+    while True:
+        match = _CPP_KERNEL_OPEN.search(text, position)
+        if match is None:
+            return spans
+        start = match.end()
+        end = text.find("'''", start)
+        if end < 0:
+            return spans
+        spans.append((match.start(1), start, end))
+        position = end + 3
+
+
+def _python_with_cpp(text: str, kernels: list[tuple[int, int, int]]) -> str:
+    """Pygments HTML of Python output code whose kernel literals are lexed as C++ (one token stream,
+    so the formatter closes spans at line ends exactly as for plain Python)."""
+    if not text.endswith("\n"):
+        text += "\n"  # as the lexers' ensurenl does
+    python = GeneratedPythonLexer(stripnl=False)
+    cpp = CppLexer(stripnl=False)
+
+    def tokens():
+        position = 0
+        for opening, start, end in kernels:
+            yield from ((t, v) for _, t, v in python.get_tokens_unprocessed(text[position:opening]))
+            yield String.Doc, text[opening:start]
+            yield from ((t, v) for _, t, v in cpp.get_tokens_unprocessed(text[start:end]))
+            yield String.Doc, "'''"
+            position = end + 3
+        yield from ((t, v) for _, t, v in python.get_tokens_unprocessed(text[position:]))
+
+    return pygments_format(tokens(), _formatter())
 
 
 class Highlighter:
@@ -290,6 +345,62 @@ def safe_href(url: str) -> str | None:
     except ValueError:
         return None
     return url if scheme in SAFE_SCHEMES else None
+
+
+# Frames in these places are torch's or Python's, never the user's repository: they are not linked.
+LIBRARY_PATHS = ("/site-packages/", "/dist-packages/", "/torch/", "/lib/python3")
+_LOCATION = re.compile(r"(.+?):(\d+)")
+
+
+def check_source_url(template: str) -> str | None:
+    """Why a --source-url template cannot be used; None when it can."""
+    if "{path}" not in template:
+        return "must contain {path} (e.g. https://github.com/org/repo/blob/SHA/{path}#L{line})"
+    if safe_href(template.replace("{path}", "x").replace("{line}", "1")) is None:
+        return "must be an http:// or https:// URL"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLinks:
+    """--source-url / --source-root: user-code locations as links into the user's repository."""
+
+    url: str = ""  # a template with {path} and optionally {line}; empty: no links
+    root: str = ""  # stripped from a log's file names to make {path}
+
+    def href(self, filename: str, line: int) -> str | None:
+        """The link to `filename:line`, or None (no --source-url, torch or library code, outside the root)."""
+        if not self.url or line <= 0 or not filename or filename.startswith("<") or filename in ("(unknown)", "N/A"):
+            return None
+        probe = "/" + filename.lstrip("/")
+        if any(part in probe for part in LIBRARY_PATHS):
+            return None
+        path = filename
+        if self.root:
+            root = self.root.rstrip("/") + "/"
+            if path.startswith(root):
+                path = path[len(root):]
+            elif path.startswith("/"):
+                return None  # an absolute path elsewhere: not in the repository
+        path = path.lstrip("/")
+        if not path:
+            return None
+        url = self.url.replace("{path}", quote(path, safe="/")).replace("{line}", str(line))
+        return safe_href(url)
+
+    def href_of(self, location: str) -> str | None:
+        """The link for a `file.py:23` location string."""
+        match = _LOCATION.fullmatch(location.strip()) if location else None
+        return self.href(match.group(1), int(match.group(2))) if match else None
+
+
+def source_link(location: Any, links: SourceLinks | None) -> Markup:
+    """A `file.py:23` location, escaped, as a link into the user's repository where one is configured."""
+    text = "" if location is None else str(location)
+    href = links.href_of(text) if links is not None else None
+    if href is None:
+        return escape(text)
+    return Markup('<a class="source" href="{}" rel="noopener noreferrer">{}</a>').format(href, text)
 
 
 def format_seconds(value: Any) -> str:

@@ -63,8 +63,9 @@
     if (pre.getAttribute("data-coloured")) return;
     pre.setAttribute("data-coloured", "1");
     var lines = pre.children;
+    var line = window.tlparseColourer ? window.tlparseColourer(colourLine) : colourLine;  // cpp.js: C++ kernels
     for (var i = 0; i < lines.length && i < 50000; i++) {
-      lines[i].innerHTML = colourLine(lines[i].textContent);
+      lines[i].innerHTML = line(lines[i].textContent);
     }
   }
   function colourVisible() {
@@ -74,4 +75,145 @@
   }
   document.addEventListener("toggle", colourVisible, true);
   colourVisible();
+
+  // A box that scrolls (a wide table, a long record) can be reached and scrolled from the keyboard.
+  function focusableScrollers() {
+    document.querySelectorAll(".scroll, pre.meta, pre.code").forEach(function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      if (wide && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "region");
+        var caption = box.previousElementSibling;
+        var what = box.tagName === "PRE" ? "text, scrolls" : "table, scrolls sideways";
+        box.setAttribute("aria-label", what + (caption && /^H[2-4]$/.test(caption.tagName) ? ": " + caption.textContent : ""));
+      } else if (!wide && box.getAttribute("tabindex") === "0") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+  var scrollersQueued = false;
+  function queueScrollers() {  // once per frame, however many sections "Expand all" opens
+    if (scrollersQueued) return;
+    scrollersQueued = true;
+    window.requestAnimationFrame(function () { scrollersQueued = false; focusableScrollers(); });
+  }
+  focusableScrollers();
+  window.addEventListener("resize", queueScrollers);
+  document.addEventListener("toggle", queueScrollers, true);
+
+  // Sortable tables: each th[data-sort] becomes a button; cells sort by data-sort-value, else their text.
+  function cellKey(row, index, numeric) {
+    var cell = row.cells[index];
+    if (!cell) return numeric ? null : "";
+    var value = cell.hasAttribute("data-sort-value") ? cell.getAttribute("data-sort-value") : cell.textContent.trim();
+    if (!numeric) return value.toLowerCase();
+    var number = parseFloat(value);
+    return isNaN(number) ? null : number;
+  }
+  document.querySelectorAll("table[data-sortable]").forEach(function (table) {
+    var body = table.tBodies[0];
+    if (!body) return;
+    var headers = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(headers, function (th, index) {
+      var kind = th.getAttribute("data-sort");
+      if (!kind) return;
+      var button = document.createElement("button");
+      button.type = "button";
+      while (th.firstChild) button.appendChild(th.firstChild);
+      th.appendChild(button);
+      button.addEventListener("click", function () {
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var numeric = kind === "num";
+        var rows = Array.prototype.slice.call(body.rows).map(function (row, position) {
+          return { row: row, key: cellKey(row, index, numeric), position: position };
+        });
+        rows.sort(function (a, b) {
+          if (a.key === b.key) return a.position - b.position;
+          if (a.key === null) return 1;  // unknown values last, either way
+          if (b.key === null) return -1;
+          var order = a.key < b.key ? -1 : 1;
+          return ascending ? order : -order;
+        });
+        rows.forEach(function (item) { body.appendChild(item.row); });
+      });
+    });
+  });
+
+  // Filter boxes: hide the rows of their table whose text does not hold every word typed.
+  document.querySelectorAll("input[data-filter]").forEach(function (input) {
+    var table = document.getElementById(input.getAttribute("data-filter"));
+    if (!table || !table.tBodies[0]) return;
+    var holder = input.closest(".filter");
+    var status = holder && holder.querySelector("[role=status]");
+    if (holder) holder.hidden = false;
+    var rows = table.tBodies[0].rows;
+    input.addEventListener("input", function () {
+      var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+      var shown = 0;
+      Array.prototype.forEach.call(rows, function (row) {
+        var text = row.textContent.toLowerCase();
+        var match = words.every(function (word) { return text.indexOf(word) >= 0; });
+        row.hidden = !match;
+        if (match) shown++;
+      });
+      if (status) status.textContent = words.length ? shown + " of " + rows.length + " shown" : "";
+    });
+  });
+
+  // "Open in Perfetto": ui.perfetto.dev's postMessage handshake (PING until it answers PONG, then the trace).
+  // A page opened from file:// cannot read chromium_events.json by itself (and the page's CSP allows no
+  // fetch), so the reader picks the file once; offline, or without an answer, the page says how to load it.
+  var PERFETTO = "https://ui.perfetto.dev";
+  var BY_HAND = "To load it by hand: open " + PERFETTO + ", choose \u201cOpen trace file\u201d and pick chromium_events.json from this report\u2019s folder.";
+  document.querySelectorAll("[data-perfetto]").forEach(function (box) {
+    var button = box.querySelector("button");
+    var pick = box.querySelector(".perfetto-pick");
+    var input = pick && pick.querySelector("input");
+    var status = box.querySelector(".perfetto-status");
+    var trace = null;
+    box.hidden = false;
+    function say(text) { status.textContent = text; }
+    function send() {
+      var win = window.open(PERFETTO + "/#!/", "_blank");
+      if (!win) { say("The browser blocked the new window: allow pop-ups and press \u201cOpen in Perfetto\u201d again. " + BY_HAND); return; }
+      say("Waiting for Perfetto to answer\u2026");
+      var tries = 0;
+      var timer = setInterval(function () {
+        if (++tries > 200 || win.closed) { stop(); say("Perfetto did not answer. " + BY_HAND); return; }
+        win.postMessage("PING", PERFETTO);
+      }, 100);
+      function stop() { clearInterval(timer); window.removeEventListener("message", onMessage); }
+      function onMessage(event) {
+        if (event.source !== win || event.origin !== PERFETTO || event.data !== "PONG") return;
+        stop();
+        win.postMessage({ perfetto: { buffer: trace, title: box.getAttribute("data-title") || "tlparse-py", fileName: "chromium_events.json" } }, PERFETTO);
+        say("Sent chromium_events.json to Perfetto (in the new window).");
+      }
+      window.addEventListener("message", onMessage);
+    }
+    button.addEventListener("click", function () {
+      if (navigator.onLine === false) { say("You are offline, so Perfetto cannot be opened from here. " + BY_HAND); return; }
+      if (trace) { send(); return; }
+      pick.hidden = false;
+      say("Pick chromium_events.json from this report\u2019s folder: a page opened from disk cannot read it by itself.");
+      input.focus();
+      input.click();
+    });
+    input.addEventListener("change", function () {
+      var file = input.files && input.files[0];
+      if (!file) return;
+      var reader = new FileReader();
+      reader.onload = function () {
+        trace = reader.result;
+        if (navigator.onLine === false) { say("You are offline, so Perfetto cannot be opened from here. " + BY_HAND); return; }
+        send();
+      };
+      reader.onerror = function () { say("Could not read that file. " + BY_HAND); };
+      reader.readAsArrayBuffer(file);
+    });
+  });
 })();

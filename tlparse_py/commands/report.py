@@ -28,11 +28,12 @@ from ..model import DiagnosticLog, Stats
 from ..multirank import RankResult, write_all_ranks
 from ..pipeline import Options, write_report
 from ..reader import GunzipRefused, is_gzip
-from ..render import format_seconds
+from ..render import check_source_url, format_seconds
 from ..store import InputInfo
 from ..terminal import sanitize
 from ..writer import OutputError, ReportKeptElsewhere, abort_all
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
+from .pack import BUDGET_MB, check_single_file_target, write_single_file
 
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,6 +67,11 @@ from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser,
                    "(summed over ranks for a multi-rank report); operators > >= < <= == !=.")
 @click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Also write a compact Markdown summary (GitHub-flavoured, links into the report) to FILE.")
+@click.option("--source-url", default="", metavar="TEMPLATE", callback=lambda ctx, param, value: _check_source_url(value),
+              help="Link user-code locations to your repository, e.g. 'https://github.com/org/repo/blob/SHA/{path}#L{line}'.")
+@click.option("--source-root", default="", metavar="DIR", help="Stripped from logged file names to make {path} for --source-url.")
+@click.option("--single-file", "single_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE.html", callback=lambda ctx, param, value: _check_single_file(value),
+              help=f"Also write the report as one self-contained HTML file (pages, then linked files up to {BUDGET_MB:g} MB; see `tlparse-py pack`).")
 def report(
     path: Path | None,
     out: Path,
@@ -88,6 +94,9 @@ def report(
     max_raw_log_mb: float,
     fail_on: tuple[str, ...],
     markdown_file: Path | None,
+    source_url: str,
+    source_root: str,
+    single_file: Path | None,
 ) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
@@ -97,7 +106,8 @@ def report(
     try:
         _main(path, out, overwrite, latest, strict, strict_compile_id, no_browser, custom_header_html, verbose, plain_text,
               export, inductor_provenance, all_ranks_html, highlight_mb, inline_mb, max_line_mb, max_gunzip_ratio,
-              no_gunzip_limit, max_raw_log_mb, fail_on, markdown_file)
+              no_gunzip_limit, max_raw_log_mb, fail_on, markdown_file, source_url=source_url, source_root=source_root,
+              single_file=single_file)
     except shutdown.Terminated:
         # the writer already removed its staging folder while unwinding; workers may still be
         # writing into it, so stop them first and remove it again
@@ -130,6 +140,9 @@ def _main(
     max_raw_log_mb: float,
     fail_on: tuple[str, ...] = (),
     markdown_file: Path | None = None,
+    source_url: str = "",
+    source_root: str = "",
+    single_file: Path | None = None,
 ) -> None:
     conditions = parse_gates(fail_on)  # before any work: a malformed gate writes nothing
     _check_markdown_target(markdown_file)
@@ -138,25 +151,26 @@ def _main(
     path = _path_or_env(path)
     load_plugins(warn=echo_err)
     limits = Limits(max_line_mb, 0 if no_gunzip_limit else max_gunzip_ratio, max_raw_log_mb)
-    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb, limits=limits)
+    options = Options(plain_text, custom_header_html, export, inductor_provenance, highlight_mb=highlight_mb, inline_mb=inline_mb, limits=limits,
+                      source_url=source_url, source_root=source_root)
     if path.is_dir():
         for note in skipped_symlinks(path):
             echo_err(note)
     started = time.perf_counter()
     if all_ranks_html:
         _write_multi_rank(path, out, overwrite, options, no_browser)
-        _raise_if_gates_fail(_after_report(out, conditions, markdown_file), out)
+        _raise_if_gates_fail(_after_report(out, conditions, markdown_file, single_file), out)
         return
     try:
         chosen = _choose(path, latest, export)
     except SeveralRanks as several:
         echo_err(str(several))
         _write_multi_rank(path, out, overwrite, options, no_browser)
-        _raise_if_gates_fail(_after_report(out, conditions, markdown_file), out)
+        _raise_if_gates_fail(_after_report(out, conditions, markdown_file, single_file), out)
         return
     report = _write(chosen, out, overwrite, verbose, options)
     _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
-    failed = _after_report(out, conditions, markdown_file)
+    failed = _after_report(out, conditions, markdown_file, single_file)
     _check_strict(report, strict, strict_compile_id, out)
     if not no_browser:
         open_browser(out)
@@ -327,6 +341,21 @@ def shown(condition: Condition) -> str:
     return as_shown(str(condition))
 
 
+def _check_source_url(value: str) -> str:
+    """--source-url must be an http(s) template with {path}: a usage error (exit 2) otherwise."""
+    problem = check_source_url(value) if value else None
+    if problem:
+        raise click.BadParameter(problem, param_hint="'--source-url'")
+    return value
+
+
+def _check_single_file(value: Path | None) -> Path | None:
+    problem = check_single_file_target(value) if value is not None else None
+    if problem:
+        raise click.BadParameter(problem, param_hint="'--single-file'")
+    return value
+
+
 def _check_markdown_target(markdown_file: Path | None) -> None:
     if markdown_file is None:
         return
@@ -409,9 +438,10 @@ def evaluate_gates(conditions: list[Condition], summary: dict[str, Any]) -> tupl
     return failed, unchecked
 
 
-def _after_report(out: Path, conditions: list[Condition], markdown_file: Path | None) -> list[str]:
-    """Once the report is written: check the gates (printing a line per violated or unknown
-    condition), write --markdown; the violated lines."""
+def _after_report(out: Path, conditions: list[Condition], markdown_file: Path | None, single_file: Path | None = None) -> list[str]:
+    """Once the report is written: write --single-file, check the gates (printing a line per
+    violated or unknown condition), write --markdown; the violated lines."""
+    write_single_file(out, single_file)
     if not conditions and markdown_file is None:
         return []
     try:

@@ -7,15 +7,17 @@ so every page works from `file://` and from a zip.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from .. import limits
 from ..model import Artifact, CompileId
 from ..model import display_key as label
 from ..paths import compile_page_url, provenance_page_url
-from ..render import safe_href
+from ..render import SourceLinks, safe_href
 from ..stacks import Frame, eval_with_key, simplify_filename
 from ..store import Store
 
@@ -31,6 +33,12 @@ class FrameView:
     name: str
     loc: str
     href: str | None  # root-relative link to FX-generated source, when we have it
+    source_href: str | None = None  # absolute link into the user's repository (--source-url)
+
+
+def source_links(report: Store) -> SourceLinks:
+    """How user-code locations link into the user's repository (nowhere without --source-url)."""
+    return SourceLinks(report.source_url, report.source_root)
 
 
 def frame_view(frame: Frame, report: Store) -> FrameView:
@@ -38,11 +46,19 @@ def frame_view(frame: Frame, report: Store) -> FrameView:
     key = eval_with_key(filename)
     page = f"dump_file/eval_with_key_{key}.html" if key else None
     href = f"{page}#L{frame.line}" if page in report.global_files else None
-    return FrameView(filename, frame.line, frame.name, frame.loc, href)
+    source_href = source_links(report).href(filename, frame.line) if href is None and report.source_url else None
+    return FrameView(filename, frame.line, frame.name, frame.loc, href, source_href)
 
 
 def anchor(key: CompileId | None) -> str:
     return "cid-unknown" if key is None else f"cid-{key.dirname}"
+
+
+def index_anchor(report: Store, key: CompileId | None) -> str:
+    """Where the index lists a compile id: its entry under "Files by compile id", or that section
+    when the list stops before it (`limits.INDEX_ROWS`)."""
+    listed = report._index("index_listed", itertools.islice(report.directory, limits.INDEX_ROWS), lambda k: k)
+    return anchor(key) if key in listed else "compile-ids"
 
 
 def artifact_view(artifact: Artifact) -> dict[str, Any]:
@@ -94,6 +110,7 @@ def base_context(report: Store, title: str, root: str = "") -> dict[str, Any]:
         "kind": "",
         "lineno": None,
         "compile_page": None,
+        "source_links": source_links(report),
     }
 
 

@@ -12,7 +12,7 @@ from .. import kinds, summary
 from ..model import CompileId, RecordSummary
 from ..stacks import frames_from_json
 from ..store import STATUS_LABELS, Store
-from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label, pretty_value
+from .common import artifact_view, base_context, compile_page_url, frame_view, index_anchor, label, pretty_value
 from .sections import PageBuilder
 
 MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
@@ -258,6 +258,8 @@ def page_refs(report: Store) -> list[PageRef]:
     """Every compile page, in log order (a reused id's generations one after another), linked to its neighbours."""
     plain = []
     for key in report.directory:
+        if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
+            continue
         for generation in report.generations_of(key):
             name = label(key) + (f" #{generation + 1}" if generation else "")
             plain.append(PageRef(key, generation, compile_page_url(key, generation), name, summary.is_compile(key)))
@@ -290,7 +292,7 @@ def compile_context(report: Store, pages: list[PageRef], position: int, records:
     context.update(
         label=page.label,
         page=page.url,
-        anchor=anchor(key),
+        anchor=index_anchor(report, key),
         status=report.status_of(key, generation) if page.is_compile else None,
         status_labels=STATUS_LABELS,
         artifacts=[artifact_view(a) for a in report.directory[key]],

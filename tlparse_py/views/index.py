@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
-from .. import kinds, summary
+from .. import kinds, limits, summary
 from ..model import CompileId
 from ..render import trusted_html
 from ..analysis import Analysis, CompileSummary
@@ -50,7 +51,8 @@ def trie_rows(report: Store, trie) -> list[dict[str, Any]]:
             {
                 "kind": kind,
                 "frame": frame_view(frame, report) if frame is not None else None,
-                "ids": [terminal_view(report, t) for t in terminals],
+                "ids": [terminal_view(report, t) for t in terminals[: limits.INDEX_ROWS]],
+                "more": max(len(terminals) - limits.INDEX_ROWS, 0),  # not listed (limits.INDEX_ROWS)
             }
         )
     return rows
@@ -61,9 +63,9 @@ def terminal_view(report: Store, terminal: CompileId | Reuse | None) -> dict[str
         return {"label": "(unknown)", "url": None, "status": "missing"}
     if isinstance(terminal, Reuse):  # a compile id reused after reset(): its own compile's page
         compile_id, generation = terminal
-        return {"label": f"{compile_id} #{generation + 1}", "url": compile_page_url(compile_id, generation),
+        return {"label": f"{compile_id} #{generation + 1}", "url": report.page_of(compile_id, generation),
                 "status": report.status_of(compile_id, generation)}
-    return {"label": str(terminal), "url": compile_page_url(terminal), "status": report.status_of(terminal, 0)}
+    return {"label": str(terminal), "url": report.page_of(terminal), "status": report.status_of(terminal, 0)}
 
 
 def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
@@ -80,15 +82,16 @@ def key_status(report: Store, key: CompileId | None) -> str | None:
     return report.status_of(key)
 
 
-def compile_entries(report: Store) -> list[dict[str, Any]]:
+def compile_entries(report: Store, limit: int | None = None) -> list[dict[str, Any]]:
+    """"Files by compile id": the first `limit` compile ids (all of them when None), in log order."""
     entries = []
-    for key, artifacts in report.directory.items():
+    for key, artifacts in itertools.islice(report.directory.items(), limit):
         metrics = report.own_metrics(key)  # the time belongs to the attempt that logged it
         entries.append(
             {
                 "label": label(key),
                 "anchor": anchor(key),
-                "page": compile_page_url(key),
+                "page": report.page_of(key),
                 "status": key_status(report, key),
                 "artifacts": [artifact_view(a) for a in artifacts],
                 "kinds": kind_rows(report.kinds.get(key, Counter())),
@@ -128,7 +131,8 @@ def plural(count: int, word: str) -> str:
 def index_context(report: Analysis) -> dict[str, Any]:
     context = base_context(report, "tlparse-py report")
     compiles = report.compiles()
-    rows = [compile_row(c) for c in compiles]
+    rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
+    timed = [c for c in compiles if c.compile_time_s.total is not None]
     totals = report.totals(compiles)
     context.update(
         totals=totals,
@@ -139,7 +143,7 @@ def index_context(report: Analysis) -> dict[str, Any]:
         diagnostics=report.diagnostics,
         summary=summary.counts(report),
         compile_rows=rows,
-        no_stack=[row for c, row in zip(compiles, rows, strict=True) if not report.start_stack(c.key, c.generation)],
+        no_stack=[row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)],
         graph_breaks=[
             {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
             for g in summary.graph_break_groups(report)
@@ -148,18 +152,22 @@ def index_context(report: Analysis) -> dict[str, Any]:
             {
                 "frame": f"{'!' + str(f.compiled_autograd_id) + '/' if f.compiled_autograd_id is not None else ''}{f.frame_id}",
                 "name": f.name,
-                "compiles": [{"label": label(k), "page": compile_page_url(k)} for k in f.compiles],
-                "reasons": [{"label": label(k), "page": compile_page_url(k), "reason": r} for k, r in f.reasons],
+                "compiles": [{"label": label(k), "page": report.page_of(k)} for k in f.compiles],
+                "reasons": [{"label": label(k), "page": report.page_of(k), "reason": r} for k, r in f.reasons],
                 "hit_limit": f.hit_limit,
             }
             for f in summary.recompiles_per_frame(report)
         ],
-        slowest=sorted((r for r in rows if r["seconds"] is not None), key=lambda r: -r["seconds"])[:10],
+        slowest=[compile_row(c) for c in sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))[:10]],
         unknown_kinds=sorted(report.unknown_kinds.items()),
         trie=trie_rows(report, report.trie),
         unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],
         failures=len(report.failures),
-        compiles=compile_entries(report),
+        compiles=compile_entries(report, limits.INDEX_ROWS),
+        bounds={
+            "pageless": len(report.pageless), "paged_start_only": limits.PAGED_START_ONLY, "rows": limits.INDEX_ROWS,
+            "compiles": len(compiles), "compile_ids": len(report.directory),
+        },
         status_labels=STATUS_LABELS,
         rank=report.rank,
         run=report.run_context(),

@@ -1,0 +1,62 @@
+"""`tlparse-py pack REPORT_DIR FILE.html`: a written report as one self-contained HTML file
+(what `tlparse-py report --single-file` also writes). Exit codes: 0 written; 1 writing failed;
+2 REPORT_DIR is not a report, or FILE cannot be a file (nothing written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..pack import BUDGET_MB, PackError, pack_report
+from .common import CliError, echo_err
+
+__all__ = ["BUDGET_MB", "check_single_file_target", "pack", "write_single_file"]
+
+
+def check_single_file_target(target: Path) -> str | None:
+    """Why `target` cannot be written as the single file (None when it can)."""
+    if target.is_dir():
+        return f"{target} is a folder; give a file name"
+    if not target.parent.is_dir():
+        return f"the folder {target.parent} does not exist"
+    return None
+
+
+def write_single_file(out: Path, target: Path | None, budget_mb: float = BUDGET_MB) -> None:
+    """Pack the report in `out` into `target` (nothing when None); CliError 1 when that fails."""
+    if target is None:
+        return
+    try:
+        packed = pack_report(out, target, budget_mb)
+    except PackError as exc:
+        raise CliError(f"--single-file: {exc}", 1) from None
+    except OSError as exc:
+        raise CliError(f"--single-file: could not write {target}: {exc.strerror or exc}; the report is in {out}", 1) from None
+    echo_err(packed.line())
+
+
+@click.command("pack", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("report_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("target", metavar="FILE.html", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--budget-mb", type=click.FloatRange(min=0), default=BUDGET_MB, show_default=True, metavar="MB",
+              help="Text packed beyond the report's pages (graphs, guards, code, ...); past it links become plain text.")
+def pack(report_dir: Path, target: Path, budget_mb: float) -> None:
+    """Write the report in REPORT_DIR as one self-contained HTML file, FILE.html.
+
+    The file holds the index, every compile page, the failures page and the metrics pages, then the
+    files they link (graphs, guards, generated code, ...) while the whole stays within --budget-mb;
+    links to what was left out become plain text with a note. It needs nothing but itself: no
+    network, no other file, scripts optional.
+    """
+    problem = check_single_file_target(target)
+    if problem:
+        raise CliError(problem)
+    try:
+        packed = pack_report(report_dir, target, budget_mb)
+    except PackError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"could not write {target}: {exc.strerror or exc}", 1) from None
+    echo_err(packed.line())

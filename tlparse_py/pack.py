@@ -1,0 +1,683 @@
+"""One self-contained HTML file from a written report folder (`tlparse-py pack`, `--single-file`).
+
+Every page of the report becomes a `<section class="tlp-page" id="page-REL">` of one document
+(`REL` is the page's path in the folder: `page-index.html`, `page--_3_0_0/index.html`); links
+between pages become `#page-REL` anchors and an element `id` inside a page becomes `page-REL~ID`,
+so ids never collide. CSS shows one page at a time (`:target`, `:has(:target)`; the index when
+nothing is targeted), so navigation works with scripts off; report.js (and a few lines that keep
+the title in step) is inlined once. The file allows nothing but itself: its CSP names the sha256 of
+its one `<style>` and its one `<script>`; no `src`/`href` is left but `#` anchors.
+
+What goes in: the index, every compile page, the failures page and the metrics pages (always);
+then the files those pages link (graphs, guards, generated code, payloads, ...), in the order they
+are first linked, while the whole stays within the budget (`BUDGET_MB`, 20 MB of text by default);
+the report-wide data files (raw.log, raw.jsonl, chromium_events.json, ...) come last. A link to a
+file left out (past the budget, binary, missing, outside the folder or external) becomes plain text
+with a note, and the "left out" page lists them with their sizes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import heapq
+import html
+import os
+import posixpath
+import re
+import tempfile
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+from urllib.parse import unquote
+
+from .writer import MARKER
+
+__all__ = ["BUDGET_MB", "PackError", "Packed", "is_report", "pack_report"]
+
+BUDGET_MB = 20.0
+HOME = "index.html"
+LEFT_OUT_ID = "page-left-out"
+# report-wide data files: included last, once every artifact a page links is in
+DATA_FILES = frozenset({"raw.log", "raw.jsonl", "chromium_events.json", "compile_directory.json", "summary.json", "summary.md"})
+HTML_SUFFIXES = (".html", ".htm")
+URL_ATTRIBUTES = frozenset({"href", "src", "srcset", "action", "formaction", "poster", "data", "cite", "background",
+                            "longdesc", "manifest", "ping", "codebase", "archive", "xlink:href", "usemap", "imagesrcset"})
+ID_LIST_ATTRIBUTES = frozenset({"for", "headers", "aria-labelledby", "aria-describedby", "aria-controls", "aria-owns",
+                                "aria-flowto", "aria-details", "aria-errormessage", "aria-activedescendant", "list",
+                                "form", "popovertarget", "commandfor", "anchor"})
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+UNSAFE_ID = re.compile(r"[^A-Za-z0-9._/-]")
+URL_REF = re.compile(r"url\(\s*#([^)\s]*)\s*\)")
+TAGS = re.compile(r"<[^>]*>")
+EMBEDS = frozenset({"img", "iframe", "frame", "embed", "object"})
+# the scripts carried into the single file (they work with the page ids prefixed); others are left out
+CARRIED_SCRIPTS = frozenset({"report.js"})
+JS_TYPES = frozenset({"", "text/javascript", "application/javascript", "module", "text/ecmascript", "application/ecmascript"})
+
+PACK_CSS = """
+/* tlparse-py single file: one page at a time, chosen by the address's #fragment */
+.tlp-page { display: none; }
+.tlp-page:target, .tlp-page:has(:target) { display: block; }
+body:not(:has(:target)) > .tlp-home { display: block; }
+.tlp-packed { margin: 0; padding: 0.3em 1.5em; font-size: 0.85em; color: var(--muted); border-bottom: 1px solid var(--border); }
+.tlp-note { color: var(--muted); font-size: 0.85em; }
+.tlp-gone { border-bottom: 1px dotted var(--muted); }
+pre.tlp-text { padding: 0.6em 0.8em; background: var(--panel); border: 1px solid var(--border); overflow: auto; white-space: pre; }
+table.tlp-left-out td { padding: 0.15em 0.8em 0.15em 0; vertical-align: top; }
+"""
+
+# keeps the document's title on the page shown; colours code that becomes visible (report.js
+# listens for "toggle"); an address naming an id that is not there shows its page
+PACK_JS = """
+(function () {
+  "use strict";
+  function shown() {
+    var id = "";
+    try { id = decodeURIComponent(window.location.hash.slice(1)); } catch (e) { id = window.location.hash.slice(1); }
+    var target = id && document.getElementById(id);
+    if (id && !target && id.indexOf("~") > 0) {
+      var page = document.getElementById(id.slice(0, id.indexOf("~")));
+      if (page) { window.location.replace("#" + page.id); return; }
+    }
+    var section = (target && target.closest(".tlp-page")) || document.querySelector(".tlp-home");
+    if (section) document.title = section.getAttribute("data-title") + " \\u00b7 tlparse-py";
+    document.dispatchEvent(new Event("toggle"));
+  }
+  window.addEventListener("hashchange", shown);
+  shown();
+})();
+"""
+
+
+class PackError(Exception):
+    """The folder is not a report (or cannot be read): nothing was written."""
+
+
+@dataclass
+class LeftOut:
+    rel: str
+    size: int
+    why: str
+
+
+@dataclass
+class Packed:
+    target: Path
+    pages: int = 0
+    size: int = 0  # bytes of the single file
+    included: int = 0  # bytes of report files packed
+    budget: int = 0
+    left_out: list[LeftOut] = field(default_factory=list)
+
+    def line(self) -> str:
+        left = f"; {len(self.left_out)} file(s) left out (past the {self.budget / 1e6:g} MB budget, or not packable)" if self.left_out else ""
+        return f"Single file: {self.target} ({self.pages} pages, {self.size / 1e6:.1f} MB{left})"
+
+
+def is_report(folder: Path) -> bool:
+    """A report folder: an index.html and our marker (or tlparse's own single- or multi-rank layout)."""
+    try:
+        if not (folder / HOME).is_file():
+            return False
+        entries = {p.name for p in folder.iterdir()}
+    except OSError:
+        return False
+    if MARKER in entries:
+        return True
+    if {"compile_directory.json", "raw.jsonl"} <= entries:
+        return True
+    return any(name.startswith("rank_") and (folder / name / HOME).is_file() for name in entries)
+
+
+def pack_report(folder: Path, target: Path, budget_mb: float = BUDGET_MB) -> Packed:
+    """Write the report in `folder` as one HTML file `target` (atomically); PackError if `folder`
+    is not a report; OSError if writing fails."""
+    folder = Path(folder)
+    target = Path(target)
+    if not is_report(folder):
+        raise PackError(f"{folder} is not a tlparse-py report (no {HOME} and {MARKER})")
+    plan = _Plan(folder, int(budget_mb * 1e6))
+    plan.discover()
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            _SingleFile(plan).write(handle)
+        os.chmod(temp, 0o666 & ~_umask())
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    return Packed(target, len(plan.pages), target.stat().st_size, plan.used, plan.budget, plan.left_out_list())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# -- the plan: which files go in ----------------------------------------------------------------
+
+
+@dataclass
+class _Page:
+    rel: str
+    id: str
+    html: bool
+    size: int
+    title: str = ""
+    ids: set[str] = field(default_factory=set)
+    referrer: str | None = None
+    home: bool = False
+
+
+def _is_core(rel: str) -> bool:
+    name = posixpath.basename(rel)
+    return name == HOME or name == "failures_and_restarts.html" or (name.endswith(HTML_SUFFIXES) and "metrics" in name)
+
+
+class _Plan:
+    def __init__(self, folder: Path, budget: int):
+        self.folder = folder
+        self.root = folder.resolve()
+        self.budget = budget
+        self.used = 0
+        self.pages: dict[str, _Page] = {}
+        self.left_out: dict[str, LeftOut] = {}
+        self.styles: list[str] = []  # rel paths of stylesheets, in order
+        self.scripts: list[str] = []
+        self.dropped_scripts: list[str] = []
+        self._page_ids: set[str] = {LEFT_OUT_ID}
+
+    # a link, resolved --------------------------------------------------------------------------
+
+    def resolve(self, page_rel: str, url: str) -> tuple[str, str, str] | None:
+        """(kind, rel, fragment) of a link on page `page_rel`: kind "here" (a #fragment),
+        "local" (a file of the folder, maybe missing) or "outside" (external or outside the folder)."""
+        url = url.strip()
+        if url.startswith("#"):
+            return "here", page_rel, url[1:]
+        if not url:
+            return "here", page_rel, ""
+        if SCHEME.match(url) or url.startswith(("//", "\\")):
+            return "outside", url, ""
+        path, _, fragment = url.partition("#")
+        path = path.partition("?")[0]
+        if not path:
+            return "here", page_rel, fragment
+        path = unquote(path).replace("\\", "/")
+        if path.startswith("/"):
+            return "outside", url, ""
+        rel = posixpath.normpath(posixpath.join(posixpath.dirname(page_rel), path))
+        if rel == ".." or rel.startswith("../") or rel == ".":
+            return "outside", url, ""
+        full = self.folder / rel
+        try:
+            if full.is_dir():
+                rel = posixpath.join(rel, HOME)
+                full = self.folder / rel
+            real = full.resolve()
+            real.relative_to(self.root)
+        except (OSError, ValueError, RuntimeError):
+            return "outside", url, ""
+        return "local", rel, fragment
+
+    def _page_id(self, rel: str) -> str:
+        base = "page-" + UNSAFE_ID.sub("_", rel)
+        pid, n = base, 1
+        while pid in self._page_ids:
+            n += 1
+            pid = f"{base}-{n}"
+        self._page_ids.add(pid)
+        return pid
+
+    def _size(self, rel: str) -> int | None:
+        try:
+            full = self.folder / rel
+            return full.stat().st_size if full.is_file() else None
+        except OSError:
+            return None
+
+    # discovery -----------------------------------------------------------------------------------
+
+    def discover(self) -> None:
+        """Crawl from index.html: the pages always packed first, then the files they link while the
+        budget lasts (artifacts before report-wide data files)."""
+        core: deque[tuple[str, str | None]] = deque([(HOME, None)])
+        others: list[tuple[int, int, str, str | None]] = []
+        seen = {HOME}
+        order = 0
+        while core or others:
+            if core:
+                rel, referrer = core.popleft()
+                always = True
+            else:
+                _, _, rel, referrer = heapq.heappop(others)
+                always = False
+            page = self._take(rel, referrer, always)
+            if page is None or not page.html:
+                continue
+            for url in self._scan(page):
+                resolved = self.resolve(rel, url)
+                if resolved is None or resolved[0] != "local":
+                    continue
+                linked = resolved[1]
+                if linked in seen or linked.startswith("static/") or "/static/" in linked:
+                    continue
+                seen.add(linked)
+                if _is_core(linked):
+                    core.append((linked, rel))
+                else:
+                    order += 1
+                    priority = 1 if posixpath.basename(linked) in DATA_FILES else 0
+                    heapq.heappush(others, (priority, order, linked, rel))
+
+    def _take(self, rel: str, referrer: str | None, always: bool) -> _Page | None:
+        size = self._size(rel)
+        if size is None:
+            self.left_out[rel] = LeftOut(rel, 0, "not in the report folder")
+            return None
+        is_html = rel.lower().endswith(HTML_SUFFIXES)
+        if not is_html and _is_binary(self.folder / rel):
+            self.left_out[rel] = LeftOut(rel, size, "not text")
+            return None
+        if not always and self.used + size > self.budget:
+            self.left_out[rel] = LeftOut(rel, size, f"past the {self.budget / 1e6:g} MB budget")
+            return None
+        self.used += size
+        page = _Page(rel, self._page_id(rel), is_html, size, referrer=referrer, home=rel == HOME)
+        if not is_html:
+            page.title = rel
+        self.pages[rel] = page
+        return page
+
+    def _scan(self, page: _Page) -> list[str]:
+        """The links of an HTML page (and its title, ids, stylesheets and scripts, kept on the plan)."""
+        scanner = _Scanner(_read_text(self.folder / page.rel))
+        page.title = scanner.title.strip() or page.rel
+        page.ids = scanner.ids
+        for url in scanner.styles:
+            resolved = self.resolve(page.rel, url)
+            if resolved and resolved[0] == "local" and resolved[1] not in self.styles and self._size(resolved[1]) is not None:
+                self.styles.append(resolved[1])
+        for url in scanner.scripts:
+            resolved = self.resolve(page.rel, url)
+            if not resolved or resolved[0] != "local" or self._size(resolved[1]) is None:
+                continue
+            if posixpath.basename(resolved[1]) in CARRIED_SCRIPTS:
+                if resolved[1] not in self.scripts:
+                    self.scripts.append(resolved[1])
+            elif resolved[1] not in self.dropped_scripts:
+                self.dropped_scripts.append(resolved[1])
+        return scanner.links
+
+    def left_out_list(self) -> list[LeftOut]:
+        return list(self.left_out.values())
+
+
+class _SingleFile:
+    """Writes the planned pages as one document."""
+
+    def __init__(self, plan: _Plan):
+        self.plan = plan
+
+    def write(self, out: IO[str]) -> None:
+        css = "\n".join(_read_text(self.plan.folder / rel) for rel in self.plan.styles) + PACK_CSS
+        css = re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
+        js = "\n".join(_read_text(self.plan.folder / rel) for rel in self.plan.scripts) + PACK_JS
+        js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE).replace("<!--", "<\\!--")
+        home = self.plan.pages[HOME]
+        csp = (f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; "
+               "base-uri 'none'; form-action 'none'")
+        out.write("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                  f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
+                  "<meta name=\"generator\" content=\"tlparse-py single file\">\n"
+                  f"<title>{html.escape(home.title)}</title>\n<style>{css}</style>\n</head>\n<body>\n")
+        left = self.plan.left_out_list()
+        packed = f"{len(self.plan.pages)} pages, {self.plan.used / 1e6:.1f} MB of the report"
+        note = f' · <a href="#{LEFT_OUT_ID}">{f"{len(left)} file(s) left out" if left else "nothing left out"}</a>'
+        out.write(f'<p class="tlp-packed">Single-file report of <code>{html.escape(self.plan.folder.resolve().name)}</code>'
+                  f" · {packed} (budget {self.plan.budget / 1e6:g} MB){note}</p>\n")
+        for page in self.plan.pages.values():
+            classes = "tlp-page tlp-home" if page.home else "tlp-page"
+            out.write(f'<section class="{classes}" id="{page.id}" data-title="{html.escape(_short_title(page.title))}">\n')
+            if page.html:
+                _Rewriter(self.plan, page, out).run(_read_text(self.plan.folder / page.rel))
+            else:
+                self._write_text_page(page, out)
+            out.write("</section>\n")
+        self._write_left_out(left, out)
+        out.write(f"<script>{js}</script>\n</body>\n</html>\n")
+
+    def _topbar(self, page: _Page) -> str:
+        home = self.plan.pages[HOME]
+        back = ""
+        # a file of a compile folder links back to that compile page; any other file to where it was found
+        folder_page = posixpath.join(posixpath.dirname(page.rel), HOME)
+        up = folder_page if folder_page != page.rel and folder_page in self.plan.pages else page.referrer
+        if up and up in self.plan.pages and up != HOME:
+            ref = self.plan.pages[up]
+            back = f'<a href="#{ref.id}">{html.escape(_short_title(ref.title))}</a>\n'
+        return (f'<header class="topbar">\n<a class="brand" href="#{home.id}">tlparse-py</a>\n'
+                f'<nav>\n<a href="#{home.id}">Index</a>\n{back}</nav>\n'
+                f'<span class="where">{html.escape(page.rel)}</span>\n</header>\n')
+
+    def _write_text_page(self, page: _Page, out: IO[str]) -> None:
+        out.write(self._topbar(page))
+        out.write(f"<main>\n<h1>{html.escape(posixpath.basename(page.rel))}</h1>\n"
+                  f'<p class="muted">{html.escape(page.rel)} ({page.size:,} bytes)</p>\n<pre class="tlp-text">')
+        out.write(html.escape(_read_text(self.plan.folder / page.rel), quote=False))
+        out.write("</pre>\n</main>\n")
+
+    def _write_left_out(self, left: list[LeftOut], out: IO[str]) -> None:
+        home = self.plan.pages[HOME]
+        out.write(f'<section class="tlp-page" id="{LEFT_OUT_ID}" data-title="Left out of the single file">\n')
+        out.write(self._topbar(_Page("left out", LEFT_OUT_ID, False, 0, referrer=HOME)))
+        out.write("<main>\n<h1>Left out of the single file</h1>\n")
+        out.write(f"<p>This file holds the index, every compile page, the failures page and the metrics pages, then "
+                  f"the files they link while the whole stays within {self.plan.budget / 1e6:g} MB "
+                  f"({self.plan.used / 1e6:.1f} MB packed). Links to what was left out are plain text; "
+                  f'the files are in the report folder. <a href="#{home.id}">Back to the index</a>.</p>\n')
+        if left:
+            out.write('<table class="tlp-left-out"><thead><tr><th>File</th><th>Size</th><th>Why</th></tr></thead><tbody>\n')
+            for item in left:
+                out.write(f"<tr><td><code>{html.escape(item.rel)}</code></td><td class=\"num\">{item.size:,} bytes</td>"
+                          f"<td>{html.escape(item.why)}</td></tr>\n")
+            out.write("</tbody></table>\n")
+        else:
+            out.write("<p>Nothing was left out.</p>\n")
+        if self.plan.dropped_scripts:
+            names = ", ".join(f"<code>{html.escape(rel)}</code>" for rel in self.plan.dropped_scripts)
+            out.write(f"<p>Scripts not carried (what they drive, e.g. the provenance highlighter, needs the report "
+                      f"folder): {names}.</p>\n")
+        out.write("</main>\n</section>\n")
+
+
+def _short_title(title: str) -> str:
+    return title.removesuffix(" · tlparse-py").strip()
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _read_text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def _is_binary(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return b"\0" in handle.read(8192)
+    except OSError:
+        return True
+
+
+# -- parsing -------------------------------------------------------------------------------------
+#
+# The pages are our own generated HTML (autoescaped: no attribute value holds a raw `>` or quote),
+# so a regular expression finds the few tags that matter and everything else is copied as it is:
+# html.parser would spend a Python call on each of the million <span>s of a highlighted page.
+
+_ATTRS = ("id|name|href|src|srcset|style|on[a-z]+|for|headers|aria-[a-z]+|list|form|data-scope|data-toggle-all|action|"
+          "formaction|poster|data|cite|background|longdesc|manifest|ping|codebase|archive|xlink:href|usemap|"
+          "imagesrcset|popovertarget|commandfor|anchor")
+_SPECIAL = "body|script|style|link|meta|base|a|area|img|iframe|frame|object|embed|source|track|video|audio|input|button"
+# one literal "<" first and case-insensitive only where it must be: ~20 MB/s; the <span class="k">
+# of highlighted code are passed over without reaching Python
+TOKEN = re.compile(
+    r"<(?:!--.*?(?:-->|\Z)"
+    r"|/((?i:a|body|script|style))\s*>"
+    rf"|((?i:{_SPECIAL}))(?=[\s/>])([^>]*)>"
+    rf"|(?!span class=\"[^\"]*\">)([a-zA-Z][a-zA-Z0-9:-]*)(?=[^>]*?(?:\s(?i:{_ATTRS})\s*=|url\(#))(\s[^>]*)>)",
+    re.DOTALL,
+)
+ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
+TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_RAW_END = {"script": re.compile(r"</script\s*>", re.IGNORECASE), "style": re.compile(r"</style\s*>", re.IGNORECASE)}
+
+Attrs = list[tuple[str, "str | None"]]
+
+
+def _attributes(text: str) -> tuple[Attrs, bool]:
+    """The attributes of a start tag (names lowercased, values unescaped) and whether it ends in `/>`."""
+    text = text.rstrip()
+    closed = text.endswith("/")
+    if closed:
+        text = text[:-1]
+    attrs: Attrs = []
+    for m in ATTR.finditer(text):
+        value = m.group(2) if m.group(2) is not None else m.group(3) if m.group(3) is not None else m.group(4)
+        attrs.append((m.group(1).lower(), None if value is None else html.unescape(value)))
+    return attrs, closed
+
+
+def _raw_end(tag: str, text: str, start: int) -> int:
+    """Where the end tag of a <script>/<style> opened before `start` ends."""
+    m = _RAW_END[tag].search(text, start)
+    return m.end() if m else len(text)
+
+
+def _tokens(text: str):
+    """(match, kind, tag, attribute text) of the tags that matter, in order; <script>/<style>
+    content is skipped (the caller gets a "raw" token with its span)."""
+    pos = 0
+    while True:
+        m = TOKEN.search(text, pos)
+        if m is None:
+            return
+        pos = m.end()
+        if m.group(1):
+            yield m, "end", m.group(1).lower(), ""
+        elif m.group(2):
+            tag = m.group(2).lower()
+            yield m, "start", tag, m.group(3)
+            if tag in _RAW_END and not m.group(3).rstrip().endswith("/"):
+                pos = _raw_end(tag, text, pos)
+        elif m.group(4):
+            yield m, "start", m.group(4).lower(), m.group(5)
+        # else a comment: copied as it is
+
+
+class _Scanner:
+    """First pass over a page: its links, ids, title, stylesheets and scripts."""
+
+    def __init__(self, text: str) -> None:
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+        self.styles: list[str] = []
+        self.scripts: list[str] = []
+        title = TITLE.search(text)
+        self.title = html.unescape(TAGS.sub("", title.group(1))) if title else ""
+        for _, kind, tag, attr_text in _tokens(text):
+            if kind == "start":
+                self._start(tag, dict(_attributes(attr_text)[0]))
+
+    def _start(self, tag: str, values: dict[str, str | None]) -> None:
+        if values.get("id") is not None:
+            self.ids.add(values["id"])  # type: ignore[arg-type]
+        if tag == "a" and values.get("name") is not None:
+            self.ids.add(values["name"])  # type: ignore[arg-type]
+        if tag == "link":
+            if "stylesheet" in (values.get("rel") or "").lower().split() and values.get("href"):
+                self.styles.append(values["href"])  # type: ignore[arg-type]
+            return
+        if tag == "script" and values.get("src") is not None:
+            self.scripts.append(values["src"])  # type: ignore[arg-type]
+            return
+        for name in ("href", "src"):
+            if values.get(name) is not None:
+                self.links.append(values[name])  # type: ignore[arg-type]
+
+
+class _Rewriter:
+    """Second pass: the page's <body> content, streamed out with its links and ids rewritten;
+    what needs no change is copied in slices."""
+
+    def __init__(self, plan: _Plan, page: _Page, out: IO[str]):
+        self.plan = plan
+        self.page = page
+        self.out = out
+
+    def run(self, text: str) -> None:
+        out = self.out
+        copy: int | None = None  # where the slice not yet written starts, inside <body>
+        anchors: list[tuple[tuple[str, str] | None, int]] = []  # open <a>: (plain-text note or None, where its text starts)
+
+        def flush(upto: int) -> None:
+            if copy is not None and upto > copy:
+                out.write(text[copy:upto])
+
+        for m, kind, tag, attr_text in _tokens(text):
+            if kind == "end":
+                if copy is None:
+                    continue
+                if tag == "body":
+                    flush(m.start())
+                    copy = None
+                elif tag == "a" and anchors:
+                    plain, inner = anchors.pop()
+                    if plain is not None:
+                        flush(m.start())
+                        out.write("</span>" + _note(plain, text[inner:m.start()]))
+                        copy = m.end()
+                continue
+            if tag == "body":
+                copy = m.end()
+                continue
+            if copy is None:
+                continue
+            attrs, closed = _attributes(attr_text)
+            if tag in _RAW_END and not closed:
+                end = _raw_end(tag, text, m.end())
+                kind_ = (dict(attrs).get("type") or "").strip().lower()
+                if tag == "style" or any(k == "src" for k, _ in attrs) or kind_ in JS_TYPES:
+                    # an inline script or style would be refused by the CSP (as it was in the report)
+                    flush(m.start())
+                    copy = end
+                    continue
+                changed, new_attrs, _ = self._rewrite_attrs(tag, attrs)
+                if changed:  # a data block (JSON): kept, its id prefixed
+                    flush(m.start())
+                    out.write(_tag(tag, new_attrs, False))
+                    copy = m.end()
+                continue
+            if tag in ("link", "meta", "base", "script", "style") or tag in EMBEDS:
+                flush(m.start())
+                if tag in EMBEDS:  # the file holds no image nor embedded document: its description stays
+                    alt = dict(attrs).get("alt") or dict(attrs).get("title") or ""
+                    out.write(f'<span class="tlp-note">[{tag} left out{": " if alt else ""}{html.escape(alt)}]</span>')
+                copy = m.end()
+                continue
+            changed, new_attrs, plain = self._rewrite_attrs(tag, attrs)
+            if tag == "a" and not closed:
+                anchors.append((plain, m.end()))
+                if plain is not None:
+                    flush(m.start())
+                    out.write(_tag("span", [("class", "tlp-gone")] + [(k, v) for k, v in new_attrs if k == "title"], False))
+                    copy = m.end()
+                    continue
+            if changed:
+                flush(m.start())
+                out.write(_tag(tag, new_attrs, closed))
+                copy = m.end()
+        flush(len(text))
+        for plain, _ in anchors:
+            if plain is not None:
+                out.write("</span>")
+
+    def _rewrite_attrs(self, tag: str, attrs: Attrs) -> tuple[bool, Attrs, tuple[str, str] | None]:
+        changed = False
+        plain: tuple[str, str] | None = None
+        result: Attrs = []
+        prefix = self.page.id + "~"
+        toggle = any(k == "data-toggle-all" for k, _ in attrs)
+        has_scope = any(k == "data-scope" for k, _ in attrs)
+        for name, value in attrs:
+            if name == "style" or name.startswith("on"):
+                changed = True  # refused by the CSP in the report too
+                continue
+            if value is None:
+                result.append((name, value))
+                continue
+            if name == "id" or (name == "name" and tag == "a"):
+                result.append((name, prefix + value))
+                changed = True
+            elif name in ID_LIST_ATTRIBUTES:
+                result.append((name, " ".join(prefix + v for v in value.split())))
+                changed = True
+            elif name == "data-scope":
+                result.append((name, self._scope(value)))
+                changed = True
+            elif name in URL_ATTRIBUTES:
+                changed = True
+                href, note = self._link(value) if name in ("href", "xlink:href") else (None, ("", value))
+                if href is not None:
+                    result.append((name, href))
+                elif tag in ("a", "area") and name in ("href", "xlink:href"):
+                    plain = note
+                # any other reference (src, srcset, ...) is dropped: the file holds nothing else
+            elif "url(#" in value:
+                result.append((name, URL_REF.sub(lambda m: f"url(#{prefix}{m.group(1)})", value)))
+                changed = True
+            else:
+                result.append((name, value))
+        if toggle and not has_scope:
+            result.append(("data-scope", f'[id="{self.page.id}"] main'))
+            changed = True
+        return changed, result, plain
+
+    def _scope(self, selector: str) -> str:
+        selector = selector.strip()
+        match = re.match(r"#([A-Za-z0-9_-]+)(.*)$", selector, re.DOTALL)
+        if match:
+            return f'[id="{self.page.id}~{match.group(1)}"]{match.group(2)}'
+        return f'[id="{self.page.id}"] {selector}'
+
+    def _link(self, url: str) -> tuple[str | None, tuple[str, str]]:
+        """(the #anchor a link becomes, or None and (the note, the url) when it becomes plain text)."""
+        resolved = self.plan.resolve(self.page.rel, url)
+        if resolved is None:
+            return None, ("not in this file", url)
+        kind, rel, fragment = resolved
+        if kind == "outside":
+            return None, ("", url)
+        target = self.plan.pages.get(rel)
+        if target is None:
+            if rel.startswith("static/") or "/static/" in rel:
+                return None, ("part of the report folder, not of this file", url)
+            left = self.plan.left_out.get(rel)
+            if left is not None and left.why == "not in the report folder":
+                return None, ("missing from the report folder", url)
+            if left is not None:
+                return None, (f"left out of this single file ({left.why}, {left.size / 1e6:.1f} MB); it is in the report folder", url)
+            return None, ("left out of this single file; it is in the report folder", url)
+        fragment = unquote(fragment)
+        if fragment and fragment in target.ids:
+            return f"#{target.id}~{fragment}", ("", url)
+        return f"#{target.id}", ("", url)
+
+
+def _note(plain: tuple[str, str], inner_html: str) -> str:
+    """What follows a link made plain text: its url when external (unless the text is the url), why otherwise."""
+    note, url = plain
+    text = html.unescape(TAGS.sub("", inner_html)).strip()
+    extra = []
+    if url and not note and text != url:
+        extra.append(url)
+    if note:
+        extra.append(note)
+    return f' <span class="tlp-note">({html.escape(" — ".join(extra))})</span>' if extra else ""
+
+
+def _tag(tag: str, attrs: Attrs, closed: bool) -> str:
+    parts = [tag]
+    for name, value in attrs:
+        parts.append(name if value is None else f'{name}="{html.escape(value, quote=True)}"')
+    return "<" + " ".join(parts) + (" />" if closed else ">")
