@@ -5,6 +5,8 @@ Driven in headless Debian chromium from file:// URLs, like test_browser.py.
 
 from __future__ import annotations
 
+import json
+
 import re
 import shutil
 from pathlib import Path
@@ -207,17 +209,26 @@ def test_perfetto_button_offline_says_how_to_load_by_hand(browser, reports, repo
 
 @browser_only
 @pytest.mark.browser
-def test_perfetto_reads_the_picked_file(browser, reports):
-    """Online, the page asks for chromium_events.json (it cannot read it from file:// by itself) and reads it."""
+def test_perfetto_handshake_sends_the_report_events(browser, reports):
+    """Online: one click opens Perfetto, waits for its PONG, and posts the report's own events.
+
+    ui.perfetto.dev is stood in for by a page served by Playwright's router (nothing leaves the
+    machine): it answers PING with PONG and shows the size of the trace it was sent.
+    """
     view = Page(browser)
+    stand_in = """<!doctype html><title>waiting</title><script>
+      addEventListener('message', e => {
+        if (e.data === 'PING') e.source.postMessage('PONG', '*');
+        else if (e.data && e.data.perfetto) document.title = 'got ' + JSON.parse(new TextDecoder().decode(e.data.perfetto.buffer)).length + ' ' + e.data.perfetto.fileName;
+      });</script>"""
+    view.context.route("https://ui.perfetto.dev/**", lambda route: route.fulfill(status=200, content_type="text/html", body=stand_in))
     page = view.open(reports / "graph_break" / "index.html")
-    with page.expect_file_chooser() as chooser:
+    with view.context.expect_page() as opened:
         page.get_by_role("button", name="Open in Perfetto").click()
-    assert page.locator(".perfetto-pick").is_visible()
-    assert "Pick chromium_events.json" in page.locator(".perfetto-status").text_content()
-    view.context.set_offline(True)  # no network in tests: stop before the window to ui.perfetto.dev opens
-    chooser.value.set_files(str(reports / "graph_break" / "chromium_events.json"))
-    page.wait_for_function("document.querySelector('.perfetto-status').textContent.includes('offline')")
-    assert "Open trace file" in page.locator(".perfetto-status").text_content()
-    assert len(view.context.pages) == 1
+    perfetto = opened.value
+    perfetto.wait_for_function("document.title.startsWith('got ')", timeout=20000)
+    events = json.loads((reports / "graph_break" / "chromium_events.json").read_text())
+    assert perfetto.title() == f"got {len(events)} chromium_events.json"  # every event of the report
+    assert "Sent chromium_events.json" in page.locator(".perfetto-status").text_content()
     view.close()
+

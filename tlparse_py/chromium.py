@@ -25,6 +25,7 @@ class ChromiumEvents:
         self.analysis = analysis
         self.problem = problem
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # B events awaiting their E
+        self.bytes_written = 0  # of the events array, to decide whether a script copy is worth writing
         self.open_names: dict[tuple[Any, ...], list[str]] = {}  # (compile, tid) → names of the open spans, outermost first
         out.write(b"[")
 
@@ -43,6 +44,7 @@ class ChromiumEvents:
                 return
         self.out.write(b"\n" if not self.analysis.chromium_events else b",\n")
         self.out.write(text)
+        self.bytes_written += len(text) + 2
         self.analysis.chromium_events += 1
         if isinstance(event, dict):
             self._time_phase(event, record)
@@ -86,3 +88,14 @@ def _last_index(names: list[str], name: str) -> int | None:
         if names[index] == name:
             return index
     return None
+
+
+# The "Open in Perfetto" button reads the events from a script copy (a page opened from file://
+# cannot read a JSON file, and the CSP allows no fetch); past this size the reader picks the file.
+EVENTS_SCRIPT_LIMIT = 32 << 20
+EVENTS_SCRIPT = "static/chromium_events.js"
+
+
+def events_script(events_json: bytes) -> bytes:
+    """chromium_events.json as a script: a JSON array is a JavaScript literal as it is."""
+    return b"window.TLPARSE_CHROMIUM_EVENTS = " + events_json + b";\n"

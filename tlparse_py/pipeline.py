@@ -18,7 +18,7 @@ import orjson
 
 from . import kinds, provenance
 from .analysis import Analysis
-from .chromium import ChromiumEvents
+from .chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .jobs import Job, PageJobs, private_reader
 from .kinds import LINK, PAYLOAD, REFORMAT, ParseContext
 from .limits import PAGED_START_ONLY, Limits
@@ -158,6 +158,8 @@ class Pipeline:
 
     def finish(self, logs: list[Path]) -> None:
         self.chromium.close()
+        if self.chromium.bytes_written <= EVENTS_SCRIPT_LIMIT:
+            self.writer.write(EVENTS_SCRIPT, events_script(self.writer.read("chromium_events.json") or b"[]"))
         self.analysis.note_cache_marks()
         self.raw.write(self.writer, self.analysis.strings.as_list())
         self.writer.copy_logs(logs, "raw.log", self.options.limits)

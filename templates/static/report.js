@@ -177,9 +177,7 @@
     var trace = null;
     box.hidden = false;
     function say(text) { status.textContent = text; }
-    function send() {
-      var win = window.open(PERFETTO + "/#!/", "_blank");
-      if (!win) { say("The browser blocked the new window: allow pop-ups and press \u201cOpen in Perfetto\u201d again. " + BY_HAND); return; }
+    function handshake(win) {
       say("Waiting for Perfetto to answer\u2026");
       var tries = 0;
       var timer = setInterval(function () {
@@ -195,13 +193,40 @@
       }
       window.addEventListener("message", onMessage);
     }
-    button.addEventListener("click", function () {
-      if (navigator.onLine === false) { say("You are offline, so Perfetto cannot be opened from here. " + BY_HAND); return; }
-      if (trace) { send(); return; }
+    function open() {
+      // opened at once, in the click: a window opened after loading would meet the pop-up blocker
+      var win = window.open(PERFETTO + "/#!/", "_blank");
+      if (!win) { say("The browser blocked the new window: allow pop-ups and press \u201cOpen in Perfetto\u201d again. " + BY_HAND); return null; }
+      return win;
+    }
+    function send() {
+      var win = open();
+      if (win) handshake(win);
+    }
+    function askForTheFile(win) {
+      if (win) win.close();
       pick.hidden = false;
       say("Pick chromium_events.json from this report\u2019s folder: a page opened from disk cannot read it by itself.");
       input.focus();
       input.click();
+    }
+    button.addEventListener("click", function () {
+      if (navigator.onLine === false) { say("You are offline, so Perfetto cannot be opened from here. " + BY_HAND); return; }
+      if (trace) { send(); return; }
+      var source = box.getAttribute("data-events");
+      if (!source) { askForTheFile(null); return; }
+      var win = open();
+      if (!win) return;
+      say("Reading the trace events\u2026");
+      var script = document.createElement("script");
+      script.src = source;  // the report's own copy of chromium_events.json, as a script (file:// allows that)
+      script.onload = function () {
+        if (!window.TLPARSE_CHROMIUM_EVENTS) { askForTheFile(win); return; }
+        trace = new TextEncoder().encode(JSON.stringify(window.TLPARSE_CHROMIUM_EVENTS)).buffer;
+        handshake(win);
+      };
+      script.onerror = function () { askForTheFile(win); };  // too big to copy: the reader picks the file
+      document.head.appendChild(script);
     });
     input.addEventListener("change", function () {
       var file = input.files && input.files[0];

@@ -13,6 +13,7 @@ import orjson
 
 from .._version import __version__
 from ..analysis import SCHEMA_VERSION
+from ..chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
 from ..markdown import summary_markdown
 from ..pipeline import Options, write_static
 from ..render import render, trusted_html
@@ -48,6 +49,9 @@ def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
         writer.write(f"{folder}/collectives_parity.json", json.dumps(parity, indent=2))
     with writer.open("chromium_events.json") as out:
         landing.chromium_events = merge_chromium(writer, landing.results, out)
+        merged = out.tell()
+    if merged <= EVENTS_SCRIPT_LIMIT:  # the "Open in Perfetto" button's copy (see chromium.py)
+        writer.write(EVENTS_SCRIPT, events_script(writer.read("chromium_events.json") or b"[]"))
     if landing.estimations:
         writer.write("runtime_estimations.json", json.dumps(landing.estimations, indent=2))
         writer.write("chromium_trace_with_runtime.json", json.dumps(runtime_trace(landing.estimations), indent=2, sort_keys=True))
