@@ -113,7 +113,7 @@ class Analysis(Store):
         frame_name, location = summary.frame_and_location(self, frame, fields, generation)
         mine = self.in_generation(frame, generation)
         breaks = [b for key in attempts for b in summary.graph_breaks_of(self, key) if mine(b.line)]
-        cache = [e for key in attempts for e in summary.cache_events_of(self, key) if mine(e.line)]
+        cache = [e for key in attempts for e in self.cache_events_of(key) if mine(e.line)]
         # strings shared where equal: a log may hold 100,000s of compiles
         labels = [display_key(key) for key in attempts]
         url = self.page_of(logged, generation)

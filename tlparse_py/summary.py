@@ -13,7 +13,7 @@ from typing import Any
 
 from .model import CompileId, display_key
 from .stacks import simplify_filename
-from .store import CacheEvent, GraphBreak, MetricsEntry, Store
+from .store import GraphBreak, MetricsEntry, Store
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -170,10 +170,6 @@ def graph_breaks_of(report: Store, key: CompileId | None) -> list[GraphBreak]:
             seen.add((brk.reason, brk.location))
             result.append(brk)
     return result
-
-
-def cache_events_of(report: Store, key: CompileId | None) -> list[CacheEvent]:
-    return report.cache_events_of(key)
 
 
 def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:

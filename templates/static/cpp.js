@@ -1,7 +1,7 @@
 // tlparse-py: C++ colouring for Inductor's CPU kernels, the C++ that CPU output code holds inside Python
 // string literals (`async_compile.cpp_pybinding([...], r'''...''')`). report.js colours plain Python
 // blocks (past the report's highlighting budget) line by line; it asks window.tlparseColourer for a
-// colourer per block, which sends kernel lines here. Same classes as Pygments' CppLexer. Text is taken
+// colourer per block, which sends kernel lines here (tokenised by report.js's line colourer). Same classes as Pygments' CppLexer. Text is taken
 // from textContent and re-escaped, never from HTML.
 (function () {
   "use strict";
@@ -17,23 +17,9 @@
     "\\b(" + KEYWORDS + ")\\b|\\b(" + TYPES + ")\\b|\\b(true|false|nullptr|NULL)\\b|" +
     "\\b(0[xX][0-9a-fA-F]+[uUlL]*|\\d+(?:\\.\\d*)?(?:[eE][+-]?\\d+)?[fFuUlL]*)", "g");
   var CLASSES = [null, "c1", "cm", "cp", "s", "sc", "k", "kt", "nb", "m"];
-  function escapeText(text) {
-    return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
-  function cppLine(text) {
-    var out = "", last = 0, match;
-    TOKEN.lastIndex = 0;
-    while ((match = TOKEN.exec(text)) !== null) {
-      if (match[0].length === 0) { TOKEN.lastIndex++; continue; }
-      var group = 1;
-      while (match[group] === undefined) group++;
-      out += escapeText(text.slice(last, match.index)) + '<span class="' + CLASSES[group] + '">' + escapeText(match[0]) + "</span>";
-      last = match.index + match[0].length;
-    }
-    return out + escapeText(text.slice(last));
-  }
   // A line colourer for one block, in line order: Python through `python`, kernel literals as C++.
   window.tlparseColourer = function (python) {
+    var cppLine = window.tlparseLineColourer(TOKEN, CLASSES), escapeText = window.tlparseEscape;  // report.js
     var inside = false;
     return function (text) {
       var out = "";

@@ -47,18 +47,25 @@
   function escapeText(text) {
     return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
-  function colourLine(text) {
-    var out = "", last = 0, match;
-    TOKEN.lastIndex = 0;
-    while ((match = TOKEN.exec(text)) !== null) {
-      if (match[0].length === 0) { TOKEN.lastIndex++; continue; }
-      var group = 1;
-      while (match[group] === undefined) group++;
-      out += escapeText(text.slice(last, match.index)) + '<span class="' + CLASSES[group] + '">' + escapeText(match[0]) + "</span>";
-      last = match.index + match[0].length;
-    }
-    return out + escapeText(text.slice(last));
+  // A line colourer from one regex whose groups are token kinds (classes[n] for group n): also
+  // used by cpp.js for the C++ kernels inside CPU output code.
+  function lineColourer(token, classes) {
+    return function (text) {
+      var out = "", last = 0, match;
+      token.lastIndex = 0;
+      while ((match = token.exec(text)) !== null) {
+        if (match[0].length === 0) { token.lastIndex++; continue; }
+        var group = 1;
+        while (match[group] === undefined) group++;
+        out += escapeText(text.slice(last, match.index)) + '<span class="' + classes[group] + '">' + escapeText(match[0]) + "</span>";
+        last = match.index + match[0].length;
+      }
+      return out + escapeText(text.slice(last));
+    };
   }
+  window.tlparseLineColourer = lineColourer;
+  window.tlparseEscape = escapeText;
+  var colourLine = lineColourer(TOKEN, CLASSES);
   function colour(pre) {
     if (pre.getAttribute("data-coloured")) return;
     pre.setAttribute("data-coloured", "1");

@@ -72,48 +72,20 @@ from .pack import BUDGET_MB, check_single_file_target, write_single_file
 @click.option("--source-root", default="", metavar="DIR", help="Stripped from logged file names to make {path} for --source-url.")
 @click.option("--single-file", "single_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE.html", callback=lambda ctx, param, value: _check_single_file(value),
               help=f"Also write the report as one self-contained HTML file (pages, then linked files up to {BUDGET_MB:g} MB; see `tlparse-py pack`).")
-def report(
-    path: Path | None,
-    out: Path,
-    overwrite: bool,
-    latest: bool,
-    strict: bool,
-    strict_compile_id: bool,
-    no_browser: bool,
-    custom_header_html: str,
-    verbose: bool,
-    plain_text: bool,
-    export: bool,
-    inductor_provenance: bool,
-    all_ranks_html: bool,
-    highlight_mb: float,
-    inline_mb: float,
-    max_line_mb: float,
-    max_gunzip_ratio: float,
-    no_gunzip_limit: bool,
-    max_raw_log_mb: float,
-    fail_on: tuple[str, ...],
-    markdown_file: Path | None,
-    source_url: str,
-    source_root: str,
-    single_file: Path | None,
-) -> None:
+def report(**params: Any) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
     """
     previous = shutdown.install()
     try:
-        _main(path, out, overwrite, latest, strict, strict_compile_id, no_browser, custom_header_html, verbose, plain_text,
-              export, inductor_provenance, all_ranks_html, highlight_mb, inline_mb, max_line_mb, max_gunzip_ratio,
-              no_gunzip_limit, max_raw_log_mb, fail_on, markdown_file, source_url=source_url, source_root=source_root,
-              single_file=single_file)
+        _main(**params)  # every option, by name: a new option is one decorator and one _main parameter
     except shutdown.Terminated:
         # the writer already removed its staging folder while unwinding; workers may still be
         # writing into it, so stop them first and remove it again
         shutdown.stop_children()
         abort_all()
-        shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(out)}")
+        shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(params['out'])}")
     finally:
         shutdown.restore(previous)
 

@@ -192,7 +192,7 @@ def cache_rows(report: Store, key: CompileId | None) -> list[dict[str, Any]]:
             "url": event.url,
             "line": event.line,
         }
-        for event in summary.cache_events_of(report, key)
+        for event in report.cache_events_of(key)
     ]
 
 
