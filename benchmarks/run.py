@@ -1,6 +1,13 @@
-"""Benchmark tlparse-py against tlparse 0.4.3 on the same large logs, side by side, in one run.
+"""Benchmark tlparse-py against tlparse 0.4.3 on the same logs, side by side, in one run.
 
     python benchmarks/run.py --sizes 50 200 1000 [--json results.json] [--work /tmp/tlparse-bench]
+    python benchmarks/run.py --small [--repeat 5] [--json small.json]
+
+`--small` is the set people actually open: every harness fixture log (0.01-4 MB, gzipped ones
+decompressed first since tlparse reads only plain files), each run as a whole process by both
+tools in turn, the median of `--repeat` runs per log and tool; the figure is the sum of medians.
+tlparse-py's cross-run highlight cache is pointed at an empty folder for each run (cold), and
+timed separately warm.
 
 For each size it builds a log from the harness fixtures (benchmarks/make_logs.py), then runs each
 tool on it into a fresh folder (after `sync`, so one run's write-back does not slow the next) and
@@ -12,6 +19,9 @@ tlparse is used when it is on PATH (`pip install tlparse==0.4.3`). Prints a tabl
 from __future__ import annotations
 
 import argparse
+import gzip
+import statistics
+import tempfile
 import json
 import os
 import shutil
@@ -99,13 +109,93 @@ def measure(command: list[str], out: Path) -> dict[str, float]:
     }
 
 
+FIXTURES = HERE.parent / "tests" / "fixtures" / "traces"
+
+
+def small_logs(work: Path) -> list[Path]:
+    """Every fixture log as a plain file under work/small (decompressed where gzipped)."""
+    folder = work / "small"
+    folder.mkdir(parents=True, exist_ok=True)
+    logs = []
+    for source in sorted(FIXTURES.rglob("dedicated_log_torch_trace_*")):
+        name = f"{source.parent.name}__{source.name.removesuffix('.gz')}"
+        target = folder / name
+        if not target.exists():
+            data = gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()
+            target.write_bytes(data)
+        logs.append(target)
+    return logs
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """Wall and CPU seconds (children included) of one whole process, and its exit status."""
+    before = os.times()
+    started = time.perf_counter()
+    code = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False).returncode
+    wall = time.perf_counter() - started
+    after = os.times()
+    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system), code
+
+
+def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
+    """Each fixture log, each tool in turn, `repeat` times; medians per log, summed."""
+    logs = small_logs(work)
+    out = work / "small_out"
+    variants = dict(tools)
+    variants["tlparse-py (warm cache)"] = tools["tlparse-py"]
+    rows = []
+    for log in logs:
+        row: dict = {"log": log.name, "log_mb": round(log.stat().st_size / 1e6, 3)}
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        warm_cache = Path(tempfile.mkdtemp(prefix="tlparse-bench-cache-"))
+        for _ in range(repeat):
+            for name, command in variants.items():
+                env = dict(os.environ)
+                if name.startswith("tlparse-py"):
+                    cold = name == "tlparse-py"
+                    env["TLPARSE_PY_CACHE_DIR"] = tempfile.mkdtemp(prefix="tlparse-bench-cache-") if cold else str(warm_cache)
+                wall, cpu, code = timed([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], env)
+                if code not in (0, 1):
+                    print(f"{name} exited {code} on {log.name}", file=sys.stderr)
+                samples[name].append((wall, cpu))
+                if name == "tlparse-py":
+                    shutil.rmtree(env["TLPARSE_PY_CACHE_DIR"], ignore_errors=True)
+        shutil.rmtree(warm_cache, ignore_errors=True)
+        for name, measured in samples.items():
+            row[name] = {"wall": round(statistics.median(w for w, _ in measured), 4),
+                         "cpu": round(statistics.median(c for _, c in measured), 4)}
+        rows.append(row)
+        print(f"{row['log_mb']:8.3f} MB  " + "  ".join(f"{n}: {row[n]['wall']:.3f} s" for n in variants) + f"  {log.name}", flush=True)
+    shutil.rmtree(out, ignore_errors=True)
+    totals = {name: {"wall": round(sum(r[name]["wall"] for r in rows), 3), "cpu": round(sum(r[name]["cpu"] for r in rows), 3)}
+              for name in variants}
+    print()
+    for name, total in totals.items():
+        print(f"{name:26s} summed median wall {total['wall']:7.2f} s   cpu {total['cpu']:7.2f} s")
+    ratios = {}
+    if "tlparse 0.4.3" in totals:
+        theirs = totals["tlparse 0.4.3"]
+        for name in ("tlparse-py", "tlparse-py (warm cache)"):
+            ratios[name] = {"wall": round(totals[name]["wall"] / theirs["wall"], 3), "cpu": round(totals[name]["cpu"] / theirs["cpu"], 3)}
+            print(f"{name} / tlparse: wall {ratios[name]['wall']:.2f}x, cpu {ratios[name]['cpu']:.2f}x")
+    return {"machine": machine(), "logs": len(rows), "repeat": repeat, "rows": rows, "totals": totals, "ratios": ratios}
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown cpu") if Path("/proc/cpuinfo").exists() else "unknown cpu"
+    return f"{os.cpu_count()} cores, {model}, Python {sys.version.split()[0]}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=float, nargs="+", default=[50, 200])
     parser.add_argument("--work", type=Path, default=Path("/tmp/tlparse-bench"))
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the generated logs and reports")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per tool and size (alternating); the median is reported")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per tool and size (alternating); the median is reported "
+                        "(default 1, or 5 with --small)")
+    parser.add_argument("--small", action="store_true", help="the small-log set: every fixture log, whole process, both tools")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     tools = {"tlparse-py": [sys.executable, "-m", "tlparse_py"]}
@@ -113,6 +203,12 @@ def main() -> int:
         tools["tlparse 0.4.3"] = [shutil.which("tlparse")]
     else:
         print("tlparse is not installed (pip install tlparse==0.4.3): timing tlparse-py alone", file=sys.stderr)
+    if args.small:
+        small = run_small(tools, args.work, args.repeat or 5)
+        if args.json:
+            args.json.write_text(json.dumps(small, indent=2))
+        return 0
+    args.repeat = args.repeat or 1
     results = []
     for size in args.sizes:
         log = args.work / f"bench_{size:g}mb.log"

@@ -18,6 +18,14 @@ def read_json(path: Path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory):
+    """Tests never use (or fill) the user's own cache folder: one fresh cache for the session."""
+    if "TLPARSE_PY_CACHE_DIR" not in os.environ:
+        os.environ["TLPARSE_PY_CACHE_DIR"] = str(tmp_path_factory.mktemp("user-cache"))
+    return Path(os.environ["TLPARSE_PY_CACHE_DIR"])
+
+
 @pytest.fixture
 def report_of(tmp_path):
     """report_of(log, **options) → (report model, output folder)."""

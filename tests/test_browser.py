@@ -144,3 +144,64 @@ def test_plain_python_past_the_budget_is_coloured_by_the_page(browser, tmp_path)
     assert page.evaluate("document.querySelectorAll('pre.code script, pre.code b').length") == 0
     assert view.errors == []
     view.close()
+
+
+# Token classes both colourers give (the page's script marks fewer kinds of token than Pygments).
+SHARED_CLASSES = {"k": "keyword", "kc": "constant", "kt": "type", "c1": "comment", "cm": "comment", "cp": "comment",
+                  "s1": "string", "s2": "string", "sd": "string", "s": "string", "sc": "string", "nt": "key",
+                  "gi": "added", "gd": "removed", "gu": "hunk"}
+TOKENS_BY_LINE = """pre => Array.from(pre.children).map(line => Array.from(line.querySelectorAll('span'))
+    .map(s => [s.className, s.textContent]))"""
+
+
+@pytest.mark.parametrize("scenario", ["training", "inference"])
+def test_the_page_colours_a_section_when_it_is_opened_as_pygments_would(browser, tmp_path, scenario):
+    """The default report leaves colouring to the page: each section is plain text until it is
+    opened, then coloured; its text is exactly what the Pygments-highlighted report shows, and
+    every token the page colours has the class Pygments gives it."""
+    from tlparse_py.pipeline import Options, write_report
+
+    log = next((TRACES / scenario).glob("dedicated_log*"))
+    lazy, served = tmp_path / "lazy", tmp_path / "served"
+    write_report(log, lazy)
+    write_report(log, served, options=Options(highlight_mb=64))  # everything highlighted by Pygments
+    page_name = "-_0_0_0/index.html"
+    assert 'data-colour="python"' in (lazy / page_name).read_text()
+    assert "data-colour" not in (served / page_name).read_text()
+
+    view = Page(browser)
+    page = view.open(served / page_name)
+    expected = {pre.get_attribute("data-id"): pre.evaluate(TOKENS_BY_LINE)
+                for pre in _sections(page)}
+    page = view.open(lazy / page_name)
+    blocks = _sections(page)
+    assert len(blocks) == len(expected) > 10
+    closed = [pre for pre in blocks if not pre.is_visible()]
+    assert closed and all(pre.evaluate("p => p.querySelectorAll('span span').length") == 0 for pre in closed)
+    page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    page.wait_for_function("document.querySelectorAll('pre.code[data-colour]:not([data-coloured])').length === 0")
+    compared = 0
+    for pre in blocks:
+        ours, theirs = pre.evaluate(TOKENS_BY_LINE), expected[pre.get_attribute("data-id")]
+        lines = pre.evaluate("p => Array.from(p.children).map(l => l.textContent)")
+        assert len(ours) == len(theirs) == len(lines)
+        for number, (mine, pygments) in enumerate(zip(ours, theirs, strict=True), start=1):
+            theirs_by_text = {}
+            for name, text in pygments:
+                theirs_by_text.setdefault(text, set()).add(SHARED_CLASSES.get(name, name))
+            for name, text in mine:
+                if name in SHARED_CLASSES and text.strip() and text in theirs_by_text:
+                    assert SHARED_CLASSES[name] in theirs_by_text[text], (pre.get_attribute("data-id"), number, name, text)
+                    compared += 1
+    assert compared > 100
+    texts = {pre.get_attribute("data-id"): pre.evaluate("p => p.textContent") for pre in blocks}
+    page = view.open(served / page_name)
+    assert {pre.get_attribute("data-id"): pre.evaluate("p => p.textContent") for pre in _sections(page)} == texts
+    assert view.errors == []
+    view.close()
+
+
+def _sections(page):
+    """The code blocks of a compile page, each tagged with its first line's id (the same in both reports)."""
+    page.evaluate("document.querySelectorAll('pre.code').forEach(p => p.setAttribute('data-id', p.firstElementChild ? p.firstElementChild.id : ''))")
+    return page.locator("pre.code").all()

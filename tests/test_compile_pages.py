@@ -165,20 +165,22 @@ def test_huge_payloads_degrade_to_plain_text_and_links(tmp_path, report_of):
     code = "\n".join(f"x{i} = {i}  # a line of generated code" for i in range(80_000))  # ~3 MB
     report, out = report_of(write_log(tmp_path / "a.log", [line({"inductor_output_code": {"filename": "/t/cbig.py"}, **cid()}, code)]))
     code_page = (out / "-_0_0_0" / "inductor_output_code_cbig_0.html").read_text()
-    assert "Shown without highlighting: too large to highlight" in code_page and 'id="L80000"' in code_page
+    assert 'data-colour="python"' in code_page and 'id="L80000"' in code_page  # coloured by the page ...
+    assert "colours this text up to line 50,000" in code_page  # ... as far as it can, and it says so
     compile_page_html = (out / "-_0_0_0" / "index.html").read_text()
     assert "Not shown here: too large to show inline" in compile_page_html
     assert broken_links(out) == []
 
 
 def test_highlight_and_inline_budgets(tmp_path, report_of):
-    """Big logs stay fast: past the budgets, texts are shown plain, then linked, and the page says why."""
+    """With Pygments asked for, past its budget texts are left to the page's script; past the inline
+    budget they are linked, and the page says why."""
     code = "\n".join(f"x{i} = {i}" for i in range(2000))
     lines = [line({"inductor_output_code": {"filename": f"/t/c{n}.py"}, **cid(n, 0, 0)}, code + f"\n# {n}") for n in range(3)]
     report, out = report_of(write_log(tmp_path / "a.log", lines), highlight_mb=0.05, inline_mb=0.06)
     pages = [(out / f"-_{n}_0_0" / f"inductor_output_code_c{n}_{n}.html").read_text() for n in range(3)]
     assert ['<span class="m">' in p for p in pages] == [True, True, False]
-    assert "already highlighted" in pages[2]
+    assert 'data-colour="python"' in pages[2] and 'data-colour' not in pages[0]
     compile_pages = [(out / f"-_{n}_0_0" / "index.html").read_text() for n in range(3)]
     assert ["(--inline-mb)" in p for p in compile_pages] == [False, False, True]
     assert broken_links(out) == []

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TRACES
 from tlparse_py.pipeline import Options, write_report
-from tlparse_py.render import cpp_kernels, highlight_lines
+from tlparse_py.highlight import cpp_kernels, highlight_lines
 
 KERNEL = """import torch
 cpp_fused_add_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r'''
@@ -79,10 +79,10 @@ def _output_code_page(out: Path) -> Path:
 
 
 @pytest.mark.parametrize("scenario", ["inference", "training"])
-def test_a_cpu_output_code_page_of_a_fixture_has_cpp_tokens(tmp_path, scenario):
+def test_a_cpu_output_code_page_highlighted_by_pygments_has_cpp_tokens(tmp_path, scenario):
     log = next((TRACES / scenario).glob("dedicated_log*"))
     out = tmp_path / "out"
-    write_report(log, out)
+    write_report(log, out, options=Options(highlight_mb=4))  # Pygments on the server, as asked
     html = _output_code_page(out).read_text()
     start = html.index("cpp_pybinding")
     kernel = html[start:html.index("\'\'\'</span><span class=\"p\">)", start)]

@@ -86,14 +86,17 @@ def test_missing_attempt_lands_in_raw_folder_but_attempt_zero_key(tmp_path, repo
     assert urls(report, CompileId(None, 0, 5, 0)) == ["-_0_5_-/dynamo_output_graph_0.txt"]
 
 
-def test_inductor_output_code_is_highlighted_with_line_anchors(tmp_path, report_of):
+def test_inductor_output_code_is_a_page_with_line_anchors_to_colour(tmp_path, report_of):
     code = "def call(args):\n    x = 1  # comment\n    return x"
     meta = {"inductor_output_code": {"filename": "/tmp/torchinductor_u/ab/cabc123.py"}, **cid()}
     report, out = report_of(write_log(tmp_path / "a.log", [line(meta, code)]))
     assert urls(report) == ["-_0_0_0/inductor_output_code_cabc123_0.html"]
     page = (out / "-_0_0_0/inductor_output_code_cabc123_0.html").read_text()
     assert 'id="L1"' in page and 'id="L3"' in page and 'id="L4"' not in page
-    assert '<span class="k">def</span>' in page
+    assert '<pre class="code" data-colour="python"><span id="L1">def call(args):</span>' in page  # coloured by the page
+    report, out = report_of(write_log(tmp_path / "b.log", [line(meta, code)]), highlight_mb=1)
+    page = (out / "-_0_0_0/inductor_output_code_cabc123_0.html").read_text()
+    assert '<span class="k">def</span>' in page and "data-colour" not in page  # or by Pygments, when asked
     # html mode keeps the raw code in payloads/ (and the page links to it)
     payloads = list((out / "payloads").iterdir())
     assert [p.read_text() for p in payloads] == [code]

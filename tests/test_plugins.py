@@ -177,3 +177,22 @@ def test_a_kind_declared_after_an_undeclare_comes_last(registry_restored):
 
     assert [k.name for k in registry.parsers_for(["third_of_ours", "second_of_ours"])] == ["second_of_ours", "third_of_ours"]
     assert later.order > registry.KINDS["second_of_ours"].order
+
+
+def test_an_installed_plugin_is_found_through_its_entry_points_file(tmp_path, monkeypatch):
+    """Discovery reads the installed `entry_points.txt` files first (importlib.metadata is slow to
+    import); a distribution that declares the group is found, one that does not is not."""
+    site = tmp_path / "site"
+    other = site / "other-1.0.dist-info"
+    other.mkdir(parents=True)
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    assert not plugins.declared_anywhere(paths=[str(site)])
+    ours = site / "my_kinds-0.1.dist-info"
+    ours.mkdir()
+    (ours / "METADATA").write_text("Metadata-Version: 2.1\nName: my-kinds\nVersion: 0.1\n")
+    (ours / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n\n[tlparse_py.kinds]\nexample = tlparse_py_example_kinds:register\n")
+    assert plugins.declared_anywhere(paths=[str(site), str(tmp_path / "missing")])
+    monkeypatch.syspath_prepend(str(site))
+    found = plugins.entry_points(plugins.GROUP)
+    assert [(e.name, e.value) for e in found] == [("example", "tlparse_py_example_kinds:register")]

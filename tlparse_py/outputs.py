@@ -21,7 +21,8 @@ import orjson
 from .kinds import GLOBAL, LINK, PAYLOAD, REFORMAT, Output, ParseContext
 from .model import Artifact, CompileId, Record, RecordSummary, cache_suffix
 from .paths import compile_page_url, numbered, safe_relpath
-from .render import Highlighter, render
+from .highlight import Highlighter
+from .render import render
 from .store import Store
 from .views import pages
 from .writer import FolderWriter

@@ -53,7 +53,7 @@ URL_REF = re.compile(r"url\(\s*#([^)\s]*)\s*\)")
 TAGS = re.compile(r"<[^>]*>")
 EMBEDS = frozenset({"img", "iframe", "frame", "embed", "object"})
 # the scripts carried into the single file (they work with the page ids prefixed); others are left out
-CARRIED_SCRIPTS = frozenset({"report.js"})
+CARRIED_SCRIPTS = frozenset({"report.js", "colour.js"})
 JS_TYPES = frozenset({"", "text/javascript", "application/javascript", "module", "text/ecmascript", "application/ecmascript"})
 
 PACK_CSS = """

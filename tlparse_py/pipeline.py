@@ -26,7 +26,8 @@ from .markdown import summary_markdown
 from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
 from .paths import compile_page_url, provenance_page_url
-from .render import STATIC_DIR, Highlighter, highlight_workers, pygments_css, render
+from .highlight import Highlighter, highlight_workers
+from .render import STATIC_DIR, render
 from .search import build_index
 from .stacks import frames_from_json
 from .views import compile as compile_view
@@ -44,7 +45,7 @@ class Options:
     custom_header_html: str = ""
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
     provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
-    highlight_mb: float = 4.0  # text highlighted with Pygments per report; the rest is shown plain (and coloured by the page's script)
+    highlight_mb: float = 0.0  # text highlighted with Pygments per report; the rest is coloured by the page's script
     inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
     workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
     limits: Limits = field(default_factory=Limits)  # bounds on lines, gunzip and raw.log (limits.py)
@@ -254,7 +255,6 @@ def write_static(writer: FolderWriter) -> None:
     for item in sorted(STATIC_DIR.iterdir()):
         if item.is_file():
             writer.write(f"static/{item.name}", item.read_bytes())
-    writer.write("static/pygments.css", pygments_css())
 
 
 Progress = Callable[[int, int], None]

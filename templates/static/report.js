@@ -40,48 +40,6 @@
       window.location.hash = line.id;
     });
   });
-  // Plain Python blocks (past the report's highlighting budget) get coloured here, when opened, with
-  // the same classes Pygments uses. Text is taken from textContent and re-escaped, never from HTML.
-  var TOKEN = /(#.*$)|((?:[rRbBfFuU]{0,2})(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"))|\b(def|class|return|import|from|as|if|elif|else|for|while|in|is|not|and|or|with|try|except|finally|raise|del|pass|lambda|yield|global|nonlocal|assert|break|continue|async|await)\b|\b(None|True|False)\b|(@[\w.]+)|\b(0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\b/g;
-  var CLASSES = [null, "c1", "s2", "k", "kc", "nd", "m"];
-  function escapeText(text) {
-    return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
-  // A line colourer from one regex whose groups are token kinds (classes[n] for group n): also
-  // used by cpp.js for the C++ kernels inside CPU output code.
-  function lineColourer(token, classes) {
-    return function (text) {
-      var out = "", last = 0, match;
-      token.lastIndex = 0;
-      while ((match = token.exec(text)) !== null) {
-        if (match[0].length === 0) { token.lastIndex++; continue; }
-        var group = 1;
-        while (match[group] === undefined) group++;
-        out += escapeText(text.slice(last, match.index)) + '<span class="' + classes[group] + '">' + escapeText(match[0]) + "</span>";
-        last = match.index + match[0].length;
-      }
-      return out + escapeText(text.slice(last));
-    };
-  }
-  window.tlparseLineColourer = lineColourer;
-  window.tlparseEscape = escapeText;
-  var colourLine = lineColourer(TOKEN, CLASSES);
-  function colour(pre) {
-    if (pre.getAttribute("data-coloured")) return;
-    pre.setAttribute("data-coloured", "1");
-    var lines = pre.children;
-    var line = window.tlparseColourer ? window.tlparseColourer(colourLine) : colourLine;  // cpp.js: C++ kernels
-    for (var i = 0; i < lines.length && i < 50000; i++) {
-      lines[i].innerHTML = line(lines[i].textContent);
-    }
-  }
-  function colourVisible() {
-    document.querySelectorAll("pre.code[data-colour]").forEach(function (pre) {
-      if (pre.offsetParent !== null) colour(pre);
-    });
-  }
-  document.addEventListener("toggle", colourVisible, true);
-  colourVisible();
 
   // A box that scrolls (a wide table, a long record) can be reached and scrolled from the keyboard.
   function focusableScrollers() {

@@ -50,8 +50,9 @@ from .pack import BUDGET_MB, check_single_file_target, write_single_file
 @click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
 @click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code.")
 @click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges.")
-@click.option("--highlight-mb", type=click.FloatRange(min=0), default=4.0, show_default=True, metavar="MB",
-              help="Text highlighted with Pygments per report; beyond it text is shown plain (big logs stay fast).")
+@click.option("--highlight-mb", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="MB",
+              help="Text highlighted with Pygments when the report is written (cached across runs); "
+                   "the rest, by default all, is coloured by the page's script when shown.")
 @click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
               help="Text shown inline on compile-id pages per report; beyond it sections link to their files.")
 @click.option("--max-line-mb", type=click.FloatRange(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",

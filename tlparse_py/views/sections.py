@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import facts, kinds
 from ..model import CompileId, RecordSummary
-from ..render import Highlighter, Lines
+from ..highlight import Highlighter, Lines
 
 INLINE_LIMIT = 600_000  # bytes of text shown inline per section; larger ones are linked
 DIFF_LINE_LIMIT = 20_000  # lines per side above which a diff is not computed

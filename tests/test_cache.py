@@ -1,0 +1,112 @@
+"""The user's cache folder: compiled templates and Pygments results kept between runs.
+
+A warm cache must never change a report, a broken one must never fail it, and trimming must only
+ever delete the cache's own entries.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import TRACES
+from tlparse_py import cache, render
+from tlparse_py.cache import HighlightCache
+from tlparse_py.highlight import Highlighter, pygments_css
+from tlparse_py.pipeline import Options, write_report
+
+GRAPH = "def forward(self, x):\n    return torch.ops.aten.add.Tensor(x, 1)  # add\n"
+
+
+def files_of(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "raw.log"}
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(cache.ENV, str(folder))
+    render.environment.cache_clear()
+    yield folder
+    render.environment.cache_clear()
+
+
+def test_a_warm_cache_gives_the_same_report_and_is_used(tmp_path, own_cache, monkeypatch):
+    log = next((TRACES / "training").glob("dedicated_log*"))
+    cold, warm = tmp_path / "cold", tmp_path / "warm"
+    write_report(log, cold, options=Options(highlight_mb=64))
+    entries = list(own_cache.glob("highlight-*/*.html"))
+    assert len(entries) > 10 and list(own_cache.glob("templates-*/*"))
+    from tlparse_py import highlight
+
+    def no_pygments(text, lang):
+        raise AssertionError(f"highlighted again: {text[:40]!r}")
+
+    monkeypatch.setattr(highlight, "highlight_lines", no_pygments)  # every text must come from the cache
+    write_report(log, warm, options=Options(highlight_mb=64))
+    assert files_of(cold) == files_of(warm)
+
+
+def test_the_cache_never_decides_what_is_highlighted(tmp_path, own_cache):
+    """A text past the budget stays for the page's script even when an earlier run cached it."""
+    spool = (tmp_path / "spool").open("w+b")
+    Highlighter(spool, budget=1e6).lines(GRAPH, "python")  # cached by a run with a budget
+    assert list(own_cache.glob("highlight-*/*.html"))
+    small = Highlighter((tmp_path / "spool2").open("w+b"), budget=10)
+    small.request(GRAPH, "python")
+    lines = small.lines(GRAPH, "python")
+    assert not lines.highlighted and lines.lang == "python"
+
+
+def test_no_cache_and_a_broken_cache_still_write_the_report(tmp_path, monkeypatch):
+    log = next((TRACES / "inference").glob("dedicated_log*"))
+    expected = None
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would go")
+    for setting in ("", str(blocked), str(tmp_path / "fine")):
+        monkeypatch.setenv(cache.ENV, setting)
+        render.environment.cache_clear()
+        out = tmp_path / f"out{len(setting)}"
+        write_report(log, out, options=Options(highlight_mb=1))
+        expected = expected or files_of(out)
+        assert files_of(out) == expected
+    render.environment.cache_clear()
+    assert cache.folder("x") is not None and cache.root() == tmp_path / "fine"
+    monkeypatch.setenv(cache.ENV, "")
+    assert cache.root() is None and cache.folder("x") is None
+
+
+def test_corrupt_compiled_templates_are_compiled_again(tmp_path, own_cache):
+    log = next((TRACES / "inference").glob("dedicated_log*"))
+    write_report(log, tmp_path / "first")
+    compiled = list(own_cache.glob("templates-*/*"))
+    assert compiled
+    for path in compiled:
+        path.write_bytes(path.read_bytes()[:20])  # truncated mid-file
+    render.environment.cache_clear()
+    write_report(log, tmp_path / "second")
+    assert files_of(tmp_path / "first") == files_of(tmp_path / "second")
+
+
+def test_trimming_keeps_the_cap_and_deletes_only_cache_entries(tmp_path):
+    folder = tmp_path / "highlight"
+    folder.mkdir()
+    mine = folder / "notes.txt"
+    mine.write_text("not ours")
+    store = HighlightCache(folder, cap=10_000)
+    for n in range(30):
+        store.put(f"k{n:02d}", "x" * 1000)
+        os.utime(folder / f"k{n:02d}.html", (n, n))  # k00 is the oldest
+    store.get("k00")  # used just now: kept
+    store.trim()
+    left = sorted(p.name for p in folder.glob("*.html"))
+    assert sum(p.stat().st_size for p in folder.glob("*.html")) <= 7_500
+    assert "k00.html" in left and "k29.html" in left and "k01.html" not in left
+    assert mine.read_text() == "not ours"
+
+
+def test_the_shipped_pygments_css_is_what_the_pinned_pygments_writes():
+    shipped = (render.STATIC_DIR / "pygments.css").read_text()
+    assert shipped == pygments_css(), "regenerate: python -c 'from tlparse_py.highlight import pygments_css; print(pygments_css(), end=\"\")' > templates/static/pygments.css"
