@@ -251,29 +251,37 @@ def hop_subgraphs(graph: str) -> list[HopSubgraph]:
 
 GRAPH_LINE_CAP = 200  # normalised lines kept of a graph, for the landing page's side-by-side view
 LINE_WIDTH_CAP = 400  # characters kept of each such line
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_OBJ_ID = re.compile(r"((?:obj_id|id_match|check_obj_id)\([^,()]*,\s*)\d+|\b(id\s*[=:]\s*)\d{6,}")
-_FILE_COMMENT = re.compile(r"^(\s*)# File: (?:\"[^\"]*\"|\S+?):\d+(?=[ ,]|$)")
-_FILE_LINE_COMMENT = re.compile(r'File "[^"]*", line \d+')
-_KERNEL_PATH = re.compile(r"^\s*# kernel path: .*$")
+# Each pattern starts with a literal, which the regex engine scans for at C speed, and none crosses
+# a line end: the rules are per line, applied to the whole text at once.
+_ADDRESS = re.compile(r"0x(?<=\b0x)[0-9a-fA-F]+\b")
+_OBJ_ID_CALL = re.compile(r"((?:obj_id|id_match|check_obj_id)\([^,()\n]*,[^\S\n]*)\d+")
+_ID_NUMBER = re.compile(r"id(?<=\bid)([^\S\n]*[=:][^\S\n]*)\d{6,}")
+_FILE_COMMENT = re.compile(r"# File: (?:\"[^\"\n]*\"|\S+?):\d+(?=[ ,]|$)", re.M)  # only at a line's start
+_FILE_LINE_COMMENT = re.compile(r'File "[^"\n]*", line \d+')
+_KERNEL_PATH = re.compile(r"# kernel path: [^\n]*")  # only at a line's start
 # an absolute path whose file is named by a hash (inductor's cache: /tmp/torchinductor_u/ab/cab12...xyz.py)
 _HASHED_PATH = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s'"`]*?[/\\][a-z]?[a-z0-9]{20,}(?:\.[A-Za-z0-9]+)*(?=[\s'"`),]|$)""")
-_LONG_HASH = re.compile(r"\b(?=[0-9A-Za-z]*\d)(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{32,}\b")
+_LONG_HASH = re.compile(r"(?<!\w)(?=[0-9A-Za-z]{32})(?=[0-9A-Za-z]*\d)(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{32,}\b")
 _BENCHMARK_HARNESS = re.compile(r"^(?:def (?:get_args|benchmark_compiled_module)\(|if __name__ == ['\"]__main__['\"]:)", re.M)
+
+
+def _at_line_start(text: str, start: int) -> bool:
+    """Whether only blanks stand between the start of the line and `start`."""
+    return not text[text.rfind("\n", 0, start) + 1 : start].strip()
 
 
 def normalise_graph(text: str) -> str:
     """An FX graph's text without run-to-run noise: memory addresses, object ids, and the file
-    paths and line numbers of `# File:` comments (the code they quote is kept)."""
-    lines = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        line = _FILE_COMMENT.sub(r"\1# File: <file>", line)
-        line = _FILE_LINE_COMMENT.sub('File "<file>"', line)
-        line = _OBJ_ID.sub(lambda m: f"{m.group(1) or m.group(2)}<id>", line)
-        lines.append(_ADDRESS.sub("0x?", line.rstrip()))
-    while lines and not lines[-1]:
-        lines.pop()
-    return "\n".join(lines)
+    paths and line numbers of `# File:` comments (the code they quote is kept). Trailing blanks
+    and blank last lines go too."""
+    text = text.replace("\r\n", "\n")
+    text = _FILE_COMMENT.sub(lambda m: "# File: <file>" if _at_line_start(text, m.start()) else m.group(0), text)
+    text = _FILE_LINE_COMMENT.sub('File "<file>"', text)
+    if "_id(" in text or "id_match(" in text:
+        text = _OBJ_ID_CALL.sub(r"\1<id>", text)
+    text = _ID_NUMBER.sub(r"id\1<id>", text)
+    text = _ADDRESS.sub("0x?", text)
+    return "\n".join(line.rstrip() for line in text.split("\n")).rstrip("\n")
 
 
 def normalise_code(text: str) -> str:
@@ -284,8 +292,13 @@ def normalise_code(text: str) -> str:
     harness = _BENCHMARK_HARNESS.search(text)
     if harness:
         text = text[: harness.start()]
-    kept = [line for line in text.replace("\r\n", "\n").split("\n") if not _KERNEL_PATH.match(line)]
-    text = normalise_graph("\n".join(kept))
+    text = text.replace("\r\n", "\n")
+    kept, position = [], 0
+    for match in _KERNEL_PATH.finditer(text):
+        if _at_line_start(text, match.start()):  # the whole line goes, with its line end
+            kept.append(text[position : text.rfind("\n", 0, match.start()) + 1])
+            position = match.end() + 1
+    text = normalise_graph("".join(kept) + text[position:])
     text = _HASHED_PATH.sub("<cache path>", text)
     return _LONG_HASH.sub("<hash>", text)
 
