@@ -40,7 +40,7 @@ def report_of(tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    """In CI (TLPARSE_PY_REQUIRE_ALL=1) a browser or torch test that would be skipped fails instead."""
+    """In CI (TLPARSE_PY_REQUIRE_ALL=1) a browser, torch or Dask test that would be skipped fails instead."""
     if os.environ.get("TLPARSE_PY_REQUIRE_ALL") != "1":
         return
     import importlib.util
@@ -51,5 +51,7 @@ def pytest_collection_modifyitems(config, items):
         missing.append("torch")
     if importlib.util.find_spec("playwright") is None or shutil.which("chromium") is None:
         missing.append("chromium + playwright")
+    if importlib.util.find_spec("distributed") is None:
+        missing.append("distributed (the --dask-scheduler tests)")
     if missing:
         raise pytest.UsageError(f"TLPARSE_PY_REQUIRE_ALL=1 but {', '.join(missing)} missing: CI must run every test")

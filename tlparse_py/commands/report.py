@@ -25,7 +25,7 @@ from ..kinds import load_plugins
 from ..limits import GUNZIP_GRACE_MB, Limits
 from ..markdown import summary_markdown, summed_totals
 from ..model import DiagnosticLog, Stats
-from ..multirank import RankResult, write_all_ranks
+from ..multirank import ClusterError, RankResult, write_all_ranks
 from ..pipeline import Options, write_report
 from ..reader import GunzipRefused, is_gzip
 from ..render import check_source_url, format_seconds
@@ -50,6 +50,9 @@ from .pack import BUDGET_MB, check_single_file_target, write_single_file
 @click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard.")
 @click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code.")
 @click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges.")
+@click.option("--dask-scheduler", default=None, metavar="ADDRESS",
+              help="With --all-ranks-html: build the rank reports on this Dask cluster (e.g. tcp://host:8786), which must see the same "
+                   "filesystem; needs pip install 'tlparse-py[dask]'.")
 @click.option("--highlight-mb", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="MB",
               help="Text highlighted with Pygments when the report is written (cached across runs); "
                    "the rest, by default all, is coloured by the page's script when shown.")
@@ -116,11 +119,14 @@ def _main(
     source_url: str = "",
     source_root: str = "",
     single_file: Path | None = None,
+    dask_scheduler: str | None = None,
 ) -> None:
     conditions = parse_gates(fail_on)  # before any work: a malformed gate writes nothing
     _check_markdown_target(markdown_file)
     if latest and all_ranks_html:
         raise CliError("--latest cannot be used with --all-ranks-html")
+    if dask_scheduler is not None and not all_ranks_html:
+        raise CliError("--dask-scheduler builds the rank reports of --all-ranks-html: use it with --all-ranks-html")
     path = _path_or_env(path)
     load_plugins(warn=echo_err)
     limits = Limits(max_line_mb, 0 if no_gunzip_limit else max_gunzip_ratio, max_raw_log_mb)
@@ -131,7 +137,7 @@ def _main(
             echo_err(note)
     started = time.perf_counter()
     if all_ranks_html:
-        _write_multi_rank(path, out, overwrite, options, no_browser)
+        _write_multi_rank(path, out, overwrite, options, no_browser, dask_scheduler)
         _raise_if_gates_fail(_after_report(out, conditions, markdown_file, single_file), out)
         return
     try:
@@ -233,8 +239,9 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
         progress.clear()
 
 
-def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool) -> None:
-    """--all-ranks-html: a report per rank, in parallel, and a landing page comparing them."""
+def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool, scheduler: str | None = None) -> None:
+    """--all-ranks-html: a report per rank, in parallel (locally, or on the Dask cluster at
+    `scheduler`), and a landing page comparing them."""
 
     def done(result: RankResult) -> None:
         if result.error:
@@ -242,9 +249,11 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         echo_err(f"{result.folder} ({Path(result.log).name}): {result.stats_line}")
 
     try:
-        landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done)
+        landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done, scheduler=scheduler)
     except InputError as exc:
         raise CliError(str(exc)) from None
+    except ClusterError as exc:
+        raise CliError(str(exc), exc.exit_code) from None
     except ReportKeptElsewhere as exc:
         raise CliError(str(exc), 1) from None
     except (OutputError, GunzipRefused) as exc:

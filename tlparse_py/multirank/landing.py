@@ -18,7 +18,8 @@ from ..markdown import summary_markdown
 from ..pipeline import Options, write_static
 from ..render import render, trusted_html
 from ..store import STATUS_LABELS, InputInfo
-from ..writer import FolderWriter, ReportWriter
+from ..writer import FolderWriter, ReportWriter, check_target
+from .cluster import close, connect
 from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace, words
 from .run import RankJob, RankResult, _size, build_all, discover
 
@@ -99,14 +100,31 @@ def base_context_for(source: InputInfo) -> dict[str, Any]:
 
 
 def write_all_ranks(
-    folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None
+    folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None,
+    scheduler: str | None = None,
 ) -> tuple[Landing, list[str]]:
-    """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page."""
+    """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page.
+
+    With `scheduler` (a Dask scheduler's address) the ranks are built on that cluster, which must
+    see this filesystem; it is reached before anything is written (cluster.ClusterError if not)."""
     # ranks already run in parallel: no highlighting workers inside each rank's process
     jobs = discover(folder, dataclasses.replace(options, workers=0))
+    check_target(out, overwrite)  # a refused -o is said at once, not after the cluster's connect timeout
+    client = connect(scheduler) if scheduler else None
+    try:
+        return _write(folder, out, overwrite, options, jobs, on_done, client)
+    finally:
+        if client is not None:
+            close(client)
+
+
+def _write(
+    folder: Path, out: Path, overwrite: bool, options: Options, jobs: list[RankJob], on_done: Callable[[RankResult], None] | None, client: Any
+) -> tuple[Landing, list[str]]:
     writer = ReportWriter(out, overwrite)
     try:
-        results = build_all(jobs, writer.root, on_done=on_done)
+        results = build_all(jobs, writer.root, on_done=on_done, cluster=client)
+        write_failed_pages(writer, results)
         landing = analyse(results)
         notes = write_outputs(writer, landing)
         write_static(writer)
@@ -120,6 +138,17 @@ def write_all_ranks(
         writer.abort()
         raise
     return landing, notes
+
+
+def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
+    """A rank that could not be built (unreadable, or its worker died on each try) gets an index
+    page saying so, so that the landing page's links to it lead somewhere."""
+    for r in results:
+        if r.error and writer.read(f"{r.folder}/index.html") is None:
+            context = base_context_for(InputInfo(r.log, 0))
+            name = f"Rank {r.rank}" if r.rank is not None else r.folder
+            context.update(root="../", title=f"{name}: no report", log=r.log.rpartition("/")[2], error=r.error)
+            writer.write(f"{r.folder}/index.html", render("rank_failed.html.j2", context))
 
 
 def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:

@@ -1,15 +1,17 @@
 """Rank reports: one pure function per rank, (rank log, output folder) → rank report + rank analysis.
 
-Ranks are read in parallel worker processes; each writes its own `rank_N/` report and returns a
-small `RankResult`: its summary (what `summary.json` holds) and its distributed facts. Only those
-travel back to be compared.
+Ranks are read in parallel worker processes, or as tasks on a Dask cluster (`cluster.py`); each
+writes its own `rank_N/` report and returns a small `RankResult`: its summary (what `summary.json`
+holds) and its distributed facts. Only those travel back to be compared. A rank whose worker
+dies is built once more; dying again, it is reported as failed and the other ranks are kept.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from ..model import Stats
 from ..pipeline import Options, build_report
 from ..store import CacheMark, DistributedFacts, InputInfo
 from ..writer import FolderWriter
+from .cluster import build_on_cluster
 
 
 # ------------------------------------------------------------------------------------------------
@@ -128,21 +131,89 @@ def build_rank(job: RankJob, root: Path) -> RankResult:
     return result
 
 
-def build_all(jobs: list[RankJob], root: Path, workers: int | None = None, on_done: Callable[[RankResult], None] | None = None) -> list[RankResult]:
-    """Every rank's report, in parallel across cores (a rank's string table stays in its process)."""
+def build_all(
+    jobs: list[RankJob], root: Path, workers: int | None = None, on_done: Callable[[RankResult], None] | None = None, cluster: Any = None
+) -> list[RankResult]:
+    """Every rank's report, in job order: on the Dask cluster `cluster` (a connected client, see
+    cluster.py) when given, else in parallel across local cores (a rank's string table stays in
+    its process). `on_done` hears of each rank in job order."""
+    build = build_rank  # looked up now: tests replace it with one that kills its worker
+    emit = _InOrder(len(jobs), on_done)
+    if cluster is not None:
+        build_on_cluster(cluster, build, jobs, root, emit, died)
+        return emit.results()
     workers = workers or min(len(jobs), os.cpu_count() or 1)
-    results: list[RankResult] = []
     if workers <= 1 or len(jobs) == 1:
-        for job in jobs:
-            results.append(build_rank(job, root))
-            if on_done:
-                on_done(results[-1])
-        return results
+        for index, job in enumerate(jobs):
+            emit(index, build(job, root))
+        return emit.results()
+    broken = _in_pool(build, jobs, root, workers, emit)
+    if broken:
+        _each_alone(build, jobs, broken, root, workers, emit)
+    return emit.results()
+
+
+def died(job: RankJob, why: str) -> RankResult:
+    """The result of a rank whose worker died on each try: failed, shown so on the landing page."""
+    return RankResult(job.rank, job.folder, str(job.log), error=why, stats_line=Stats().format())
+
+
+class _InOrder:
+    """Results by job index, handed to `on_done` in job order as soon as all before them are in."""
+
+    def __init__(self, count: int, on_done: Callable[[RankResult], None] | None):
+        self.slots: list[RankResult | None] = [None] * count
+        self.on_done = on_done
+        self.next = 0
+
+    def __call__(self, index: int, result: RankResult) -> None:
+        self.slots[index] = result
+        while self.next < len(self.slots) and self.slots[self.next] is not None:
+            if self.on_done:
+                self.on_done(self.slots[self.next])  # type: ignore[arg-type]
+            self.next += 1
+
+    def results(self) -> list[RankResult]:
+        assert self.next == len(self.slots), "a rank was never built"
+        return self.slots  # type: ignore[return-value]
+
+
+def _in_pool(build: Callable[[RankJob, Path], RankResult], jobs: list[RankJob], root: Path, workers: int, emit: _InOrder) -> list[int]:
+    """Every job in one pool of `workers` processes; the indices of those lost when a worker died
+    (a dead worker breaks the whole pool: every rank not finished by then is lost with it)."""
+    broken = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for result in pool.map(build_rank, jobs, [root] * len(jobs)):
-            results.append(result)
-            if on_done:
-                on_done(result)
-    return results
+        futures = [pool.submit(build, job, root) for job in jobs]
+        for index, future in enumerate(futures):
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                broken.append(index)
+                continue
+            emit(index, result)
+    return broken
 
 
+def _each_alone(build: Callable[[RankJob, Path], RankResult], jobs: list[RankJob], indices: list[int], root: Path, workers: int, emit: _InOrder) -> None:
+    """The ranks lost with a dead worker, once more, each in a process of its own (`workers` at a
+    time): a death now is that rank's own, and it is reported as failed."""
+    queue = list(indices)
+    running: dict[Future[RankResult], tuple[int, ProcessPoolExecutor]] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                index = queue.pop(0)
+                pool = ProcessPoolExecutor(max_workers=1)
+                running[pool.submit(build, jobs[index], root)] = (index, pool)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                index, pool = running.pop(future)
+                pool.shutdown()
+                try:
+                    result = future.result()
+                except BrokenProcessPool as exc:
+                    result = died(jobs[index], f"its worker process died twice while building this rank ({type(exc).__name__})")
+                emit(index, result)
+    finally:
+        for _, pool in running.values():
+            pool.shutdown(wait=False, cancel_futures=True)
