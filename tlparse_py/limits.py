@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MB = 1 << 20
+SINGLE_FILE_MB = 20.0  # --single-file / pack --budget-mb: text packed beyond the pages; past it links become plain text
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote
 
+from .limits import SINGLE_FILE_MB
 from .writer import MARKER
 
 __all__ = ["BUDGET_MB", "PackError", "Packed", "is_report", "pack_report"]
 
-BUDGET_MB = 20.0
+BUDGET_MB = SINGLE_FILE_MB
 HOME = "index.html"
 LEFT_OUT_ID = "page-left-out"
 # report-wide data files: included last, once every artifact a page links is in

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..pack import BUDGET_MB, PackError, pack_report
+from ..limits import SINGLE_FILE_MB as BUDGET_MB
 from .common import CliError, echo_err
 
 __all__ = ["BUDGET_MB", "check_single_file_target", "pack", "write_single_file"]
@@ -28,6 +28,8 @@ def write_single_file(out: Path, target: Path | None, budget_mb: float = BUDGET_
     """Pack the report in `out` into `target` (nothing when None); CliError 1 when that fails."""
     if target is None:
         return
+    from ..pack import PackError, pack_report  # only when packing: most reports are not
+
     try:
         packed = pack_report(out, target, budget_mb)
     except PackError as exc:
@@ -53,6 +55,8 @@ def pack(report_dir: Path, target: Path, budget_mb: float) -> None:
     problem = check_single_file_target(target)
     if problem:
         raise CliError(problem)
+    from ..pack import PackError, pack_report
+
     try:
         packed = pack_report(report_dir, target, budget_mb)
     except PackError as exc:

@@ -12,7 +12,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -25,7 +25,6 @@ from ..kinds import load_plugins
 from ..limits import GUNZIP_GRACE_MB, Limits
 from ..markdown import summary_markdown, summed_totals
 from ..model import DiagnosticLog, Stats
-from ..multirank import ClusterError, RankResult, write_all_ranks
 from ..pipeline import Options, write_report
 from ..reader import GunzipRefused, is_gzip
 from ..render import check_source_url, format_seconds
@@ -34,6 +33,9 @@ from ..terminal import sanitize
 from ..writer import OutputError, ReportKeptElsewhere, abort_all
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
 from .pack import BUDGET_MB, check_single_file_target, write_single_file
+
+if TYPE_CHECKING:
+    from ..multirank import RankResult
 
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
@@ -247,6 +249,8 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         if result.error:
             echo_err(f"{result.folder}: could not be read: {result.error}")
         echo_err(f"{result.folder} ({Path(result.log).name}): {result.stats_line}")
+
+    from ..multirank import ClusterError, write_all_ranks  # only for rank folders: most reports are one log
 
     try:
         landing, notes = write_all_ranks(path, out, overwrite, options, on_done=done, scheduler=scheduler)
