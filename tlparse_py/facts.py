@@ -261,6 +261,7 @@ _FILE_LINE_COMMENT = re.compile(r'File "[^"\n]*", line \d+')
 _KERNEL_PATH = re.compile(r"# kernel path: [^\n]*")  # only at a line's start
 # an absolute path whose file is named by a hash (inductor's cache: /tmp/torchinductor_u/ab/cab12...xyz.py)
 _HASHED_PATH = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s'"`]*?[/\\][a-z]?[a-z0-9]{20,}(?:\.[A-Za-z0-9]+)*(?=[\s'"`),]|$)""")
+_HASHED_NAME = re.compile(r"[/\\][a-z]?[a-z0-9]{20}")  # what every hashed path holds: a quick test before the slow pattern
 _LONG_HASH = re.compile(r"(?<!\w)(?=[0-9A-Za-z]{32})(?=[0-9A-Za-z]*\d)(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{32,}\b")
 _BENCHMARK_HARNESS = re.compile(r"^(?:def (?:get_args|benchmark_compiled_module)\(|if __name__ == ['\"]__main__['\"]:)", re.M)
 
@@ -299,7 +300,8 @@ def normalise_code(text: str) -> str:
             kept.append(text[position : text.rfind("\n", 0, match.start()) + 1])
             position = match.end() + 1
     text = normalise_graph("".join(kept) + text[position:])
-    text = _HASHED_PATH.sub("<cache path>", text)
+    if _HASHED_NAME.search(text):
+        text = _HASHED_PATH.sub("<cache path>", text)
     return _LONG_HASH.sub("<hash>", text)
 
 
