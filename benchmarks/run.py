@@ -138,47 +138,60 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float,
 
 
 def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
-    """Each fixture log, each tool in turn, `repeat` times; medians per log, summed."""
+    """Each fixture log, each tool in turn, `repeat` times; medians per log, summed.
+
+    tlparse-py keeps compiled templates in its cache folder (like Python's own .pyc files), so it
+    is timed as users run it, with that folder filled by an earlier run on another log, and also on
+    a first run ever (an empty cache folder each time).
+    """
     logs = small_logs(work)
     out = work / "small_out"
-    variants = dict(tools)
-    variants["tlparse-py (warm cache)"] = tools["tlparse-py"]
+    first_run = "tlparse-py (first run, empty cache)"
+    variants = {**tools, first_run: tools["tlparse-py"]}
+    steady_cache = Path(tempfile.mkdtemp(prefix="tlparse-bench-cache-"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # .pyc as after pip install
+    timed([*tools["tlparse-py"], str(logs[0]), "-o", str(out), "--overwrite", "--no-browser"], {**env, "TLPARSE_PY_CACHE_DIR": str(steady_cache)})
     rows = []
     for log in logs:
         row: dict = {"log": log.name, "log_mb": round(log.stat().st_size / 1e6, 3)}
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-        warm_cache = Path(tempfile.mkdtemp(prefix="tlparse-bench-cache-"))
         for _ in range(repeat):
             for name, command in variants.items():
-                env = dict(os.environ)
-                if name.startswith("tlparse-py"):
-                    cold = name == "tlparse-py"
-                    env["TLPARSE_PY_CACHE_DIR"] = tempfile.mkdtemp(prefix="tlparse-bench-cache-") if cold else str(warm_cache)
-                wall, cpu, code = timed([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], env)
+                empty = Path(tempfile.mkdtemp(prefix="tlparse-bench-cache-"))
+                cache = empty if name == first_run else steady_cache
+                wall, cpu, code = timed([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"],
+                                        {**env, "TLPARSE_PY_CACHE_DIR": str(cache)})
+                shutil.rmtree(empty, ignore_errors=True)
                 if code not in (0, 1):
                     print(f"{name} exited {code} on {log.name}", file=sys.stderr)
                 samples[name].append((wall, cpu))
-                if name == "tlparse-py":
-                    shutil.rmtree(env["TLPARSE_PY_CACHE_DIR"], ignore_errors=True)
-        shutil.rmtree(warm_cache, ignore_errors=True)
         for name, measured in samples.items():
             row[name] = {"wall": round(statistics.median(w for w, _ in measured), 4),
                          "cpu": round(statistics.median(c for _, c in measured), 4)}
         rows.append(row)
         print(f"{row['log_mb']:8.3f} MB  " + "  ".join(f"{n}: {row[n]['wall']:.3f} s" for n in variants) + f"  {log.name}", flush=True)
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(steady_cache, ignore_errors=True)
     totals = {name: {"wall": round(sum(r[name]["wall"] for r in rows), 3), "cpu": round(sum(r[name]["cpu"] for r in rows), 3)}
               for name in variants}
     print()
     for name, total in totals.items():
-        print(f"{name:26s} summed median wall {total['wall']:7.2f} s   cpu {total['cpu']:7.2f} s")
+        print(f"{name:36s} summed median wall {total['wall']:7.2f} s   cpu {total['cpu']:7.2f} s")
     ratios = {}
     if "tlparse 0.4.3" in totals:
         theirs = totals["tlparse 0.4.3"]
-        for name in ("tlparse-py", "tlparse-py (warm cache)"):
+        for name in ("tlparse-py", first_run):
             ratios[name] = {"wall": round(totals[name]["wall"] / theirs["wall"], 3), "cpu": round(totals[name]["cpu"] / theirs["cpu"], 3)}
             print(f"{name} / tlparse: wall {ratios[name]['wall']:.2f}x, cpu {ratios[name]['cpu']:.2f}x")
-    return {"machine": machine(), "logs": len(rows), "repeat": repeat, "rows": rows, "totals": totals, "ratios": ratios}
+        big = [r for r in rows if r["log_mb"] >= 1.0]
+        if big:
+            ours, tl = sum(r["tlparse-py"]["wall"] for r in big), sum(r["tlparse 0.4.3"]["wall"] for r in big)
+            ratios["logs of 1 MB and more"] = {"logs": len(big), "wall": round(ours / tl, 3)}
+            print(f"logs of 1 MB and more ({len(big)}): tlparse-py / tlparse wall {ours / tl:.2f}x")
+    floor = [timed([sys.executable, "-c", "import click, jinja2, orjson, markupsafe"], env)[0] for _ in range(repeat)]
+    print(f"Python start-up with click, jinja2, orjson and markupsafe imported: {statistics.median(floor):.3f} s per process")
+    return {"machine": machine(), "logs": len(rows), "repeat": repeat, "rows": rows, "totals": totals, "ratios": ratios,
+            "python_floor_s": round(statistics.median(floor), 4)}
 
 
 def machine() -> str:
