@@ -287,3 +287,22 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     quiet(5, 1)
     quiet.clear()
     assert piped.getvalue() == ""
+
+
+def test_the_help_lists_every_command_with_its_own_summary_without_importing_them():
+    import importlib
+    import subprocess
+    import sys
+
+    from tlparse_py import cli
+
+    for name, target in cli.COMMANDS.items():
+        module, attribute = target.split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert cli.SUMMARIES[name] == command.get_short_help_str(limit=200), name
+    probe = ("import sys\nfrom tlparse_py.cli import main\ntry:\n    main(['--help'], prog_name='tlparse-py')\n"
+             "except SystemExit:\n    pass\nprint('LOADED', sorted(m for m in ('jinja2', 'orjson', 'tlparse_py.commands.report') if m in sys.modules))")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "LOADED []" in shown
+    for name, summary in cli.SUMMARIES.items():
+        assert name in shown and summary[:40] in shown

@@ -8,19 +8,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._version import __version__
 
 __all__ = ["__version__", "analyze", "build"]
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when used: `tlparse-py --version` loads this package and little else
+    from pathlib import Path
+    from typing import Any
+
     from .analysis import Analysis
 
 
 def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> Analysis:
     """The analysis of a trace (log file, `.gz` or folder), read the way `tlparse-py PATH` reads it."""
+    from pathlib import Path
+
     from .inputs import choose_input
     from .kinds import load_plugins
     from .pipeline import Options, analyze_logs, source_of
@@ -32,6 +36,8 @@ def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> 
 
 def build(path: str | Path, out: str | Path, *, overwrite: bool = False, **options: Any) -> Analysis:
     """Write the HTML report of a trace to `out`; `options` are `pipeline.Options` fields."""
+    from pathlib import Path
+
     from .inputs import choose_input
     from .kinds import load_plugins
     from .pipeline import Options, source_of, write_report

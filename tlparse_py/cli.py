@@ -26,6 +26,13 @@ COMMANDS = {
     "run": "tlparse_py.commands.run:run",
     "pack": "tlparse_py.commands.pack:pack",
 }
+# The one-line summaries `tlparse-py --help` lists (a test keeps them equal to each command's own).
+SUMMARIES = {
+    "report": "Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.",
+    "diff": "Compare two runs: what got better or worse between BASE and NEW.",
+    "run": "Run COMMAND with TORCH_TRACE set, then write the report of what it compiled.",
+    "pack": "Write the report in REPORT_DIR as one self-contained HTML file, FILE.html.",
+}
 
 
 class ReportByDefault(click.Group):
@@ -41,6 +48,11 @@ class ReportByDefault(click.Group):
             return None
         module, attribute = COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `--help`, without importing every command (and Jinja with them)."""
+        with formatter.section("Commands"):
+            formatter.write_dl(list(SUMMARIES.items()))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         top_level = {"-h", "--help", "-V", "--version"}
