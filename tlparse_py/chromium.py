@@ -24,7 +24,7 @@ class ChromiumEvents:
         self.out = out
         self.analysis = analysis
         self.problem = problem
-        self.open_events: dict[tuple[Any, ...], list[float]] = {}  # B events awaiting their E
+        self.open_events: dict[tuple[Any, ...], list[float]] = {}  # B events awaiting their E (none kept once closed)
         self.bytes_written = 0  # of the events array, to decide whether a script copy is worth writing
         self.open_names: dict[tuple[Any, ...], list[str]] = {}  # (compile, tid) → names of the open spans, outermost first
         out.write(b"[")
@@ -61,22 +61,25 @@ class ChromiumEvents:
         if compile_id is None:
             return
         key = (compile_id, name, event.get("tid"))
-        nesting = self.open_names.setdefault((compile_id, event.get("tid")), [])
+        thread = (compile_id, event.get("tid"))
+        nesting = self.open_names.setdefault(thread, [])
         if phase == "B":
             self.open_events.setdefault(key, []).append(ts)
             nesting.append(name)
         elif self.open_events.get(key):
-            started = self.open_events[key].pop()
+            opened = self.open_events[key]
+            started = opened.pop()
+            if not opened:  # closed spans leave nothing behind: a big log has 100,000s of them
+                del self.open_events[key]
             duration = max(0.0, ts - started)
-            times = self.analysis.phase_times.setdefault(compile_id, {})
-            times[name] = times.get(name, 0.0) + duration
             depth = _last_index(nesting, name)
             path = tuple(nesting[: depth + 1]) if depth is not None else (name,)
             if depth is not None:
                 del nesting[depth:]
             generation = self.analysis.generation_at(compile_id, record.lineno)
-            tree = self.analysis.phase_trees.setdefault((compile_id, generation), {})
-            tree[path] = tree.get(path, 0.0) + duration
+            self.analysis.note_span(compile_id, generation, name, path, duration)
+        if not nesting:
+            del self.open_names[thread]
 
     def close(self) -> None:
         self.out.write(b"\n]" if self.analysis.chromium_events else b"]")

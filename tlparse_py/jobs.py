@@ -7,6 +7,7 @@ has its share rebuilt here.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -65,7 +66,14 @@ class PageJobs:
         reader_fd, writer_fd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        # a garbage collection in the child would write to every object the two processes share,
+        # copying the parent's whole heap page by page: frozen objects are left alone
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except BaseException:
+            gc.unfreeze()
+            raise
         if pid == 0:  # the child: build the odd pages, report failures, exit without cleanup
             code = 1
             try:
@@ -80,11 +88,14 @@ class PageJobs:
             finally:
                 os._exit(code)
         os.close(writer_fd)
-        for job in jobs[0::2]:
-            job()
-        with os.fdopen(reader_fd, "rb") as pipe:
-            reported = pipe.read()
-        _, status = os.waitpid(pid, 0)
+        try:
+            for job in jobs[0::2]:
+                job()
+            with os.fdopen(reader_fd, "rb") as pipe:
+                reported = pipe.read()
+            _, status = os.waitpid(pid, 0)
+        finally:
+            gc.unfreeze()
         if status != 0:
             for job in jobs[1::2]:
                 job()

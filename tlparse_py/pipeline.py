@@ -211,8 +211,9 @@ class Pipeline:
         def job(url: str, template: str, context: dict[str, Any], raw: str, lang: str) -> Job:
             def render_page() -> None:
                 text = (self.payloads.get(raw) or b"").decode("utf-8", "replace")
-                context["lines"] = self.highlighter.lines(text, lang)
-                self.jobs.page(url, url, template, lambda: context)
+                lines = self.highlighter.lines(text, lang)
+                # not into `context`: the job list holds it until every page is written
+                self.jobs.page(url, url, template, lambda: {**context, "lines": lines})
 
             return render_page
 

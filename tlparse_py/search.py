@@ -68,7 +68,9 @@ class _Text:
 class _Shards:
     total_bytes: int
     shard_bytes: int
-    shards: list[list[bytes]] = field(default_factory=lambda: [[]])
+    # each shard's entries, joined as the shard file holds them: orjson hands back bytes with room to
+    # grow (up to 8x their length), so keeping them one by one would hold several times the index
+    shards: list[bytearray] = field(default_factory=lambda: [bytearray()])
     size: int = 0  # bytes of entries so far, all shards
     current: int = 0  # bytes of the open shard
     entries: int = 0
@@ -81,9 +83,12 @@ class _Shards:
             self.full = True
             return False
         if self.current and self.current + len(data) > self.shard_bytes:
-            self.shards.append([])
+            self.shards.append(bytearray())
             self.current = 0
-        self.shards[-1].append(data)
+        shard = self.shards[-1]
+        if shard:
+            shard += b",\n"
+        shard += data
         self.current += len(data) + 1
         self.size += len(data) + 1
         self.entries += 1
@@ -251,7 +256,7 @@ def _files(shards: _Shards, note: str) -> list[tuple[str, bytes]]:
     for number, entries in enumerate(s for s in shards.shards if s):
         name = SHARD.format(number)
         body = b"window.TLPARSE_SEARCH = window.TLPARSE_SEARCH || [];\nTLPARSE_SEARCH.push([" + str(number).encode() + b", [\n"
-        body += b",\n".join(entries) + b"\n]]);\n"
+        body += entries + b"\n]]);\n"
         files.append((name, body))
         names.append(name.removeprefix("static/"))
     manifest = {"shards": names, "entries": shards.entries, "note": note}

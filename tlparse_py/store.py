@@ -1,14 +1,19 @@
 """What the reading pass notes about a log: the typed facts the analysis is built from.
 
 It keeps metadata only (directory entries, stacks, small metric summaries, counters); payloads
-and per-record summaries live in the payload store and the record spool, read back one compile
-id at a time.
+and per-record summaries live in the payload store and the record spool, and the facts only a
+compile's own pages show (specialisations, span times) in the fact spool: each read back one
+compile id at a time, so memory does not grow with the log.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
+import pickle
 import re
+import tempfile
+import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -75,6 +80,89 @@ METRIC_SUMMARY_FIELDS = (
     "guard_count",
     "shape_env_guard_count",
 )
+
+
+class FactSpool:
+    """Facts appended under a key to an unnamed temporary file, read back one key at a time.
+
+    What only one compile's pages show (its specialisations, its chromium span times) would
+    otherwise grow with the log. Values are pickled: they come back exactly as they went in (NaN,
+    huge integers, tuples). Writes and reads go through `os.pwrite`/`os.pread` at offsets kept here,
+    so a forked page builder shares the file without sharing a file position, and a buffer flushed
+    twice (once by each process) writes the same bytes to the same place. The file has no name: the
+    system frees it when the process ends, however it ends.
+    """
+
+    FLUSH_BYTES = 1 << 16
+
+    def __init__(self) -> None:
+        self._file: Any = None  # opened on the first fact
+        self._where: dict[Any, array] = {}  # key → (offset, size) pairs, flattened
+        self._buffer = bytearray()  # pickled facts not yet written, from offset `_flushed`
+        self._flushed = 0
+
+    def add(self, key: Any, value: Any) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix=".tlparse-py-facts-")
+        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        where = self._where.get(key)
+        if where is None:
+            where = self._where[key] = array("Q")
+        where.extend((self._flushed + len(self._buffer), len(data)))
+        self._buffer += data
+        if len(self._buffer) >= self.FLUSH_BYTES:
+            self._flush()
+
+    def get(self, key: Any) -> list[Any]:
+        """The values added under `key`, in the order they were added."""
+        where = self._where.get(key)
+        if not where:
+            return []
+        self._flush()
+        fd = self._file.fileno()
+        return [pickle.loads(os.pread(fd, where[i + 1], where[i])) for i in range(0, len(where), 2)]
+
+    def _flush(self) -> None:
+        view = memoryview(self._buffer)
+        offset = self._flushed
+        while view:
+            written = os.pwrite(self._file.fileno(), view, offset)
+            view, offset = view[written:], offset + written
+        view.release()
+        self._flushed = offset
+        self._buffer.clear()
+
+    def __getstate__(self) -> dict[str, Any]:  # a copied analysis keeps no facts (a file does not travel)
+        return {"facts": "left behind"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+class SpanTotals:
+    """Chromium B/E span time of a frame compile, summed from the fact spool in log order when asked.
+
+    `by_path=False`: `get(frame)` → span name → total microseconds (`Store.phase_times`);
+    `by_path=True`: `get((frame, generation))` → span path, outermost first → total (`Store.phase_trees`).
+    """
+
+    def __init__(self, spool: FactSpool, by_path: bool):
+        self.spool = spool
+        self.by_path = by_path
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        frame, generation = key if self.by_path else (key, None)
+        totals: dict[Any, float] = {}
+        for span_generation, name, path, duration in self.spool.get(("span", frame)):
+            if self.by_path and span_generation != generation:
+                continue
+            item = path if self.by_path else name
+            totals[item] = totals.get(item, 0.0) + duration
+        return totals if totals else default
+
+
+# bwd_compilation_metrics fields kept for compile times (the record itself is on its own page)
+BACKWARD_SUMMARY_FIELDS = ("inductor_compile_time_s",)
 
 
 class Reuse(NamedTuple):
@@ -186,12 +274,20 @@ class CompileFingerprint:
     compile_id: str  # display label, attempt included: `[1/0]`, `[0/0_1]`
     frame: str  # its frame compile (`[0/0]`), whose dynamic sources mask its input sizes
     graphs: dict[str, list[str]] = field(default_factory=dict)  # "dynamo"/"post_grad"/"output_code" → digests, in log order
-    lines: dict[str, list[str]] = field(default_factory=dict)  # kind → the first such graph's first normalised lines
+    # kind → the first such graph's first normalised lines, joined and compressed: every compile of a
+    # big log keeps some, and only a side-by-side view of the few that differ across ranks reads them
+    packed_lines: dict[str, bytes] = field(default_factory=dict)
     inputs: list[dict[str, Any]] = field(default_factory=list)  # describe_tensor: {key, dtype, size, source}, in order
 
     def add(self, kind: str, digest: str, lines: list[str]) -> None:
         self.graphs.setdefault(kind, []).append(digest)
-        self.lines.setdefault(kind, lines)
+        if kind not in self.packed_lines:
+            self.packed_lines[kind] = zlib.compress("\n".join(lines).encode("utf-8", "surrogatepass"), 1)
+
+    @property
+    def lines(self) -> dict[str, list[str]]:
+        """kind → the first such graph's first normalised lines."""
+        return {kind: zlib.decompress(data).decode("utf-8", "surrogatepass").split("\n") for kind, data in self.packed_lines.items()}
 
 
 @dataclass
@@ -310,7 +406,7 @@ class Questions:
     generation_stacks: dict[tuple[CompileId, int], list[Frame]]
     start_stacks: dict[CompileId, list[Frame]]
     graphs: dict[CompileId | None, list[GraphStep]]
-    shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]]
+    facts: FactSpool
     strings: StringTable
     pageless: set[CompileId | None]
     _by_key: dict[str, dict[Any, list[Any]]]
@@ -378,7 +474,7 @@ class Questions:
     def shape_facts_for(self, kind: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
         if compile_id is None:
             return []
-        return self.shape_facts.get((kind, compile_id.frame_key()), [])
+        return self.facts.get(("shape", kind, compile_id.frame_key()))
 
     def page_of(self, key: CompileId | None, generation: int = 0) -> str | None:
         """The page of a compile id; None for one listed without a page (`pageless`)."""
@@ -409,10 +505,11 @@ class Store(Questions):
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)
     metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
-    # frame compile → (compile id, bwd_compilation_metrics) in log order
+    # frame compile → (compile id, log line, bwd_compilation_metrics' BACKWARD_SUMMARY_FIELDS) in log order
     backward_metrics: dict[CompileId | None, list[tuple[CompileId | None, int, dict[str, Any]]]] = field(default_factory=dict)
     failures: list[FailureRow] = field(default_factory=list)
-    shape_facts: dict[tuple[str, CompileId], list[dict[str, Any]]] = field(default_factory=dict)
+    # what only a compile's own pages show: specialisations and fast guards (`shape_facts_for`), span times
+    facts: FactSpool = field(default_factory=FactSpool)
     unknown_kinds: Counter[str] = field(default_factory=Counter)
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     export_failures: list[ExportFailure] = field(default_factory=list)
@@ -422,9 +519,9 @@ class Store(Questions):
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]] = field(default_factory=dict)  # (log line, reason)
     cache_events: list[CacheEvent] = field(default_factory=list)
     # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
-    phase_times: dict[CompileId, dict[str, float]] = field(default_factory=dict)
+    phase_times: SpanTotals = field(init=False)
     # (frame compile, generation) → span path (outermost first) → total microseconds: the nesting of B/E spans
-    phase_trees: dict[tuple[CompileId, int], dict[tuple[str, ...], float]] = field(default_factory=dict)
+    phase_trees: SpanTotals = field(init=False)
     chromium_events: int = 0
     records: int = 0
     pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
@@ -444,6 +541,10 @@ class Store(Questions):
     first_timestamp: str | None = None
     last_timestamp: str | None = None
     _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
+
+    def __post_init__(self) -> None:
+        self.phase_times = SpanTotals(self.facts, by_path=False)
+        self.phase_trees = SpanTotals(self.facts, by_path=True)
 
     # -- facts noted by parsers -------------------------------------------------------------
 
@@ -483,10 +584,15 @@ class Store(Questions):
     def note_backward_metrics(self, compile_id: CompileId | None, line: int, meta: dict[str, Any]) -> None:
         key = compile_id.frame_key() if compile_id is not None else None
         own = compile_id.directory_key() if compile_id is not None else None
-        self.backward_metrics.setdefault(key, []).append((own, line, meta))
+        fields = {name: meta.get(name) for name in BACKWARD_SUMMARY_FIELDS}  # not the whole record: pages show these
+        self.backward_metrics.setdefault(key, []).append((own, line, fields))
 
     def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
-        self.shape_facts.setdefault((kind, compile_id.frame_key()), []).append(meta)
+        self.facts.add(("shape", kind, compile_id.frame_key()), meta)
+
+    def note_span(self, frame: CompileId, generation: int, name: str, path: tuple[str, ...], duration: float) -> None:
+        """A finished chromium B/E span of a frame compile (`phase_times`, `phase_trees`)."""
+        self.facts.add(("span", frame), (generation, name, path, duration))
 
     def note_expression(self, kind: str, meta: dict[str, Any]) -> None:
         """A node of the symbolic-expression graph that guard pages walk (export mode only)."""
