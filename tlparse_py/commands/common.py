@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import webbrowser
 from pathlib import Path
 
 import click
@@ -42,6 +41,8 @@ def echo_diagnostic(diagnostic: Diagnostic) -> None:
 
 
 def open_browser(out: Path) -> None:
+    import webbrowser  # only when a browser is opened: it imports subprocess and more
+
     try:
         webbrowser.open((out / "index.html").absolute().as_uri())
     except Exception:  # no browser is not an error: the report is written

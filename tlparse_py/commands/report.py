@@ -19,10 +19,9 @@ import orjson
 
 from .. import shutdown
 from ..analysis import Analysis
-from ..diff.gates import Condition, ConditionError, parse_conditions, unknown, violated
 from ..inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
 from ..kinds import load_plugins
-from ..limits import GUNZIP_GRACE_MB, Limits
+from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
 from ..markdown import summary_markdown, summed_totals
 from ..model import DiagnosticLog, Stats
 from ..pipeline import Options, write_report
@@ -32,9 +31,9 @@ from ..store import InputInfo
 from ..terminal import sanitize
 from ..writer import OutputError, ReportKeptElsewhere, abort_all
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
-from .pack import BUDGET_MB, check_single_file_target, write_single_file
 
 if TYPE_CHECKING:
+    from ..diff.gates import Condition
     from ..multirank import RankResult
 
 
@@ -77,7 +76,7 @@ if TYPE_CHECKING:
               help="Link user-code locations to your repository, e.g. 'https://github.com/org/repo/blob/SHA/{path}#L{line}'.")
 @click.option("--source-root", default="", metavar="DIR", help="Stripped from logged file names to make {path} for --source-url.")
 @click.option("--single-file", "single_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE.html", callback=lambda ctx, param, value: _check_single_file(value),
-              help=f"Also write the report as one self-contained HTML file (pages, then linked files up to {BUDGET_MB:g} MB; see `tlparse-py pack`).")
+              help=f"Also write the report as one self-contained HTML file (pages, then linked files up to {SINGLE_FILE_MB:g} MB; see `tlparse-py pack`).")
 def report(**params: Any) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
@@ -311,6 +310,8 @@ def parse_gates(texts: tuple[str, ...] | list[str]) -> list[Condition]:
     naming the valid names when one is malformed or names something unknown."""
     if not texts:
         return []
+    from ..diff.gates import ConditionError, parse_conditions  # only with --fail-on: start-up stays short
+
     text = ",".join(texts)
     try:
         return parse_conditions(_INTERNAL.sub(r"cache_\1", text), [_INTERNAL.sub(r"cache_\1", n) for n in GATE_NAMES])
@@ -336,6 +337,8 @@ def _check_source_url(value: str) -> str:
 
 
 def _check_single_file(value: Path | None) -> Path | None:
+    from .pack import check_single_file_target
+
     problem = check_single_file_target(value) if value is not None else None
     if problem:
         raise click.BadParameter(problem, param_hint="'--single-file'")
@@ -407,6 +410,8 @@ def evaluate_gates(conditions: list[Condition], summary: dict[str, Any]) -> tupl
     """(a line per violated condition, a line per condition left unchecked because its number is unknown).
 
     A multi-rank landing is gated on the sum over its ranks (`markdown.summed_totals`)."""
+    from ..diff.gates import unknown, violated
+
     totals = summed_totals(summary) if "ranks" in summary else summary.get("totals") or {}
     values = gate_values(totals)
     compiles = gate_compiles(summary)
@@ -427,7 +432,10 @@ def evaluate_gates(conditions: list[Condition], summary: dict[str, Any]) -> tupl
 def _after_report(out: Path, conditions: list[Condition], markdown_file: Path | None, single_file: Path | None = None) -> list[str]:
     """Once the report is written: write --single-file, check the gates (printing a line per
     violated or unknown condition), write --markdown; the violated lines."""
-    write_single_file(out, single_file)
+    if single_file is not None:
+        from .pack import write_single_file
+
+        write_single_file(out, single_file)
     if not conditions and markdown_file is None:
         return []
     try:
