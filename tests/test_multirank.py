@@ -267,3 +267,17 @@ def test_parallel_and_serial_give_the_same_reports(tmp_path):
     assert [r.compile_ids for r in serial] == [r.compile_ids for r in parallel]
     assert (tmp_path / "serial" / "rank_2" / "compile_directory.json").read_text() == (tmp_path / "parallel" / "rank_2" / "compile_directory.json").read_text()
     shutil.rmtree(tmp_path / "serial")
+
+
+def test_fingerprints_only_for_the_multi_rank_comparison(tmp_path):
+    """Fingerprinting every graph is costly and only the landing page's comparison reads it: a
+    one-log analysis skips it, every rank of an --all-ranks-html report has it."""
+    import tlparse_py
+
+    log = next((TRACES / "distributed").glob("*rank_0*.log.gz"))
+    single = tlparse_py.analyze(log)
+    assert single.distributed.fingerprints == {}
+    assert single.distributed.code_collectives  # the other distributed facts are still noted
+    landing, _ = landing_of(tmp_path, TRACES / "distributed")
+    fingerprint = landing.ranks[0].distributed.fingerprints["[4/0]"]
+    assert set(fingerprint.graphs) == {"dynamo", "post_grad", "output_code"} and fingerprint.inputs

@@ -52,6 +52,9 @@ class Options:
     source_url: str = ""  # --source-url: a link template for user code ({path}, optionally {line})
     source_root: str = ""  # --source-root: stripped from logged file names to make {path}
     search_mb: float = 20.0  # the search index, at most (search.py); past it the search box says what it covers
+    # compile fingerprints (normalised graphs and code, input shapes): only the multi-rank comparison
+    # reads them, and hashing every graph is a good part of reading a big log, so it asks for them
+    fingerprints: bool = False
 
 
 # The record kinds of every compile id that logged nothing but its dynamo_start so far, shared (a
@@ -65,7 +68,8 @@ class Pipeline:
         self.writer = writer
         self.options = options
         self.label = Path(analysis.source.path).name
-        self.ctx = ParseContext(analysis, self.label, export=options.export, plain_text=options.plain_text)
+        self.ctx = ParseContext(analysis, self.label, export=options.export, plain_text=options.plain_text,
+                                fingerprints=options.fingerprints)
         workers = options.workers if options.workers is not None else highlight_workers(analysis.source.size)
         self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=workers)
         self.outputs = Outputs(analysis, writer, self.ctx, self.highlighter)

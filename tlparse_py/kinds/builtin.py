@@ -57,7 +57,7 @@ _GRAPH = {"section": "pipeline", "lang": "python"}
 @kind("dynamo_cpp_guards_str", title="Dynamo: installed guards (C++ guard tree)", section="guards", lang="python",
       label="Guards (C++ guard tree)")
 def plain_graph(record: Record, ctx: ParseContext) -> list[Output]:
-    if ctx.current_kind == "inductor_post_grad_graph":  # compared across ranks
+    if ctx.fingerprints and ctx.current_kind == "inductor_post_grad_graph":  # compared across ranks
         ctx.analysis.distributed.fingerprint(record.compile_id).add("post_grad", *facts.graph_fingerprint(record.payload_text()))
     return _payload_as(ctx.current_kind)
 
@@ -70,7 +70,8 @@ def graph_dump(record: Record, ctx: ParseContext) -> list[Output]:
 
 @kind("dynamo_output_graph", title="Dynamo: captured FX graph", **_GRAPH, label="Dynamo graph", step=Step("dynamo", "graph"))
 def dynamo_output_graph(record: Record, ctx: ParseContext) -> list[Output]:
-    ctx.analysis.distributed.fingerprint(record.compile_id).add("dynamo", *facts.graph_fingerprint(record.payload_text()))
+    if ctx.fingerprints:
+        ctx.analysis.distributed.fingerprint(record.compile_id).add("dynamo", *facts.graph_fingerprint(record.payload_text()))
     return _payload_as("dynamo_output_graph")
 
 
@@ -91,7 +92,8 @@ def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
     label = label_of(record.compile_id)
     if label not in ctx.analysis.distributed.code_collectives:  # the collectives parity check reads the first code
         ctx.analysis.distributed.code_collectives[label] = facts.collective_calls(record.payload_text())
-    ctx.analysis.distributed.fingerprint(record.compile_id).add("output_code", *facts.graph_fingerprint(record.payload_text(), code=True))
+    if ctx.fingerprints:
+        ctx.analysis.distributed.fingerprint(record.compile_id).add("output_code", *facts.graph_fingerprint(record.payload_text(), code=True))
     filename = ctx.text_field(record, "inductor_output_code", "filename")
     stem = f"inductor_output_code_{PurePosixPath(filename.replace(chr(92), '/')).stem}" if filename else "inductor_output_code"
     if ctx.plain_text:
@@ -134,7 +136,7 @@ def artifact(record: Record, ctx: ParseContext) -> list[Output]:
         output = Output(REFORMAT, f"{name}.json", reformat=pretty_json)
     else:  # "string", and encodings nobody knows: the payload is shown as text rather than lost
         output = Output(PAYLOAD, f"{name}.txt")
-    if name == "inductor_post_grad_graph":  # compared across ranks, like the kind of that name
+    if ctx.fingerprints and name == "inductor_post_grad_graph":  # compared across ranks, like the kind of that name
         ctx.analysis.distributed.fingerprint(record.compile_id).add("post_grad", *facts.graph_fingerprint(record.payload_text()))
     declared = NAMES.get(name)
     if declared is not None and declared.facts is not None:
@@ -272,7 +274,9 @@ def _no_files(record: Record, ctx: ParseContext) -> list[Output]:
 def _compile_input(record: Record, ctx: ParseContext) -> list[Output]:
     """describe_tensor / describe_source of a compile: its input shapes, compared across ranks (no files)."""
     if record.compile_id is not None:
-        facts.note_input(ctx.analysis.distributed.fingerprint(record.compile_id), ctx.current_kind, ctx.dict_field(record, ctx.current_kind))
+        meta = ctx.dict_field(record, ctx.current_kind)  # checked (a bad field is a diagnostic) even when not noted
+        if ctx.fingerprints:
+            facts.note_input(ctx.analysis.distributed.fingerprint(record.compile_id), ctx.current_kind, meta)
     return []
 
 

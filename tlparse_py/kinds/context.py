@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 
 
 class ParseContext:
-    def __init__(self, analysis: Store, label: str, *, export: bool = False, plain_text: bool = False):
+    def __init__(self, analysis: Store, label: str, *, export: bool = False, plain_text: bool = False, fingerprints: bool = False):
         self.analysis = analysis
         self.label = label  # the log's file name, for diagnostics
         self.export = export  # -e: only exported programs and guard pages are numbered files
         self.plain_text = plain_text  # -p: output code as .txt
+        self.fingerprints = fingerprints  # note compile fingerprints (Options.fingerprints): multi-rank reports only
         self.current_kind: str = ""
         self.number: int = -1  # the global number the latest output got (its place in log order)
         self._reported: tuple[int, str] | None = None

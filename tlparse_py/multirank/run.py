@@ -116,7 +116,8 @@ def build_rank(job: RankJob, root: Path) -> RankResult:
     result = RankResult(job.rank, job.folder, str(job.log))
     try:
         writer = FolderWriter(root / job.folder)
-        analysis = build_report([job.log], writer, job.options, InputInfo(str(job.log), _size(job.log)))
+        options = Options(**{**vars(job.options), "fingerprints": True})  # the landing page compares them
+        analysis = build_report([job.log], writer, options, InputInfo(str(job.log), _size(job.log)))
     except Exception as exc:  # one unreadable rank must not lose the others
         result.error = f"{type(exc).__name__}: {exc}"
         result.stats_line = Stats().format()
