@@ -237,3 +237,31 @@ def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
     assert report.stats["fail_parser"] == 1
     assert [d.problem for d in report.diagnostics.kept] == ["could not build the page of [-/-]"]
     assert "RuntimeError: boom" in (tmp_path / "out" / "-_-_-_-" / "index.html").read_text()
+
+
+def test_the_search_index_built_beside_the_pages(tmp_path, monkeypatch):
+    """With forked pages, the search index is built by the forked child: a bug in it is still
+    reported by the parent, and a child that dies has the index built in the parent."""
+    import os
+
+    from tlparse_py import jobs, pipeline
+
+    monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
+    parent, original = os.getpid(), pipeline.build_index
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "build_index", broken)
+    report = pipeline.write_report(fixture("graph_break"), tmp_path / "broken")
+    assert [(d.problem, d.detail) for d in report.diagnostics.kept] == [("could not build the search index", "RuntimeError: boom")]
+
+    def dies_in_a_child(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(3)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "build_index", dies_in_a_child)
+    report = pipeline.write_report(fixture("graph_break"), tmp_path / "died")
+    assert report.diagnostics.kept == []
+    assert (tmp_path / "died" / "static" / "search" / "index-0.js").is_file()

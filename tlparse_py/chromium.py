@@ -27,6 +27,7 @@ class ChromiumEvents:
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # B events awaiting their E (none kept once closed)
         self.bytes_written = 0  # of the events array, to decide whether a script copy is worth writing
         self.open_names: dict[tuple[Any, ...], list[str]] = {}  # (compile, tid) → names of the open spans, outermost first
+        self._last_compile: tuple[Any, Any] = (None, None)  # (args.compile_id text, its parse): see _compile_id
         out.write(b"[")
 
     def add(self, record: Record) -> None:
@@ -55,13 +56,14 @@ class ChromiumEvents:
         if phase not in ("B", "E") or not isinstance(name, str) or not isinstance(ts, (int, float)):
             return
         args = event.get("args")
-        compile_id = facts.parse_compile_id(args.get("compile_id")) if isinstance(args, dict) else None
+        compile_id = self._compile_id(args.get("compile_id")) if isinstance(args, dict) else None
         if compile_id is None and record.compile_id is not None:
             compile_id = record.compile_id.frame_key()
         if compile_id is None:
             return
-        key = (compile_id, name, event.get("tid"))
-        thread = (compile_id, event.get("tid"))
+        tid = event.get("tid")
+        key = (compile_id, name, tid)
+        thread = (compile_id, tid)
         nesting = self.open_names.setdefault(thread, [])
         if phase == "B":
             self.open_events.setdefault(key, []).append(ts)
@@ -80,6 +82,13 @@ class ChromiumEvents:
             self.analysis.note_span(compile_id, generation, name, path, duration)
         if not nesting:
             del self.open_names[thread]
+
+    def _compile_id(self, text: Any) -> Any:
+        """facts.parse_compile_id(text), parsed once per run of events naming the same compile
+        (a compile's events come together, and there are 100,000s of them in a big log)."""
+        if type(text) is not str or text != self._last_compile[0]:
+            self._last_compile = (text, facts.parse_compile_id(text))
+        return self._last_compile[1]
 
     def close(self) -> None:
         self.out.write(b"\n]" if self.analysis.chromium_events else b"]")

@@ -57,51 +57,73 @@ class PageJobs:
         self.analysis.stats.add("fail_parser")
         self.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
-    def run(self, jobs: list[Job]) -> None:
-        """Run the jobs, every other one in a forked child when there are enough of them."""
+    def run(self, jobs: list[Job], beside: Callable[[], str | None] | None = None) -> str | None:
+        """Run the jobs, every other one in a forked child when there are enough of them; the child
+        first runs `beside` (one long job, e.g. the search index), so that it overlaps the pages
+        this process builds (not a third process: each fork copies much of the heap it walks).
+        Returns what `beside` returned (a short text, or None)."""
         if len(jobs) < PARALLEL_PAGES or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
             for job in jobs:
                 job()
-            return
-        reader_fd, writer_fd = os.pipe()
+            return beside() if beside is not None else None
         sys.stdout.flush()
         sys.stderr.flush()
         # a garbage collection in the child would write to every object the two processes share,
         # copying the parent's whole heap page by page: frozen objects are left alone
         gc.freeze()
+
+        def child() -> str | None:
+            result = beside() if beside is not None else None
+            for job in jobs[1::2]:
+                job()
+            return result
+
         try:
-            pid = os.fork()
-        except BaseException:
+            pid, reader_fd = self._fork(child)
+            for job in jobs[0::2]:
+                job()
+            ok, result, failures = self._wait(pid, reader_fd)
+        finally:
             gc.unfreeze()
-            raise
-        if pid == 0:  # the child: build the odd pages, report failures, exit without cleanup
+        if not ok:  # the child died: its share is done here
+            result = beside() if beside is not None else None
+            for job in jobs[1::2]:
+                job()
+            return result
+        for _url, what, detail in failures:
+            self._count(what, detail)
+        return result
+
+    def _fork(self, work: Callable[[], Any]) -> tuple[int, int]:
+        """Start `work` in a forked child; (its pid, the pipe it reports on: what `work` returned
+        and the pages it could not build)."""
+        reader_fd, writer_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: do the work, report, exit without cleanup
             code = 1
             try:
                 os.close(reader_fd)
                 self.child_failures = []
                 for prepare in self.on_fork:
                     prepare()
-                for job in jobs[1::2]:
-                    job()
-                os.write(writer_fd, json.dumps(self.child_failures).encode())
+                result = work()
+                os.write(writer_fd, json.dumps([result, self.child_failures]).encode())
                 code = 0
             finally:
                 os._exit(code)
         os.close(writer_fd)
-        try:
-            for job in jobs[0::2]:
-                job()
-            with os.fdopen(reader_fd, "rb") as pipe:
-                reported = pipe.read()
-            _, status = os.waitpid(pid, 0)
-        finally:
-            gc.unfreeze()
+        return pid, reader_fd
+
+    @staticmethod
+    def _wait(pid: int, reader_fd: int) -> tuple[bool, Any, list[list[str]]]:
+        """(whether the child finished, what its work returned, the pages it could not build)."""
+        with os.fdopen(reader_fd, "rb") as pipe:
+            reported = pipe.read()
+        _, status = os.waitpid(pid, 0)
         if status != 0:
-            for job in jobs[1::2]:
-                job()
-            return
-        for _url, what, detail in json.loads(reported or b"[]"):
-            self._count(what, detail)
+            return False, None, []
+        result, failures = json.loads(reported)
+        return True, result, failures
 
 
 def private_reader(handle: Any) -> Any:

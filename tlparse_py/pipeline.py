@@ -179,8 +179,12 @@ class Pipeline:
         builder.plan_inline(keys, self.spool.records)
         self.highlighter.drain()
         self.jobs.on_fork = [self._private_handles]
-        self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(compile_view.page_refs(self.analysis), builder))
-        self._write_search_index(builder)
+        # the search index is built beside the pages (first thing in the forked page builder, if forked)
+        problem = self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(compile_view.page_refs(self.analysis), builder),
+                                beside=lambda: self._write_search_index(builder))
+        if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
+            self.analysis.stats.add("fail_parser")
+            self.analysis.diagnostics.add(self.label, 0, "could not build the search index", problem, HINTS["fail_parser"])
         if self.options.provenance:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
@@ -190,18 +194,21 @@ class Pipeline:
         self.writer.write("summary.md", summary_markdown(data).encode("utf-8"))
         self.spool.handle.close()
 
-    def _write_search_index(self, builder: PageBuilder) -> None:
-        """The search box's index (search.py); after write_static, so the report's manifest replaces the default one."""
+    def _write_search_index(self, builder: PageBuilder) -> str | None:
+        """The search box's index (search.py); after write_static, so the report's manifest replaces the default one.
+
+        Maybe run in a forked child (PageJobs.run), so it notes nothing in the analysis: it returns
+        why the index could not be built, if it could not, for the parent to note.
+        """
         try:
             index = build_index(self.analysis, self.spool.records, self.payloads.get, builder.inline, total_bytes=int(self.options.search_mb * 1e6))
         except OSError:
             raise
-        except Exception as exc:  # a bug in the index must cost the search box (it stays hidden), not the report
-            self.analysis.stats.add("fail_parser")
-            self.analysis.diagnostics.add(self.label, 0, "could not build the search index", f"{type(exc).__name__}: {exc}", HINTS["fail_parser"])
-            return
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
         for path, content in index:
             self.writer.write(path, content)
+        return None
 
     def _private_handles(self) -> None:
         """In a forked child: own read handles on the spool files (a file offset is shared across fork)."""

@@ -593,8 +593,12 @@ class LineScanner(JunkSkipper):
         if b"\r" in chunk:
             chunk = _CR_AT_EOL.sub(b"", chunk)
         if b"\n\n" not in chunk and not chunk.endswith(b"\n"):  # the usual case, done in C
-            parts.append(chunk[1:].replace(b"\n\t", b"\n"))
-            self.lines_in_parts += chunk.count(b"\n") + 1
+            payload = chunk[1:].replace(b"\n\t", b"\n")
+            parts.append(payload)
+            # every line here starts with its TAB (a block ends at a line that does not), so the
+            # replace removed one byte per line but the first: no need to count the newlines
+            # (an empty chunk, a blank line from _drop_long_lines, still counts as one line)
+            self.lines_in_parts += len(chunk) - len(payload) if chunk else 1
             return
         for line in chunk.split(b"\n"):
             if line:
