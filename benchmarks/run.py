@@ -90,6 +90,7 @@ def measure(command: list[str], out: Path) -> dict[str, float]:
     if out.exists():
         shutil.rmtree(out)
     quiet_disk()
+    before = os.times()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -97,11 +98,14 @@ def measure(command: list[str], out: Path) -> dict[str, float]:
         peak = max(peak, tree_rss_kb(proc.pid))
         time.sleep(0.02)
     seconds = time.perf_counter() - started
+    after = os.times()  # the child is reaped by poll(), so its CPU time is in children_*
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
     files = [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
     return {
         "exit": proc.returncode,
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
         "peak_rss_mb": round(peak / 1024, 1),
         "output_mb": round(sum(p.stat().st_size for p in files) / 1e6, 1),
         "files": len(files),
@@ -233,14 +237,14 @@ def main() -> int:
                 out = args.work / f"out_{size:g}mb_{name.split()[0]}"
                 run = measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out)
                 runs[name].append(run)
-                print(f"{size:6g} MB  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['peak_rss_mb']:8.1f} MB RSS  "
+                print(f"{size:6g} MB  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['cpu_seconds']:7.2f} s CPU  {run['peak_rss_mb']:8.1f} MB RSS  "
                       f"{run['output_mb']:8.1f} MB out  {run['files']:6d} files  exit {run['exit']}", flush=True)
                 if not args.keep:
                     shutil.rmtree(out, ignore_errors=True)
         for name, measured in runs.items():
             median = sorted(measured, key=lambda r: r["seconds"])[len(measured) // 2]
             row = {"size_mb": size, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name, "runs": len(measured),
-                   "all_seconds": [r["seconds"] for r in measured]}
+                   "all_seconds": [r["seconds"] for r in measured], "all_cpu_seconds": [r["cpu_seconds"] for r in measured]}
             row.update(median)
             row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in measured)
             results.append(row)
@@ -255,17 +259,22 @@ def main() -> int:
         ours = next((r for r in results if r["size_mb"] == size and r["tool"] == "tlparse-py"), None)
         theirs = next((r for r in results if r["size_mb"] == size and r["tool"] == "tlparse 0.4.3"), None)
         if ours and theirs and theirs["seconds"] and theirs["peak_rss_mb"]:
+            # each run of ours against the run of theirs right after it (alternating): the median of those ratios
+            paired = {kind: statistics.median(a / b for a, b in zip(ours[f"all_{kind}"], theirs[f"all_{kind}"]))
+                      for kind in ("seconds", "cpu_seconds")}
             ratio = {"size_mb": size, "wall_ratio": round(ours["seconds"] / theirs["seconds"], 2),
+                     "paired_wall_ratio": round(paired["seconds"], 3), "paired_cpu_ratio": round(paired["cpu_seconds"], 3),
                      "rss_ratio": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3)}
             ratios.append(ratio)
-            print(f"{size:>6g}MB  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x")
+            print(f"{size:>6g}MB  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x (median of paired runs {ratio['paired_wall_ratio']:.2f}x), "
+                  f"CPU {ratio['paired_cpu_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x")
     ours_rows = [r for r in results if r["tool"] == "tlparse-py"]
     if len(ours_rows) >= 2:
         first, last = ours_rows[0], ours_rows[-1]
         print(f"tlparse-py from {first['size_mb']:g} MB to {last['size_mb']:g} MB: RSS x{last['peak_rss_mb'] / first['peak_rss_mb']:.2f}, "
               f"wall x{last['seconds'] / first['seconds']:.2f} (size x{last['size_mb'] / first['size_mb']:.1f})")
     if args.json:
-        args.json.write_text(json.dumps({"results": results, "ratios": ratios}, indent=2))
+        args.json.write_text(json.dumps({"machine": machine(), "results": results, "ratios": ratios}, indent=2))
     return 0 if all(r["exit"] == 0 for r in results) else 1
 
 
