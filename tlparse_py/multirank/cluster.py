@@ -17,12 +17,13 @@ import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from ..kinds import load_plugins
 
-if TYPE_CHECKING:
-    from .run import RankJob, RankResult
+# run.py's RankJob and RankResult; named only as type variables, since run.py imports this module
+RankJob = TypeVar("RankJob")
+RankResult = TypeVar("RankResult")
 
 CONNECT_TIMEOUT_S = 10.0  # how long to try reaching the scheduler before giving up (exit 2)
 TIMEOUT_ENV = "TLPARSE_PY_DASK_CONNECT_TIMEOUT"  # seconds, instead of CONNECT_TIMEOUT_S
