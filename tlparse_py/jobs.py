@@ -72,7 +72,7 @@ class PageJobs:
         # copying the parent's whole heap page by page: frozen objects are left alone
         gc.freeze()
 
-        def child() -> str | None:
+        def child() -> str | None:  # the forked share (or, if the child dies, this process does it)
             result = beside() if beside is not None else None
             for job in jobs[1::2]:
                 job()
@@ -86,10 +86,7 @@ class PageJobs:
         finally:
             gc.unfreeze()
         if not ok:  # the child died: its share is done here
-            result = beside() if beside is not None else None
-            for job in jobs[1::2]:
-                job()
-            return result
+            return child()
         for _url, what, detail in failures:
             self._count(what, detail)
         return result

@@ -57,9 +57,15 @@ _GRAPH = {"section": "pipeline", "lang": "python"}
 @kind("dynamo_cpp_guards_str", title="Dynamo: installed guards (C++ guard tree)", section="guards", lang="python",
       label="Guards (C++ guard tree)")
 def plain_graph(record: Record, ctx: ParseContext) -> list[Output]:
-    if ctx.fingerprints and ctx.current_kind == "inductor_post_grad_graph":  # compared across ranks
-        ctx.analysis.distributed.fingerprint(record.compile_id).add("post_grad", *facts.graph_fingerprint(record.payload_text()))
+    if ctx.current_kind == "inductor_post_grad_graph":
+        _note_fingerprint(record, ctx, "post_grad")
     return _payload_as(ctx.current_kind)
+
+
+def _note_fingerprint(record: Record, ctx: ParseContext, part: str, code: bool = False) -> None:
+    """A graph's or code's digest for the cross-rank comparison, when one will read it (ctx.fingerprints)."""
+    if ctx.fingerprints:
+        ctx.analysis.distributed.fingerprint(record.compile_id).add(part, *facts.graph_fingerprint(record.payload_text(), code=code))
 
 
 @kind("graph_dump", title="A named graph or code dump (AOTInductor sources, vLLM graphs)")
@@ -70,8 +76,7 @@ def graph_dump(record: Record, ctx: ParseContext) -> list[Output]:
 
 @kind("dynamo_output_graph", title="Dynamo: captured FX graph", **_GRAPH, label="Dynamo graph", step=Step("dynamo", "graph"))
 def dynamo_output_graph(record: Record, ctx: ParseContext) -> list[Output]:
-    if ctx.fingerprints:
-        ctx.analysis.distributed.fingerprint(record.compile_id).add("dynamo", *facts.graph_fingerprint(record.payload_text()))
+    _note_fingerprint(record, ctx, "dynamo")
     return _payload_as("dynamo_output_graph")
 
 
@@ -92,8 +97,7 @@ def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
     label = label_of(record.compile_id)
     if label not in ctx.analysis.distributed.code_collectives:  # the collectives parity check reads the first code
         ctx.analysis.distributed.code_collectives[label] = facts.collective_calls(record.payload_text())
-    if ctx.fingerprints:
-        ctx.analysis.distributed.fingerprint(record.compile_id).add("output_code", *facts.graph_fingerprint(record.payload_text(), code=True))
+    _note_fingerprint(record, ctx, "output_code", code=True)
     filename = ctx.text_field(record, "inductor_output_code", "filename")
     stem = f"inductor_output_code_{PurePosixPath(filename.replace(chr(92), '/')).stem}" if filename else "inductor_output_code"
     if ctx.plain_text:
@@ -136,8 +140,8 @@ def artifact(record: Record, ctx: ParseContext) -> list[Output]:
         output = Output(REFORMAT, f"{name}.json", reformat=pretty_json)
     else:  # "string", and encodings nobody knows: the payload is shown as text rather than lost
         output = Output(PAYLOAD, f"{name}.txt")
-    if ctx.fingerprints and name == "inductor_post_grad_graph":  # compared across ranks, like the kind of that name
-        ctx.analysis.distributed.fingerprint(record.compile_id).add("post_grad", *facts.graph_fingerprint(record.payload_text()))
+    if name == "inductor_post_grad_graph":  # compared across ranks, like the kind of that name
+        _note_fingerprint(record, ctx, "post_grad")
     declared = NAMES.get(name)
     if declared is not None and declared.facts is not None:
         output.on_written = lambda url: declared.facts(record, ctx, url)
