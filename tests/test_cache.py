@@ -6,9 +6,11 @@ ever delete the cache's own entries.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from conftest import TRACES
@@ -110,3 +112,53 @@ def test_trimming_keeps_the_cap_and_deletes_only_cache_entries(tmp_path):
 def test_the_shipped_pygments_css_is_what_the_pinned_pygments_writes():
     shipped = (render.STATIC_DIR / "pygments.css").read_text()
     assert shipped == pygments_css(), "regenerate: python -c 'from tlparse_py.highlight import pygments_css; print(pygments_css(), end=\"\")' > templates/static/pygments.css"
+
+
+@pytest.fixture
+def compiled(tmp_path, monkeypatch):
+    """Templates compiled as a wheel build compiles them, where `render` looks for them."""
+    folder = tmp_path / "compiled_templates"
+    render.compile_templates(folder)
+    monkeypatch.setattr(render, "COMPILED_DIR", folder)
+    render.environment.cache_clear()
+    yield folder
+    render.environment.cache_clear()
+
+
+@pytest.mark.parametrize("scenario", ["training", "failure", "export_failure"])
+def test_compiled_templates_are_used_and_write_the_same_report(tmp_path, own_cache, compiled, monkeypatch, scenario):
+    log = next((TRACES / scenario).glob("dedicated_log*"))
+    with_compiled = tmp_path / "with"
+    write_report(log, with_compiled, options=Options(export=scenario.startswith("export")))
+    assert isinstance(render.environment().loader, jinja2.ModuleLoader)
+    assert not list(own_cache.glob("templates-*/*")), "nothing compiled at run time"
+
+    monkeypatch.setattr(render, "COMPILED_DIR", tmp_path / "none")
+    render.environment.cache_clear()
+    from_source = tmp_path / "source"
+    write_report(log, from_source, options=Options(export=scenario.startswith("export")))
+    assert isinstance(render.environment().loader, jinja2.FileSystemLoader)
+    assert files_of(with_compiled) == files_of(from_source)
+
+
+@pytest.mark.parametrize("stale", ["template", "jinja2", "tlparse_py", "broken"])
+def test_stale_compiled_templates_are_not_used(tmp_path, own_cache, compiled, monkeypatch, stale):
+    """Compiled from other sources, by another Jinja or tlparse-py, or unreadable: the source wins."""
+    stamp = compiled / render.COMPILED_STAMP
+    if stale == "broken":
+        stamp.write_text("{not json")
+    elif stale == "template":
+        templates = tmp_path / "templates"
+        templates.mkdir()
+        for name in render.template_names():
+            text = (render.TEMPLATE_DIR / name).read_text()
+            (templates / name).write_text(text + ("<!-- edited -->\n" if name == "page_error.html.j2" else ""))
+        monkeypatch.setattr(render, "TEMPLATE_DIR", templates)
+    else:
+        data = json.loads(stamp.read_text())
+        data[stale] = "0.0.0"
+        stamp.write_text(json.dumps(data))
+    render.environment.cache_clear()
+    assert isinstance(render.environment().loader, jinja2.FileSystemLoader)
+    if stale == "template":
+        assert render.environment().get_template("page_error.html.j2").filename == str(templates / "page_error.html.j2")

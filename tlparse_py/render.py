@@ -1,5 +1,8 @@
-"""Templates: model data in, HTML text out. No file I/O except reading templates (and their
-compiled form, kept in the user's cache folder: compiling them costs more than a small report).
+"""Templates: model data in, HTML text out. No file I/O except reading templates and their
+compiled form: compiling them costs more than a small report. An installed wheel carries them
+compiled (`compiled_templates/`, made by `compile_templates` when the wheel is built, turned into
+bytecode by pip at install), so even its first run compiles nothing; a source checkout keeps the
+compiled form in the user's cache folder instead.
 
 Autoescape is on for every template. The only trusted HTML comes from `code_html` (escaped text or
 Pygments output, line by line), `script_json` and the user's own `--custom-header-html`, all wrapped
@@ -9,6 +12,7 @@ in `Markup` here and nowhere else.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -29,6 +33,8 @@ PAGE_COLOUR_LINES = 50_000  # static/colour.js colours a text up to this line (M
 # keeps them at the repository root, which wins so template edits show up without reinstalling.
 TEMPLATE_DIR = next(p for p in (HERE.parent / "templates", HERE / "templates") if (p / "base.html.j2").is_file())
 STATIC_DIR = TEMPLATE_DIR / "static"
+COMPILED_DIR = HERE / "compiled_templates"  # in wheels only (see hatch_build.py)
+COMPILED_STAMP = "stamp.json"  # what the compiled templates were compiled from
 
 
 class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
@@ -49,11 +55,24 @@ class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
 
 @functools.cache
 def environment() -> jinja2.Environment:
-    compiled = cache.folder(f"templates-{__version__}-{jinja2.__version__}")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+    env = _environment(_source_loader())
+    stamp = compiled_stamp(COMPILED_DIR)
+    if stamp is not None and stamp == source_stamp():
+        env.loader = jinja2.ModuleLoader(str(COMPILED_DIR))
+    else:
+        folder = cache.folder(f"templates-{__version__}-{jinja2.__version__}")
         # Jinja checks each template's source against the cached code, so an edited template recompiles
-        bytecode_cache=QuietBytecodeCache(str(compiled)) if compiled is not None else None,
+        env.bytecode_cache = QuietBytecodeCache(str(folder)) if folder is not None else None
+    return env
+
+
+def _source_loader() -> jinja2.FileSystemLoader:
+    return jinja2.FileSystemLoader(TEMPLATE_DIR)
+
+
+def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -73,7 +92,34 @@ def render(template: str, context: dict[str, Any]) -> str:
 
 
 def template_names() -> list[str]:
-    return environment().list_templates(extensions=["j2"])
+    return [name for name in _source_loader().list_templates() if name.endswith(".j2")]
+
+
+def source_stamp() -> dict[str, str]:
+    """What compiled templates must have been compiled from to be used: these very template
+    sources (one hash over them all), this tlparse-py and this Jinja (its generated code calls
+    Jinja's runtime)."""
+    digest = hashlib.sha256()
+    for name in template_names():
+        digest.update(name.encode() + b"\0" + (TEMPLATE_DIR / name).read_bytes() + b"\0")
+    return {"templates": digest.hexdigest(), "tlparse_py": __version__, "jinja2": jinja2.__version__}
+
+
+def compiled_stamp(folder: Path) -> dict[str, str] | None:
+    try:
+        stamp = json.loads((folder / COMPILED_STAMP).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def compile_templates(folder: Path) -> None:
+    """Every page template compiled to a Python module in `folder` (read by `jinja2.ModuleLoader`),
+    with the stamp `environment()` checks before it uses them. Run when a wheel is built."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = _environment(_source_loader())
+    env.compile_templates(str(folder), zip=None, filter_func=lambda name: name.endswith(".j2"), ignore_errors=False)
+    (folder / COMPILED_STAMP).write_text(json.dumps(source_stamp(), indent=1) + "\n")
 
 
 def code_html(lines: Lines, prefix: str = "") -> Markup:

@@ -1,0 +1,34 @@
+"""Wheels carry the templates compiled (see `tlparse_py.render.compile_templates`), so an
+installed tlparse-py never compiles a template, not even on its first run (pip turns the
+compiled modules into bytecode at install). Editable installs use the source templates."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+
+class CompiledTemplates(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel" or version == "editable":
+            return
+        sys.path.insert(0, self.root)
+        try:
+            from tlparse_py.render import compile_templates
+        finally:
+            sys.path.remove(self.root)
+        self._folder = Path(tempfile.mkdtemp(prefix="tlparse-py-templates-"))
+        compile_templates(self._folder)
+        build_data["force_include"][str(self._folder)] = "tlparse_py/compiled_templates"
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        folder = getattr(self, "_folder", None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
