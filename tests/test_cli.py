@@ -253,6 +253,19 @@ def test_version():
     assert result.exit_code == 0 and result.output.strip() == f"tlparse-py {__version__}"
 
 
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_the_script_answers_version_as_click_does_without_importing_it(flag):
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from tlparse_py.entry import main; main(); print(sorted(m for m in sys.modules if m.startswith(('click', 'typing'))))", flag],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed, imported = proc.stdout.splitlines()
+    assert printed == run(flag).output.strip() == f"tlparse-py {__version__}"
+    assert imported == "[]"
+
+
 def test_python_dash_m_in_a_subprocess(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(

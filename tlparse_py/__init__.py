@@ -8,12 +8,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ._version import __version__
 
 __all__ = ["__version__", "analyze", "build"]
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing is a tenth of `--version`
 if TYPE_CHECKING:  # imported when used: `tlparse-py --version` loads this package and little else
     from pathlib import Path
     from typing import Any

@@ -1,5 +1,5 @@
 """`python -m tlparse_py`: the same command as `tlparse-py`."""
 
-from .cli import main
+from .entry import main
 
-main(prog_name="tlparse-py")
+main()
