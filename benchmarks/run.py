@@ -6,8 +6,11 @@
 `--small` is the set people actually open: every harness fixture log (0.01-4 MB, gzipped ones
 decompressed first since tlparse reads only plain files), each run as a whole process by both
 tools in turn, the median of `--repeat` runs per log and tool; the figure is the sum of medians.
-tlparse-py's cross-run highlight cache is pointed at an empty folder for each run (cold), and
-timed separately warm.
+tlparse-py is timed with its cache folder filled by an earlier run (as users run it) and on a
+first run ever (an empty cache folder). `install` in the JSON says what was timed: a wheel (its
+templates compiled when it was built) or a source checkout. Time what users get: build and install
+the wheel in a venv, and run this script with that venv's Python from outside the checkout
+(`python -m tlparse_py` run inside it would import the checkout).
 
 For each size it builds a log from the harness fixtures (benchmarks/make_logs.py), then runs each
 tool on it into a fresh folder (after `sync`, so one run's write-back does not slow the next) and
@@ -144,9 +147,10 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float,
 def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
     """Each fixture log, each tool in turn, `repeat` times; medians per log, summed.
 
-    tlparse-py keeps compiled templates in its cache folder (like Python's own .pyc files), so it
-    is timed as users run it, with that folder filled by an earlier run on another log, and also on
-    a first run ever (an empty cache folder each time).
+    A wheel-installed tlparse-py carries its templates compiled; a source checkout compiles them
+    on its first run and keeps them in its cache folder (like Python's own .pyc files). So it is
+    timed as users run it, with that folder filled by an earlier run on another log, and also on a
+    first run ever (an empty cache folder each time). Run it from the Python of the install to time.
     """
     logs = small_logs(work)
     out = work / "small_out"
@@ -194,8 +198,19 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
             print(f"logs of 1 MB and more ({len(big)}): tlparse-py / tlparse wall {ours / tl:.2f}x")
     floor = [timed([sys.executable, "-c", "import click, jinja2, orjson, markupsafe"], env)[0] for _ in range(repeat)]
     print(f"Python start-up with click, jinja2, orjson and markupsafe imported: {statistics.median(floor):.3f} s per process")
-    return {"machine": machine(), "logs": len(rows), "repeat": repeat, "rows": rows, "totals": totals, "ratios": ratios,
-            "python_floor_s": round(statistics.median(floor), 4)}
+    return {"machine": machine(), "install": install(tools["tlparse-py"]), "logs": len(rows), "repeat": repeat, "rows": rows,
+            "totals": totals, "ratios": ratios, "python_floor_s": round(statistics.median(floor), 4)}
+
+
+def install(command: list[str]) -> str:
+    """How the timed tlparse-py was installed: a wheel carries its templates compiled, a source
+    checkout (or `pip install -e`) compiles them on its first run and keeps them in its cache."""
+    probe = "from tlparse_py import render; print(type(render.environment().loader).__name__, render.HERE)"
+    found = subprocess.run([command[0], "-c", probe], capture_output=True, text=True, check=False).stdout.split()
+    if not found:
+        return "unknown"
+    kind = "wheel, templates compiled at build" if found[0] == "ModuleLoader" else "source checkout, templates compiled on first run"
+    return f"{kind} ({found[1]})"
 
 
 def machine() -> str:
@@ -221,6 +236,7 @@ def main() -> int:
     else:
         print("tlparse is not installed (pip install tlparse==0.4.3): timing tlparse-py alone", file=sys.stderr)
     if args.small:
+        print(f"tlparse-py install: {install(tools['tlparse-py'])}")
         small = run_small(tools, args.work, args.repeat or 5)
         if args.json:
             args.json.write_text(json.dumps(small, indent=2))
