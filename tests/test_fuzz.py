@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 
 from logs import line
 from tlparse_py.model import Stats
-from tlparse_py.reader import DiagnosticLog, LogReader
+from tlparse_py.reader import DiagnosticLog, EventScanner, LogReader
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def read_bytes(data: bytes):
     reader = LogReader(Path("mem.log"), Stats(), DiagnosticLog(limit=10), year=2026)
-    records = list(reader._records(io.BytesIO(data)))
+    records = list(reader._records(EventScanner(reader.max_line).events(io.BytesIO(data))))
     return records, reader.stats
 
 

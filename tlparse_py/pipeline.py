@@ -55,6 +55,9 @@ class Options:
     # compile fingerprints (normalised graphs and code, input shapes): only the multi-rank comparison
     # reads them, and hashing every graph is a good part of reading a big log, so it asks for them
     fingerprints: bool = False
+    # a big log is scanned in a forked child beside the reading (reader.py); off where every core
+    # already reads a log of its own (the rank builds of --all-ranks-html)
+    scanning_child: bool = True
 
 
 # The record kinds of every compile id that logged nothing but its dynamo_start so far, shared (a
@@ -282,7 +285,8 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
 
     analysis = pipeline.analysis
     for log in logs:
-        reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits)
+        reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits,
+                           scanning_child=pipeline.options.scanning_child)
         reader.on_rank_detected = on_rank
         for count, record in enumerate(reader.records(), start=1):
             pipeline.add(record)

@@ -116,7 +116,8 @@ def build_rank(job: RankJob, root: Path) -> RankResult:
     result = RankResult(job.rank, job.folder, str(job.log))
     try:
         writer = FolderWriter(root / job.folder)
-        options = Options(**{**vars(job.options), "fingerprints": True})  # the landing page compares them
+        # the landing page compares fingerprints; every core already builds a rank of its own
+        options = Options(**{**vars(job.options), "fingerprints": True, "scanning_child": False})
         analysis = build_report([job.log], writer, options, InputInfo(str(job.log), _size(job.log)))
     except Exception as exc:  # one unreadable rank must not lose the others
         result.error = f"{type(exc).__name__}: {exc}"

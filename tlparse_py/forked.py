@@ -1,0 +1,117 @@
+"""A generator run in a forked child process, its items streamed back through a pipe.
+
+The reader uses it on big logs: the child scans the bytes (lines, payloads, their md5s) while this
+process turns what it sends into records, so reading a log uses two cores instead of one.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import os
+import pickle
+import signal
+import struct
+from collections.abc import Callable, Iterator
+from typing import IO, Any, TypeVar
+
+Item = TypeVar("Item")
+BATCH_BYTES = 1 << 20  # items are sent in batches of about this size: few system calls, little held
+PIPE_BUFFER = 1 << 20
+_LENGTH = struct.Struct("<Q")
+_ITEMS, _DONE, _FAILED = 0, 1, 2
+
+
+class ChildStopped(OSError):
+    """The child ended before its generator did (killed, out of memory)."""
+
+
+def forked_items(produce: Callable[[], Iterator[Item]], size: Callable[[Item], int]) -> Iterator[Item]:
+    """The items of `produce()`, run in a forked child; an exception it raises is raised here.
+
+    `size(item)` is roughly how many bytes an item holds (for batching). Items must pickle. The
+    child holds at most one batch, and blocks while this process has not read it: memory stays
+    flat. Stopping early (an exception here, or the generator closed) kills the child.
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _child(produce, size, read_fd, write_fd)
+    os.close(write_fd)
+    done = False
+    try:
+        with open(read_fd, "rb", buffering=PIPE_BUFFER) as pipe:
+            while (message := _receive(pipe)) is not None:
+                kind, value = message
+                if kind == _ITEMS:
+                    yield from value
+                elif kind == _FAILED:
+                    raise value
+                else:
+                    done = True
+                    return
+        raise ChildStopped(errno.EIO, "the process reading the log stopped before the end of the log")
+    finally:
+        _reap(pid, kill=not done)
+
+
+def _child(produce: Callable[[], Iterator[Any]], size: Callable[[Any], int], read_fd: int, write_fd: int) -> None:
+    """In the forked child: run the generator, send its items, exit without any clean-up of the parent's."""
+    code = 1
+    try:
+        os.close(read_fd)
+        # objects inherited from the parent are never scanned: a full collection would touch them
+        # all, copying the parent's heap into this process page by page
+        gc.freeze()
+        with open(write_fd, "wb") as out:
+            try:
+                batch: list[Any] = []
+                held = 0
+                for item in produce():
+                    batch.append(item)
+                    held += size(item)
+                    if held >= BATCH_BYTES:
+                        _send(out, (_ITEMS, batch))
+                        batch, held = [], 0
+                _send(out, (_ITEMS, batch))
+                _send(out, (_DONE, None))
+            except Exception as exc:  # noqa: BLE001 - any failure of the generator is the parent's to raise
+                _send(out, (_FAILED, _picklable(exc)))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _send(out: IO[bytes], message: tuple[int, Any]) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LENGTH.pack(len(data)))
+    out.write(data)
+    out.flush()
+
+
+def _receive(pipe: IO[bytes]) -> tuple[int, Any] | None:
+    head = pipe.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack(head)
+    data = pipe.read(length)
+    if len(data) < length:
+        return None
+    return pickle.loads(data)  # noqa: S301 - written by our own child, just above
+
+
+def _picklable(exc: Exception) -> Exception:
+    try:
+        pickle.loads(pickle.dumps(exc))  # noqa: S301 - our own bytes
+        return exc
+    except Exception:  # noqa: BLE001 - an exception class that does not round-trip
+        return OSError(errno.EIO, f"{type(exc).__name__}: {exc}")
+
+
+def _reap(pid: int, kill: bool) -> None:
+    try:
+        if kill:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
