@@ -162,3 +162,21 @@ def test_stale_compiled_templates_are_not_used(tmp_path, own_cache, compiled, mo
     assert isinstance(render.environment().loader, jinja2.FileSystemLoader)
     if stale == "template":
         assert render.environment().get_template("page_error.html.j2").filename == str(templates / "page_error.html.j2")
+
+
+@pytest.mark.parametrize("obj", [
+    {"a": 1, "items": 2, "get": 3},  # keys that shadow dict methods: the methods win, as in Jinja
+    {},
+    {"real": "key"},
+    __import__("collections").OrderedDict(a=1),
+    3,
+    "text",
+])
+@pytest.mark.parametrize("name", ["a", "items", "get", "missing", "real", "upper"])
+def test_dict_lookups_answer_as_jinja_does(obj, name):
+    ours, jinjas = render.PageEnvironment(), jinja2.Environment()
+    mine, theirs = ours.getattr(obj, name), jinjas.getattr(obj, name)
+    if isinstance(theirs, jinja2.Undefined):
+        assert isinstance(mine, jinja2.Undefined)
+    else:
+        assert mine == theirs

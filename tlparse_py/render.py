@@ -70,8 +70,28 @@ def _source_loader() -> jinja2.FileSystemLoader:
     return jinja2.FileSystemLoader(TEMPLATE_DIR)
 
 
+class PageEnvironment(jinja2.Environment):
+    """Jinja's environment, with `x.name` on a dict found as the key it nearly always is.
+
+    Jinja first looks for an attribute and only then for the key: on a dict that is a raised and
+    caught AttributeError per lookup, and the pages make hundreds of thousands of them on a big
+    log. Same answers in the same order: a dict's own attributes (`items`, `get`...) still win.
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
 def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = PageEnvironment(
         loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
