@@ -193,7 +193,7 @@ def compile_id_of(envelope: dict[str, Any]) -> CompileId | None:
     return CompileId(*parts)
 
 
-# What `LogReader._events` yields: tuples tagged with one of these.
+# What `EventScanner.events` yields: tuples tagged with one of these.
 RECORD, STRING, PROBLEM, JUNK, END = range(5)
 Event = tuple[Any, ...]
 # From this size a plain log is scanned in a forked child while this process builds its records
@@ -202,12 +202,12 @@ Event = tuple[Any, ...]
 SCANNING_CHILD_MIN_BYTES = 8 * MB
 
 
-def _sendable(events: Iterator[Event], scanner: Callable[[], int]) -> Iterator[Event]:
+def _sendable(events: Iterator[Event], scanned: Callable[[], int]) -> Iterator[Event]:
     """Events as a scanning child sends them: a record's glog match as its bytes (`_records` matches
-    them again), and how far the scan is (`scanner()`) for the progress bar."""
+    them again), and how far the scan is (`scanned()`) for the progress bar."""
     for event in events:
         if event[0] == RECORD:
-            event = (RECORD, event[1], event[2].group(0), *event[3:], scanner())
+            event = (RECORD, event[1], event[2].group(0), *event[3:], scanned())
         yield event
 
 

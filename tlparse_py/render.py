@@ -138,7 +138,7 @@ def compile_templates(folder: Path) -> None:
     with the stamp `environment()` checks before it uses them. Run when a wheel is built."""
     folder.mkdir(parents=True, exist_ok=True)
     env = _environment(_source_loader())
-    env.compile_templates(str(folder), zip=None, filter_func=lambda name: name.endswith(".j2"), ignore_errors=False)
+    env.compile_templates(str(folder), zip=None, extensions=["j2"], ignore_errors=False)
     (folder / COMPILED_STAMP).write_text(json.dumps(source_stamp(), indent=1) + "\n")
 
 
