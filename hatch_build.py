@@ -1,4 +1,4 @@
-"""Wheels carry the templates compiled (see `tlparse_py.render.compile_templates`), so an
+"""Wheels carry the templates compiled (see `tlparse_py.report.render.compile_templates`), so an
 installed tlparse-py never compiles a template, not even on its first run (pip turns the
 compiled modules into bytecode at install). Editable installs use the source templates."""
 
@@ -21,7 +21,7 @@ class CompiledTemplates(BuildHookInterface):
             return
         sys.path.insert(0, self.root)
         try:
-            from tlparse_py.render import compile_templates
+            from tlparse_py.report.render import compile_templates
         finally:
             sys.path.remove(self.root)
         self._folder = Path(tempfile.mkdtemp(prefix="tlparse-py-templates-"))

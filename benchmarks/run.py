@@ -205,7 +205,7 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
 def install(command: list[str]) -> str:
     """How the timed tlparse-py was installed: a wheel carries its templates compiled, a source
     checkout (or `pip install -e`) compiles them on its first run and keeps them in its cache."""
-    probe = "from tlparse_py import render; print(type(render.environment().loader).__name__, render.HERE)"
+    probe = "from tlparse_py.report import render; print(type(render.environment().loader).__name__, render.HERE)"
     found = subprocess.run([command[0], "-c", probe], capture_output=True, text=True, check=False).stdout.split()
     if not found:
         return "unknown"

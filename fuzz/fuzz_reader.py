@@ -19,7 +19,7 @@ import atheris
 
 with atheris.instrument_imports():
     from tlparse_py.model import Stats
-    from tlparse_py.reader import DiagnosticLog, LogReader
+    from tlparse_py.reading.records import DiagnosticLog, LogReader
 
 HERE = Path(__file__).resolve().parent
 COUNT = {"inputs": 0, "records": 0}

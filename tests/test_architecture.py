@@ -6,6 +6,7 @@ import ast
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -22,6 +23,39 @@ def test_layer_contract_holds():
     result = subprocess.run([command, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
+
+
+def _layered_names() -> dict[str | None, set[str]]:
+    """container (None: the top contract) → the module names its layers list."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    placed: dict[str | None, set[str]] = {}
+    for contract in config["contracts"]:
+        if contract["type"] != "layers":
+            continue
+        names = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+        for container in contract.get("containers") or [None]:
+            placed.setdefault(container, set()).update(names)
+    return placed
+
+
+# Scenario scripts each run as a program of their own (a subprocess of the harness), never imported
+# by one another's layers: the harness contract places their package as one layer.
+UNLAYERED = ("tlparse_py.harness.scenarios.",)
+
+
+def test_every_module_is_in_a_layer():
+    """Each module is listed by the contract of the folder it lives in, and so is each folder above it."""
+    placed = _layered_names()
+    graph = grimp.build_graph("tlparse_py", exclude_type_checking_imports=True)
+    missing = []
+    for module in sorted(graph.modules - {"tlparse_py"}):
+        if module.startswith(UNLAYERED):
+            continue
+        parent, _, name = module.rpartition(".")
+        listed = module in placed.get(None, set()) if parent == "tlparse_py" else name in placed.get(parent, set())
+        if not listed:
+            missing.append(module)
+    assert missing == []
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:

@@ -14,9 +14,9 @@ import jinja2
 import pytest
 
 from conftest import TRACES
-from tlparse_py import cache, render
-from tlparse_py.cache import HighlightCache
-from tlparse_py.highlight import Highlighter, pygments_css
+from tlparse_py.report import cache, render
+from tlparse_py.report.cache import HighlightCache
+from tlparse_py.report.highlight import Highlighter, pygments_css
 from tlparse_py.pipeline import Options, write_report
 
 GRAPH = "def forward(self, x):\n    return torch.ops.aten.add.Tensor(x, 1)  # add\n"
@@ -41,7 +41,7 @@ def test_a_warm_cache_gives_the_same_report_and_is_used(tmp_path, own_cache, mon
     write_report(log, cold, options=Options(highlight_mb=64))
     entries = list(own_cache.glob("highlight-*/*.html"))
     assert len(entries) > 10 and list(own_cache.glob("templates-*/*"))
-    from tlparse_py import highlight
+    from tlparse_py.report import highlight
 
     def no_pygments(text, lang):
         raise AssertionError(f"highlighted again: {text[:40]!r}")
@@ -111,7 +111,7 @@ def test_trimming_keeps_the_cap_and_deletes_only_cache_entries(tmp_path):
 
 def test_the_shipped_pygments_css_is_what_the_pinned_pygments_writes():
     shipped = (render.STATIC_DIR / "pygments.css").read_text()
-    assert shipped == pygments_css(), "regenerate: python -c 'from tlparse_py.highlight import pygments_css; print(pygments_css(), end=\"\")' > templates/static/pygments.css"
+    assert shipped == pygments_css(), "regenerate: python -c 'from tlparse_py.report.highlight import pygments_css; print(pygments_css(), end=\"\")' > templates/static/pygments.css"
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ import pytest
 from conftest import TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, write_log
-from tlparse_py import kinds, summary
-from tlparse_py.views import compile as compile_view
+from tlparse_py import kinds
+from tlparse_py.analysis import questions as summary
+from tlparse_py.report.views import compile as compile_view
 
 SHOWN_KINDS = re.compile(
     r"(dynamo_output_graph|aot_(joint|forward|backward|inference)_graph|inductor_(pre|post)_grad_graph|"
@@ -208,7 +209,8 @@ def test_index_links_every_compile_from_table_and_trie(report_of):
 
 def test_pages_built_in_two_processes_are_identical(tmp_path, monkeypatch):
     """Big reports build pages in a forked process too; the report must not depend on it."""
-    from tlparse_py import jobs, pipeline
+    from tlparse_py.report import jobs
+    from tlparse_py import pipeline
 
     log = fixture("transformer")
     outputs = {}
@@ -222,7 +224,8 @@ def test_pages_built_in_two_processes_are_identical(tmp_path, monkeypatch):
 
 
 def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
-    from tlparse_py import jobs, pipeline
+    from tlparse_py.report import jobs
+    from tlparse_py import pipeline
 
     monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
     original = compile_view.compile_context
@@ -244,7 +247,8 @@ def test_the_search_index_built_beside_the_pages(tmp_path, monkeypatch):
     reported by the parent, and a child that dies has the index built in the parent."""
     import os
 
-    from tlparse_py import jobs, pipeline
+    from tlparse_py.report import jobs
+    from tlparse_py import pipeline
 
     monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
     parent, original = os.getpid(), pipeline.build_index

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TRACES
 from tlparse_py.pipeline import Options, write_report
-from tlparse_py.highlight import cpp_kernels, highlight_lines
+from tlparse_py.report.highlight import cpp_kernels, highlight_lines
 
 KERNEL = """import torch
 cpp_fused_add_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r'''

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from logs import cid, line
 from tlparse_py.cli import main
-from tlparse_py.writer import MARKER
+from tlparse_py.report.writer import MARKER
 
 
 def small_log(path: Path) -> Path:

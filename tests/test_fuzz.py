@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from logs import line
 from tlparse_py.model import Stats
-from tlparse_py.reader import DiagnosticLog, EventScanner, LogReader
+from tlparse_py.reading.records import DiagnosticLog, EventScanner, LogReader
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

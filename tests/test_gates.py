@@ -19,7 +19,7 @@ from logs import cid, line, start, write_log
 
 from tlparse_py import __version__
 from tlparse_py.cli import main
-from tlparse_py.markdown import summary_markdown
+from tlparse_py.report.markdown import summary_markdown
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "tlparse_py" / "summary.schema.json").read_text(encoding="utf-8"))

@@ -165,7 +165,7 @@ def test_an_over_long_line_is_a_counted_problem(tmp_path):
 
 def test_blank_and_junk_lines_are_skipped_in_bulk_and_counted(tmp_path):
     from tlparse_py.model import Stats
-    from tlparse_py.reader import DiagnosticLog, LogReader
+    from tlparse_py.reading.records import DiagnosticLog, LogReader
 
     log = tmp_path / "junk.log"
     log.write_bytes(b"\n" * 3_000_000 + b"x\n" * 2_000_000 + b"\r\n" * 5 + b"ab\r\n" * 20 + line({"export": {}}).encode()

@@ -17,7 +17,7 @@ from conftest import TRACES
 from logs import cid, line, metrics, start, write_log
 from tlparse_py import analyze
 from tlparse_py.cli import main
-from tlparse_py.inputs import InputError, choose_input, first_record
+from tlparse_py.reading.inputs import InputError, choose_input, first_record
 
 MAIN = "dedicated_log_torch_trace_64lrfb0l.log.gz"  # the export scenario's main log
 CAPTURE = "dedicated_log_torch_trace_oy6s2p0n.log"  # draft_export's capture log, same process
@@ -277,7 +277,7 @@ def test_a_trace_log_named_otherwise_on_the_command_line_is_read(tmp_path, gz):
 
 
 def test_the_first_record_is_found_past_junk_and_across_chunks(tmp_path):
-    from tlparse_py import inputs
+    from tlparse_py.reading import inputs
 
     log = tmp_path / "a.log"
     junk = b"x" * (inputs.SCAN_CHUNK - 10) + b"\n"  # the record starts just before a chunk ends

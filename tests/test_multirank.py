@@ -15,7 +15,7 @@ from logs import cid, line, metrics, start, write_log
 from tlparse_py import multirank
 from tlparse_py.pipeline import Options
 from tlparse_py.cli import main
-from tlparse_py.inputs import InputError
+from tlparse_py.reading.inputs import InputError
 
 CORPUS = SHARED / "corpus" / "tlparse"
 

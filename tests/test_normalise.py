@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tlparse_py.facts import normalise_code, normalise_graph
+from tlparse_py.analysis.facts import normalise_code, normalise_graph
 
 
 def test_noise_in_a_graph_goes_and_code_stays():

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from logs import cid, line, write_log
-from tlparse_py.outputs import NOT_JSON, strict_json
+from tlparse_py.report.outputs import NOT_JSON, strict_json
 from tlparse_py.pipeline import write_report
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from conftest import TRACES
 
 from tlparse_py.cli import main
-from tlparse_py.pack import pack_report
+from tlparse_py.report.pack import pack_report
 
 GRAPH_BREAK = next((TRACES / "graph_break").glob("dedicated_log*"))
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import HERE
 from logs import cid, line, write_log
-from tlparse_py.render import TEMPLATE_DIR, template_names
+from tlparse_py.report.render import TEMPLATE_DIR, template_names
 
 ROOT = HERE.parent
 
@@ -50,7 +50,7 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "static" / "report.css").is_file()
     check = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from tlparse_py import render; print(render.TEMPLATE_DIR);"
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from tlparse_py.report import render; print(render.TEMPLATE_DIR);"
          " print(type(render.environment().loader).__name__)", str(site)],
         capture_output=True,
         text=True,

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from logs import cid, line, metrics, start, write_log
 from tlparse_py.cli import main
-from tlparse_py.kinds import PAYLOAD, Output, kind, plugins, registry
+from tlparse_py.analysis.kinds import plugins, registry
+from tlparse_py.kinds import PAYLOAD, Output, kind
 
 from conftest import read_json
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import SHARED
 from linkcheck import broken_links
 from logs import cid, line, write_log
-from tlparse_py import provenance
+from tlparse_py.report import provenance
 
 CORPUS = SHARED / "corpus" / "tlparse"
 EXPECTED = SHARED / "spec" / "tlparse_provenance_expected_mappings.json"

@@ -9,7 +9,7 @@ from conftest import TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, start
 from test_multirank import artifact, landing_of, rank_log
-from tlparse_py import facts
+from tlparse_py.analysis import facts
 from tlparse_py.multirank import divergences
 
 GRAPH = '''class GraphModule(torch.nn.Module):

@@ -8,7 +8,7 @@ import pytest
 
 from logs import cid, line, md5, write_log
 from tlparse_py.model import CompileId, Stats
-from tlparse_py.reader import DiagnosticLog, LogReader
+from tlparse_py.reading.records import DiagnosticLog, LogReader
 
 
 def read(path):

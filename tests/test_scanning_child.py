@@ -17,7 +17,8 @@ import pytest
 
 from conftest import TRACES
 from logs import cid, line, md5, write_log
-from tlparse_py import forked, reader
+from tlparse_py.reading import forked
+from tlparse_py.reading import records as reader
 from tlparse_py.limits import Limits
 from tlparse_py.model import DiagnosticLog, Stats
 from tlparse_py.pipeline import Options, write_report

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import TRACES
 
-from tlparse_py import search
+from tlparse_py.report import search
 from tlparse_py.pipeline import (
     Options,
     Pipeline,
@@ -21,7 +21,7 @@ from tlparse_py.pipeline import (
     source_of,
     write_report,
 )
-from tlparse_py.writer import FolderWriter
+from tlparse_py.report.writer import FolderWriter
 
 LOG = next((TRACES / "graph_break").glob("dedicated_log*"))
 NODE = shutil.which("node")
@@ -276,7 +276,7 @@ def test_a_capped_index_says_what_it_covers(browser, tmp_path):
 def test_pages_without_an_index_show_no_box(browser, tmp_path):
     out = tmp_path / "static-only"
     (out / "static").mkdir(parents=True)
-    from tlparse_py.render import STATIC_DIR
+    from tlparse_py.report.render import STATIC_DIR
 
     for name in ("search-index.js", "search.js", "report.js"):
         shutil.copy(STATIC_DIR / name, out / "static" / name)

@@ -13,7 +13,7 @@ from conftest import TRACES
 from linkcheck import broken_links
 from tlparse_py.cli import main
 from tlparse_py.pipeline import Options, write_report
-from tlparse_py.render import SourceLinks, check_source_url, source_link
+from tlparse_py.report.render import SourceLinks, check_source_url, source_link
 
 URL = "https://github.com/org/repo/blob/abc123/{path}#L{line}"
 LOG = next((TRACES / "graph_break").glob("dedicated_log*"))

@@ -17,15 +17,15 @@ if TYPE_CHECKING:  # imported when used: `tlparse-py --version` loads this packa
     from pathlib import Path
     from typing import Any
 
-    from .analysis import Analysis
+    from .analysis.compiles import Analysis
 
 
 def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> Analysis:
     """The analysis of a trace (log file, `.gz` or folder), read the way `tlparse-py PATH` reads it."""
     from pathlib import Path
 
-    from .inputs import choose_input
-    from .kinds import load_plugins
+    from .reading.inputs import choose_input
+    from .analysis.kinds import load_plugins
     from .pipeline import Options, analyze_logs, source_of
 
     load_plugins()
@@ -37,8 +37,8 @@ def build(path: str | Path, out: str | Path, *, overwrite: bool = False, **optio
     """Write the HTML report of a trace to `out`; `options` are `pipeline.Options` fields."""
     from pathlib import Path
 
-    from .inputs import choose_input
-    from .kinds import load_plugins
+    from .reading.inputs import choose_input
+    from .analysis.kinds import load_plugins
     from .pipeline import Options, source_of, write_report
 
     load_plugins()

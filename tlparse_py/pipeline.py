@@ -16,27 +16,28 @@ from typing import Any
 
 import orjson
 
-from . import kinds, provenance
-from .analysis import Analysis
-from .chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
-from .jobs import Job, PageJobs, private_reader
-from .kinds import LINK, PAYLOAD, REFORMAT, ParseContext
+from .analysis import kinds
+from .report import provenance
+from .analysis.compiles import Analysis
+from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
+from .report.jobs import Job, PageJobs, private_reader
+from .analysis.kinds import LINK, PAYLOAD, REFORMAT, ParseContext
 from .limits import PAGED_START_ONLY, Limits
-from .markdown import summary_markdown
+from .report.markdown import summary_markdown
 from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
-from .outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
+from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
 from .paths import compile_page_url, provenance_page_url
-from .highlight import Highlighter, highlight_workers
-from .render import STATIC_DIR, render
-from .search import build_index
-from .stacks import frames_from_json
-from .views import compile as compile_view
-from .views import index as index_view
-from .views.common import base_context, label
-from .views.sections import PageBuilder, shown_as
-from .store import InputInfo
-from .summary import pageless_keys
-from .writer import FolderWriter, NullWriter, ReportWriter
+from .report.highlight import Highlighter, highlight_workers
+from .report.render import STATIC_DIR, render
+from .report.search import build_index
+from .analysis.stacks import frames_from_json
+from .report.views import compile as compile_view
+from .report.views import index as index_view
+from .report.views.common import base_context, label
+from .report.views.sections import PageBuilder, shown_as
+from .analysis.store import InputInfo
+from .analysis.questions import pageless_keys
+from .report.writer import FolderWriter, NullWriter, ReportWriter
 
 
 @dataclass
@@ -281,7 +282,7 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
     Several logs share one string table: draft_export's capture file uses file-name ids that only
     the main log of the same process defines.
     """
-    from .reader import LogReader
+    from .reading.records import LogReader
 
     analysis = pipeline.analysis
     for log in logs:

@@ -14,7 +14,7 @@ from ..diff import compare
 from ..diff.gates import Condition, ConditionError, parse_conditions, unknown, violated
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
-from ..writer import OutputError, ReportKeptElsewhere
+from ..report.writer import OutputError, ReportKeptElsewhere
 from .common import CliError, echo_err, open_browser
 
 _NAMES = ", ".join(f"{name} ({what})" for name, what in compare.METRICS.items())

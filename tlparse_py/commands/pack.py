@@ -28,7 +28,7 @@ def write_single_file(out: Path, target: Path | None, budget_mb: float = BUDGET_
     """Pack the report in `out` into `target` (nothing when None); CliError 1 when that fails."""
     if target is None:
         return
-    from ..pack import PackError, pack_report  # only when packing: most reports are not
+    from ..report.pack import PackError, pack_report  # only when packing: most reports are not
 
     try:
         packed = pack_report(out, target, budget_mb)
@@ -55,7 +55,7 @@ def pack(report_dir: Path, target: Path, budget_mb: float) -> None:
     problem = check_single_file_target(target)
     if problem:
         raise CliError(problem)
-    from ..pack import PackError, pack_report
+    from ..report.pack import PackError, pack_report
 
     try:
         packed = pack_report(report_dir, target, budget_mb)

@@ -18,18 +18,18 @@ import click
 import orjson
 
 from .. import shutdown
-from ..analysis import Analysis
-from ..inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
-from ..kinds import load_plugins
+from ..analysis.compiles import Analysis
+from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
+from ..analysis.kinds import load_plugins
 from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
-from ..markdown import summary_markdown, summed_totals
+from ..report.markdown import summary_markdown, summed_totals
 from ..model import DiagnosticLog, Stats
 from ..pipeline import Options, write_report
-from ..reader import GunzipRefused, is_gzip
-from ..render import check_source_url, format_seconds
-from ..store import InputInfo
+from ..reading.gunzip import GunzipRefused, is_gzip
+from ..report.render import check_source_url, format_seconds
+from ..analysis.store import InputInfo
 from ..terminal import sanitize
-from ..writer import OutputError, ReportKeptElsewhere, abort_all
+from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
 
 if TYPE_CHECKING:

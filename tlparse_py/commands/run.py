@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from ..inputs import trace_logs
+from ..reading.inputs import trace_logs
 from .common import CliError, echo_err
 from .report import report
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from ..inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
-from ..kinds import load_plugins
+from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
+from ..analysis.kinds import load_plugins
 from ..pipeline import Options, analyze_logs, source_of
-from ..reader import GunzipRefused
-from ..writer import looks_like_report
+from ..reading.gunzip import GunzipRefused
+from ..report.writer import looks_like_report
 
 
 class LoadError(Exception):

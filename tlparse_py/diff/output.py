@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from ..pipeline import write_static
-from ..render import render
-from ..writer import ReportWriter
+from ..report.render import render
+from ..report.writer import ReportWriter
 from .view import markdown, page_context
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "diff.schema.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..render import format_seconds
+from ..report.render import format_seconds
 
 TITLE = "torch.compile diff"
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..kinds import load_plugins
+from ..analysis.kinds import load_plugins
 
 # run.py's RankJob and RankResult; named only as type variables, since run.py imports this module
 RankJob = TypeVar("RankJob")

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..facts import differing_lines, input_signature, normalise_collective, sync_decision
+from ..analysis.facts import differing_lines, input_signature, normalise_collective, sync_decision
 from .run import RankResult
 
 PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"

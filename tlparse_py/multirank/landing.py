@@ -12,13 +12,13 @@ from typing import Any
 import orjson
 
 from .._version import __version__
-from ..analysis import SCHEMA_VERSION
-from ..chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
-from ..markdown import summary_markdown
+from ..analysis.compiles import SCHEMA_VERSION
+from ..report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
+from ..report.markdown import summary_markdown
 from ..pipeline import Options, write_static
-from ..render import render, trusted_html
-from ..store import STATUS_LABELS, InputInfo
-from ..writer import FolderWriter, ReportWriter, check_target
+from ..report.render import render, trusted_html
+from ..analysis.store import STATUS_LABELS, InputInfo
+from ..report.writer import FolderWriter, ReportWriter, check_target
 from .cluster import close, connect
 from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace, words
 from .run import RankJob, RankResult, _size, build_all, discover

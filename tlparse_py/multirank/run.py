@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..inputs import InputError, candidate_logs, rank_of
+from ..reading.inputs import InputError, candidate_logs, rank_of
 from ..model import Stats
 from ..pipeline import Options, build_report
-from ..store import CacheMark, DistributedFacts, InputInfo
-from ..writer import FolderWriter
+from ..analysis.store import CacheMark, DistributedFacts, InputInfo
+from ..report.writer import FolderWriter
 from .cluster import build_on_cluster
 
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import summary
-from ._version import __version__
-from .model import CompileId, display_key
+from . import questions
+from .._version import __version__
+from ..model import CompileId, display_key
 from .store import STATUS_LABELS, MetricsEntry, Store
 
 SCHEMA_VERSION = "1.1"  # bump the major part whenever a field changes meaning, the minor when fields are added
@@ -96,7 +96,7 @@ class Analysis(Store):
             return list(memo[1])
         frames: dict[CompileId, list[CompileId]] = {}
         for key in self.directory:
-            if summary.is_compile(key):
+            if questions.is_compile(key):
                 frames.setdefault(key.frame_key(), []).append(key)
         compiles = [
             self._compile(frame, attempts, generation)
@@ -110,9 +110,9 @@ class Analysis(Store):
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
         fields = metrics[-1].fields if metrics else {}
         logged = metrics[-1].compile_id.directory_key() if metrics and metrics[-1].compile_id else attempts[-1]
-        frame_name, location = summary.frame_and_location(self, frame, fields, generation)
+        frame_name, location = questions.frame_and_location(self, frame, fields, generation)
         mine = self.in_generation(frame, generation)
-        breaks = [b for key in attempts for b in summary.graph_breaks_of(self, key) if mine(b.line)]
+        breaks = [b for key in attempts for b in questions.graph_breaks_of(self, key) if mine(b.line)]
         cache = [e for key in attempts for e in self.cache_events_of(key) if mine(e.line)]
         # strings shared where equal: a log may hold 100,000s of compiles
         labels = [display_key(key) for key in attempts]
@@ -132,7 +132,7 @@ class Analysis(Store):
             cache=[{"cache": e.cache, "result": e.state, "reason": e.reason} for e in sorted(cache, key=lambda e: e.line)],
             graph_op_count=fields.get("graph_op_count") if isinstance(fields.get("graph_op_count"), int) else None,
             failure=_failure(fields),
-            headline=summary.headline(self, frame, fields, generation),
+            headline=questions.headline(self, frame, fields, generation),
             pages=[(name, url if key == logged else self.page_of(key, generation)) for name, key in zip(labels, attempts)],
         )
 
@@ -141,10 +141,10 @@ class Analysis(Store):
         return lambda line: self.generation_at(key, line) == generation
 
     def compile_time(self, attempts: list[CompileId], metrics: list[MetricsEntry], generation: int = 0) -> CompileTime:
-        forward = next((s for m in metrics if (s := summary.seconds(m.get("entire_frame_compile_time_s"))) is not None), None)
+        forward = next((s for m in metrics if (s := questions.seconds(m.get("entire_frame_compile_time_s"))) is not None), None)
         mine = self.in_generation(attempts[0], generation)
         backward_times = [
-            summary.seconds(b.get("inductor_compile_time_s")) for key in attempts for line, b in self.backward_metrics_of(key) if mine(line)
+            questions.seconds(b.get("inductor_compile_time_s")) for key in attempts for line, b in self.backward_metrics_of(key) if mine(line)
         ]
         known = [t for t in backward_times if t is not None]
         backward = sum(known) if known else None
@@ -159,7 +159,7 @@ class Analysis(Store):
 
     def totals(self, compiles: list[CompileSummary] | None = None) -> dict[str, Any]:
         compiles = self.compiles() if compiles is None else compiles
-        counts = summary.counts(self)
+        counts = questions.counts(self)
         times = [c.compile_time_s.total for c in compiles if c.compile_time_s.total is not None]
         return {
             "compiles": len(compiles),
@@ -207,8 +207,8 @@ class Analysis(Store):
             "compiles": dicts,
             "run": self.run_context(),
         }
-        if self.export_mode or summary.export_error(self) is not None:
-            data["export"] = summary.export_verdict(self)
+        if self.export_mode or questions.export_error(self) is not None:
+            data["export"] = questions.export_verdict(self)
         return data
 
 

@@ -24,10 +24,10 @@ import jinja2
 from markupsafe import Markup, escape
 
 from . import cache
-from ._version import __version__
+from .._version import __version__
 from .highlight import LANGUAGES, Lines
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # the package folder (tlparse_py/)
 PAGE_COLOUR_LINES = 50_000  # static/colour.js colours a text up to this line (MAX_LINES there)
 # Installed wheels carry the templates inside the package; a source checkout (and `pip install -e`)
 # keeps them at the repository root, which wins so template edits show up without reinstalling.

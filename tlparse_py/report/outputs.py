@@ -18,12 +18,12 @@ from typing import IO, Any
 
 import orjson
 
-from .kinds import GLOBAL, LINK, PAYLOAD, REFORMAT, Output, ParseContext
-from .model import Artifact, CompileId, Record, RecordSummary, cache_suffix
-from .paths import compile_page_url, numbered, safe_relpath
+from ..analysis.kinds import GLOBAL, LINK, PAYLOAD, REFORMAT, Output, ParseContext
+from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
+from ..paths import compile_page_url, numbered, safe_relpath
 from .highlight import Highlighter
 from .render import render
-from .store import Store
+from ..analysis.store import Store
 from .views import pages
 from .writer import FolderWriter
 

@@ -8,9 +8,9 @@ from typing import IO, Any
 
 import orjson
 
-from . import facts
-from .model import Record
-from .store import Store
+from ..analysis import facts
+from ..model import Record
+from ..analysis.store import Store
 
 
 class ChromiumEvents:

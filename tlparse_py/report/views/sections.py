@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import facts, kinds
-from ..model import CompileId, RecordSummary
+from ...analysis import facts, kinds
+from ...model import CompileId, RecordSummary
 from ..highlight import Highlighter, Lines
 
 INLINE_LIMIT = 600_000  # bytes of text shown inline per section; larger ones are linked

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from .limits import Limits
-from .reader import is_gzip, open_log
+from ..limits import Limits
+from ..reading.gunzip import is_gzip, open_log
 
 
 class OutputError(Exception):

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..model import CompileId, Record
-from ..stacks import frames_from_json
-from ..store import Store
+from ...model import CompileId, Record
+from ...analysis.stacks import frames_from_json
+from ...analysis.store import Store
 from .common import artifact_view, format_value, frame_view, key_of, pretty_value
 
 def metrics_context(report: Store, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .model import CompileId
-from .paths import safe_component
+from ..model import CompileId
+from ..paths import safe_component
 
 
 class Frame(NamedTuple):

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from markupsafe import escape
 
-from ._version import __version__
+from .._version import __version__
 from .cache import HighlightCache
 
 if TYPE_CHECKING:

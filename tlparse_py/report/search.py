@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from .analysis import Analysis, CompileSummary
-from .model import CompileId, RecordSummary
-from .store import STATUS_LABELS
+from ..analysis.compiles import Analysis, CompileSummary
+from ..model import CompileId, RecordSummary
+from ..analysis.store import STATUS_LABELS
 from .views import compile as compile_view
 from .views.sections import INLINE_LIMIT, shown_as, titled
 

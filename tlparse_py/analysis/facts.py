@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .model import CompileId
+from ..model import CompileId
 from .store import CacheEvent
 
 CACHES = ("fx_graph_cache", "aotautograd_cache")

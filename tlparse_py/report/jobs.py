@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from .model import HINTS
+from ..model import HINTS
 from .render import render
-from .store import Store
+from ..analysis.store import Store
 from .views.common import base_context
 from .writer import FolderWriter
 

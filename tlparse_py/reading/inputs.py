@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .reader import GunzipRefused, open_log
+from .gunzip import GunzipRefused, open_log
 
 TRACE_PREFIX = "dedicated_log_torch_trace"
 LOG_SUFFIXES = (".log", ".log.gz")  # what torch names its trace logs (nothing else in a folder is read)

@@ -13,13 +13,13 @@ from typing import Any
 
 import orjson
 
-from .. import limits
-from ..model import Artifact, CompileId
-from ..model import display_key as label
-from ..paths import compile_page_url, provenance_page_url
+from ... import limits
+from ...model import Artifact, CompileId
+from ...model import display_key as label
+from ...paths import compile_page_url, provenance_page_url
 from ..render import SourceLinks, safe_href
-from ..stacks import Frame, eval_with_key, simplify_filename
-from ..store import Store
+from ...analysis.stacks import Frame, eval_with_key, simplify_filename
+from ...analysis.store import Store
 
 MAX_VALUE_CHARS = 4000
 

@@ -6,12 +6,13 @@ import itertools
 from collections import Counter
 from typing import Any
 
-from .. import kinds, limits, summary
-from ..model import CompileId
+from ...analysis import kinds, questions
+from ... import limits
+from ...model import CompileId
 from ..render import trusted_html
-from ..analysis import Analysis, CompileSummary
+from ...analysis.compiles import Analysis, CompileSummary
 from ..markdown import time_span
-from ..store import STATUS_LABELS, Reuse, Store
+from ...analysis.store import STATUS_LABELS, Reuse, Store
 from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
 
 def export_rows(report: Store) -> list[dict[str, Any]]:
@@ -141,12 +142,12 @@ def index_context(report: Analysis) -> dict[str, Any]:
         stats=report.stats,
         stats_line=report.stats.format(),
         diagnostics=report.diagnostics,
-        summary=summary.counts(report),
+        summary=questions.counts(report),
         compile_rows=rows,
         no_stack=[row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)],
         graph_breaks=[
             {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
-            for g in summary.graph_break_groups(report)
+            for g in questions.graph_break_groups(report)
         ],
         recompiles=[
             {
@@ -156,7 +157,7 @@ def index_context(report: Analysis) -> dict[str, Any]:
                 "reasons": [{"label": label(k), "page": report.page_of(k), "reason": r} for k, r in f.reasons],
                 "hit_limit": f.hit_limit,
             }
-            for f in summary.recompiles_per_frame(report)
+            for f in questions.recompiles_per_frame(report)
         ],
         slowest=[compile_row(c) for c in sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))[:10]],
         unknown_kinds=sorted(report.unknown_kinds.items()),
@@ -175,7 +176,7 @@ def index_context(report: Analysis) -> dict[str, Any]:
         export_mode=report.export_mode,
         provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
         export_rows=export_rows(report),
-        export=summary.export_verdict(report),
+        export=questions.export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
     )
     return context

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..model import Record
+    from ...model import Record
     from .context import ParseContext
 
 # Output kinds

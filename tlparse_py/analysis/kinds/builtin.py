@@ -18,7 +18,7 @@ import orjson
 
 from .. import facts
 from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, GraphBreak, RuntimeEstimate, graph_of, label_of
-from ..model import Record
+from ...model import Record
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from .context import ParseContext
 from .registry import FILE, GLOBAL, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, declare, kind, named

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import CompileId, display_key
+from ..model import CompileId, display_key
 from .stacks import simplify_filename
 from .store import GraphBreak, MetricsEntry, Store
 

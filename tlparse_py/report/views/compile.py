@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import kinds, summary
-from ..model import CompileId, RecordSummary
-from ..stacks import frames_from_json
-from ..store import STATUS_LABELS, Store
+from ...analysis import kinds, questions
+from ...model import CompileId, RecordSummary
+from ...analysis.stacks import frames_from_json
+from ...analysis.store import STATUS_LABELS, Store
 from .common import artifact_view, base_context, compile_page_url, frame_view, index_anchor, label, pretty_value
 from .sections import PageBuilder
 
@@ -262,7 +262,7 @@ def page_refs(report: Store) -> list[PageRef]:
             continue
         for generation in report.generations_of(key):
             name = label(key) + (f" #{generation + 1}" if generation else "")
-            plain.append(PageRef(key, generation, compile_page_url(key, generation), name, summary.is_compile(key)))
+            plain.append(PageRef(key, generation, compile_page_url(key, generation), name, questions.is_compile(key)))
     compiles = [page for page in plain if page.is_compile]
     neighbours = {page.url: (compiles[i - 1] if i else None, compiles[i + 1] if i + 1 < len(compiles) else None) for i, page in enumerate(compiles)}
     by_key: dict[CompileId | None, list[PageRef]] = {}
@@ -339,7 +339,7 @@ def _backward_times(report: Store, key: CompileId | None, mine: Callable[[int], 
         return []
     times = []
     for compile_id, line, meta in report.backward_metrics.get(key.frame_key(), []):
-        seconds = summary.seconds(meta.get("inductor_compile_time_s"))
+        seconds = questions.seconds(meta.get("inductor_compile_time_s"))
         if compile_id == key and mine(line) and seconds is not None:
             times.append(seconds)
     return times

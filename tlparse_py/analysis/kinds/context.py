@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..model import HINTS, Record
+from ...model import HINTS, Record
 
 if TYPE_CHECKING:
     from ..store import Store

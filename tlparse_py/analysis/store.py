@@ -19,8 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
-from .paths import compile_page_url
+from ..model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
+from ..paths import compile_page_url
 from .stacks import Frame, StackTrie
 
 # Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote
 
-from .limits import SINGLE_FILE_MB
+from ..limits import SINGLE_FILE_MB
 from .writer import MARKER
 
 __all__ = ["BUDGET_MB", "PackError", "Packed", "is_report", "pack_report"]

@@ -1,0 +1,341 @@
+"""Bytes → records: the only module that knows how a TORCH_TRACE log is encoded.
+
+A log is a sequence of glog-prefixed lines, each carrying one JSON envelope, optionally followed
+by payload lines that start with a TAB (see ../shared/spec/torch-2.13-records.md §1). The reader
+streams: it holds one line, plus the payload of the record being assembled, at a time.
+
+Every problem is counted in `Stats`, described in the diagnostics, and skipped; nothing here raises
+for bad input (an unreadable *file* is the caller's business).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .forked import forked_items
+from ..limits import MB, Limits
+from .gunzip import BoundedGunzip, open_log
+from .lines import TAB, LineScanner
+from ..model import (
+    COMPILE_ID_KEYS,
+    CONTEXT_KEYS,
+    HINTS,
+    CompileId,
+    DiagnosticLog,
+    Record,
+    Stats,
+    StringTable,
+    short_repr,
+)
+
+# The glog prefix torch writes: `V1202 12:14:23.064000 5351 torch/_dynamo/utils.py:2350] {...}`.
+# Unlike tlparse we do not keep the space before the path, we allow a Windows drive letter in the
+# path, and we escape the dot before the microseconds. `[rank0]:`-style prefixes of non-trace
+# logs are tolerated by searching when the anchored match fails.
+GLOG_PREFIX = re.compile(
+    rb"(?P<level>[VIWEC])(?P<month>\d\d)(?P<day>\d\d) (?P<hour>\d\d):(?P<minute>\d\d):(?P<second>\d\d)\.(?P<micro>\d{6})"
+    rb" (?P<pid>\d+) (?P<path>(?:[A-Za-z]:)?[^:\]]+):(?P<line>\d+)\](?P<extra>[^ ]*) "
+)
+MAX_ID = 2**32 - 1
+MAX_DIGITS = 19  # a glog pid or line number longer than this is junk, and int() of thousands of digits raises
+
+
+
+def parse_envelope(data: bytes) -> tuple[Any, bool]:
+    """Decode one JSON envelope. Returns (value, had_invalid_utf8); raises ValueError when it is not JSON.
+
+    orjson is the fast path; Python's json is the fallback because torch writes `NaN`/`Infinity`
+    (json.dumps' default) and logs may hold invalid UTF-8, both of which orjson refuses.
+    """
+    try:
+        return orjson.loads(data), False
+    except orjson.JSONDecodeError:
+        pass
+    text = data.decode("utf-8", "replace")
+    bad_utf8 = "\ufffd" in text and b"\xef\xbf\xbd" not in data
+    try:
+        return json.loads(text), bad_utf8
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(str(exc)[:200]) from None
+
+
+def compile_id_of(envelope: dict[str, Any]) -> CompileId | None:
+    """The record's compile id; None when an id field is present but not a small non-negative int."""
+    parts = []
+    for key in COMPILE_ID_KEYS:
+        value = envelope.get(key)
+        if value is not None and (type(value) is not int or not 0 <= value <= MAX_ID):
+            return None
+        parts.append(value)
+    return CompileId(*parts)
+
+
+# What `EventScanner.events` yields: tuples tagged with one of these.
+RECORD, STRING, PROBLEM, JUNK, END = range(5)
+Event = tuple[Any, ...]
+# From this size a plain log is scanned in a forked child while this process builds its records
+# (a sixth faster on a 200 MB log on two cores); below it the fork and the pipe cost about what
+# they save.
+SCANNING_CHILD_MIN_BYTES = 8 * MB
+
+
+def _sendable(events: Iterator[Event], scanned: Callable[[], int]) -> Iterator[Event]:
+    """Events as a scanning child sends them: a record's glog match as its bytes (`_records` matches
+    them again), and how far the scan is (`scanned()`) for the progress bar."""
+    for event in events:
+        if event[0] == RECORD:
+            event = (RECORD, event[1], event[2].group(0), *event[3:], scanned())
+        yield event
+
+
+def _event_size(event: Event) -> int:
+    return len(event[4] or b"") + 256 if event[0] == RECORD else 256
+
+
+class LogReader:
+    """Streams the records of one log file.
+
+    Usage: `for record in LogReader(path, stats, diagnostics).records(): ...`. `strings` holds the
+    file's intern table afterwards; `records()` yields other-rank records too (flagged), because
+    they still belong in raw.jsonl.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        stats: Stats,
+        diagnostics: DiagnosticLog,
+        year: int | None = None,
+        strings: StringTable | None = None,
+        limits: Limits | None = None,
+        scanning_child: bool = True,
+    ):
+        self.path = path
+        self.scanning_child = scanning_child  # may a big log be scanned in a forked child
+        self.label = path.name
+        self.stats = stats
+        self.diagnostics = diagnostics
+        self.strings = strings if strings is not None else StringTable()
+        self.expected_rank: int | None = None
+        self.bytes_read = 0
+        self.year = year if year is not None else _file_year(path)
+        self.on_rank_detected: Callable[[int], None] | None = None
+        self.limits = limits or Limits()
+        self.max_line = self.limits.max_line
+
+    def scanned_bytes(self) -> int:
+        """How far into the log reading is (bytes of log text)."""
+        scanner = getattr(self, "_scanner", None)
+        return max(scanner.bytes_read(), self.bytes_read) if scanner is not None else self.bytes_read
+
+    def _problem(self, counter: str | None, lineno: int, problem: str, detail: str = "") -> None:
+        if counter:
+            self.stats.add(counter)
+        self.diagnostics.add(self.label, lineno, problem, detail, HINTS.get(counter or "", ""))
+
+    def records(self) -> Iterator[Record]:
+        with open_log(self.path, self.limits) as handle:
+            scanner = self._scanner = EventScanner(self.max_line)
+            if self._worth_a_scanning_child(handle):
+                events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read), _event_size)
+            else:
+                events = scanner.events(handle)
+            yield from self._records(events)
+
+    def _worth_a_scanning_child(self, handle: IO[bytes]) -> bool:
+        """A big plain log is scanned in a forked child (see `EventScanner`) when there is a core for it."""
+        if not self.scanning_child or isinstance(handle, BoundedGunzip) or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+            return False
+        try:
+            return os.fstat(handle.fileno()).st_size >= SCANNING_CHILD_MIN_BYTES
+        except (OSError, ValueError):
+            return False
+
+    def _records(self, events: Iterator[Event]) -> Iterator[Record]:
+        """Records, with the problems met on the way counted in log order, from a scanner's events."""
+        for event in events:
+            tag = event[0]
+            if tag == RECORD:
+                lineno, header, envelope, payload, md5 = event[1:6]
+                if type(header) is bytes:  # sent by a scanning child: a match does not pickle
+                    header = GLOG_PREFIX.match(header)
+                    self.bytes_read = event[6]
+                yield self._record(envelope, header, lineno, payload, md5)
+            elif tag == PROBLEM:
+                self._problem(*event[1:])
+            elif tag == STRING:
+                _, value, lineno, record_line, snippet = event
+                refused = self.strings.add(value, lineno)
+                if refused:
+                    self._problem("fail_field_type", record_line, refused, snippet)
+            elif tag == JUNK:
+                _, lineno, count, first = event
+                self.stats.add("fail_glog", count)
+                self.diagnostics.add(self.label, lineno, f"{count:,} lines in a row are not trace lines (no glog prefix); the first",
+                                     _snippet(first), HINTS["fail_glog"])
+            else:  # END
+                self.bytes_read = event[1]
+
+    def _number(self, digits: bytes, what: str, lineno: int) -> int:
+        """A glog number; a counted bad field (read as 0) when it is too long to be real."""
+        if len(digits) <= MAX_DIGITS:
+            return int(digits)
+        self._problem("fail_field_type", lineno, f"{what} has {len(digits):,} digits", _snippet(digits, 40))
+        return 0
+
+    def _record(
+        self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None
+    ) -> Record:
+        rank = envelope.get("rank")
+        if type(rank) is not int or not 0 <= rank <= MAX_ID:  # a rank names a folder: keep it small
+            if rank is not None:
+                self._problem("fail_field_type", lineno, "`rank` is not a small non-negative integer", short_repr(rank))
+            rank = None
+        other = False
+        if rank is not None:
+            if self.expected_rank is None:
+                self.expected_rank = rank
+                if self.on_rank_detected:
+                    self.on_rank_detected(rank)
+            elif rank != self.expected_rank:
+                other = True
+        if other:
+            self.stats.add("other_rank")
+        else:
+            self.stats.add("ok")
+        g = header.group
+        pid = self._number(g("pid"), "glog pid", lineno)
+        source_line = self._number(g("line"), "glog line number", lineno)
+        return Record(
+            lineno=lineno,
+            envelope=envelope,
+            kinds=[key for key in envelope if key not in CONTEXT_KEYS],
+            compile_id=compile_id_of(envelope),
+            rank=rank,
+            payload=payload,
+            payload_md5=md5,
+            timestamp=f"{self.year:04d}-{_s(g('month'))}-{_s(g('day'))}T{_s(g('hour'))}:{_s(g('minute'))}:{_s(g('second'))}.{_s(g('micro'))}Z",
+            pid=pid,
+            pathname=g("path").decode("utf-8", "replace"),
+            source_line=source_line,
+            other_rank=other,
+        )
+
+
+class EventScanner:
+    """A log's bytes cut into events: records (their envelope parsed, payload checked against its
+    md5), interned strings and problems, in log order.
+
+    It works on bytes alone and owes nothing to what came before but the line count, so a forked
+    child can run it for a big log while the reader builds records from its events.
+    """
+
+    def __init__(self, max_line: int):
+        self.max_line = max_line
+        self._lines: LineScanner | None = None
+
+    def bytes_read(self) -> int:
+        return self._lines.bytes_read if self._lines is not None else 0
+
+    def events(self, handle: IO[bytes]) -> Iterator[Event]:
+        """The events of the log `handle` reads, in log order (each step queues them as it meets them)."""
+        lines = self._lines = LineScanner(handle, self.max_line)
+        events: list[Event] = []
+        lines.on_too_long = lambda lineno, length, head: events.append(self._too_long(lineno, length, head))
+        lines.on_junk = lambda lineno, count, first: events.append((JUNK, lineno, count, first))
+        while self._step(lines, events):
+            if events:
+                yield from events
+                events.clear()
+        damaged = getattr(handle, "damaged", "")
+        if damaged:
+            events.append((PROBLEM, None, 0, "the .gz file is cut off or damaged; the records before the damage were read", damaged))
+        events.append((END, lines.bytes_read))
+        yield from events
+
+    def _step(self, lines: LineScanner, events: list[Event]) -> bool:
+        """Read the next record (or stray line) and queue its events; False at the end of the log."""
+        emit = events.append
+        lines.skip_junk()
+        line = lines.next_line()
+        if line is None:
+            return False
+        if not line:
+            return True
+        if line[0] == TAB:
+            first = lines.lineno
+            _, count = lines.take_block()
+            emit((PROBLEM, "fail_orphan_payload", first, "payload lines with no record", f"{count + 1} line(s)"))
+            return True
+        header = GLOG_PREFIX.match(line) or GLOG_PREFIX.search(line)
+        if header is None:
+            emit((PROBLEM, "fail_glog", lines.lineno, "not a trace line (no glog prefix)", _snippet(line)))
+            return True
+        record_line = lines.lineno
+        envelope, problem = self._envelope(line[header.end() :], record_line, events)
+        if envelope is None:
+            emit((PROBLEM, "fail_json", record_line, "envelope is not a JSON object", problem))
+            lines.take_block()  # its payload lines (if any) belong to the bad record: skip them
+            return True
+        if "str" in envelope:
+            emit((STRING, envelope["str"], lines.lineno, record_line, _snippet(line)))
+            lines.take_block()
+            return True
+        payload = None
+        expected_md5 = None
+        if "has_payload" in envelope:
+            expected_md5 = envelope["has_payload"]
+            payload, _ = lines.take_block()
+            if not (isinstance(expected_md5, str) and hashlib.md5(payload).hexdigest() == expected_md5):
+                emit((PROBLEM, "fail_payload_md5", record_line, "payload md5 mismatch", f"expected {expected_md5!s:.40}"))
+            if not isinstance(expected_md5, str):
+                expected_md5 = str(expected_md5)
+        elif lines.next_starts_with_tab():
+            first = lines.lineno + 1
+            _, count = lines.take_block()
+            emit((PROBLEM, "fail_orphan_payload", first, "payload lines after a record without has_payload", f"{count} line(s)"))
+        emit((RECORD, record_line, header, envelope, payload, expected_md5))
+        return True
+
+    def _too_long(self, lineno: int, length: int, head: bytes) -> Event:
+        return (PROBLEM, "fail_line_too_long", lineno,
+                f"line of {length / 1e6:,.1f} MB is longer than --max-line-mb ({self.max_line / 1e6:,.0f} MB)", _snippet(head, 80))
+
+    @staticmethod
+    def _envelope(data: bytes, lineno: int, events: list[Event]) -> tuple[dict[str, Any] | None, str]:
+        try:
+            value, bad_utf8 = parse_envelope(data)
+        except ValueError as exc:
+            return None, f"{exc}: {_snippet(data)}"
+        if not isinstance(value, dict):
+            return None, f"JSON {type(value).__name__}, not an object: {_snippet(data)}"
+        if bad_utf8:
+            events.append((PROBLEM, "fail_utf8", lineno, "invalid UTF-8 in the envelope (replaced)", ""))
+        return value, ""
+
+
+def _s(value: bytes) -> str:
+    return value.decode("ascii")
+
+
+
+def _snippet(data: bytes, limit: int = 120) -> str:
+    text = data[:limit].decode("utf-8", "replace")
+    return text + ("…" if len(data) > limit else "")
+
+
+def _file_year(path: Path) -> int:
+    """glog lines carry no year; the log file's modification time is the best guess."""
+    try:
+        return time.gmtime(path.stat().st_mtime).tm_year
+    except OSError:
+        return time.gmtime().tm_year
