@@ -13,6 +13,7 @@ from linkcheck import broken_links
 from logs import cid, line, metrics, write_log
 from tlparse_py import kinds
 from tlparse_py.analysis import questions as summary
+from tlparse_py.analysis.summary import graph_break_groups, recompiled_frames
 from tlparse_py.report.views import compile as compile_view
 
 SHOWN_KINDS = re.compile(
@@ -27,9 +28,14 @@ def fixture(scenario):
 
 
 def counts_of(report):
-    numbers = summary.counts(report)
-    numbers.pop("compile_time")
-    return numbers
+    totals, compiles = report.totals(), report.compiles()
+    return dict(
+        frames=totals["frames"], compile_ids=totals["compiles"], graph_breaks=totals["graph_breaks"],
+        distinct_graph_breaks=len(graph_break_groups(compiles)), restarts=sum(c.restarts for c in compiles),
+        recompiles=totals["recompiles"], failures=totals["failed"], cache_hits=totals["cache.hit"],
+        cache_misses=totals["cache.miss"], cache_bypasses=totals["cache.bypass"], records=report.records,
+        chromium_events=report.chromium_events,
+    )
 
 
 @pytest.mark.parametrize(
@@ -50,14 +56,14 @@ def test_summary_counts(report_of, scenario, expected):
 
 def test_summary_tables_of_graph_breaks_and_recompiles(report_of):
     report, _ = report_of(fixture("graph_break"))
-    groups = [(g.reason, g.location, g.count, [str(c) for c in g.compile_ids]) for g in summary.graph_break_groups(report)]
+    groups = [(g.reason, g.user_location, g.count, [brk.attempt for _, brk in g.breaks]) for g in graph_break_groups(report.compiles())]
     assert groups == [
         ("Failed to trace builtin operator", "/work/scenarios/graph_break.py:23", 2, ["[0/0]", "[1/0]"]),
         ("Call to `torch._dynamo.graph_break()`", "/work/scenarios/graph_break.py:25", 1, ["[2/0]"]),
     ]
     report, _ = report_of(fixture("recompile"))
-    frames = summary.recompiles_per_frame(report)
-    assert [(f.frame_id, f.name, len(f.compiles), f.hit_limit) for f in frames] == [(1, "scale_tag", 4, True), (0, "scale_shape", 3, False)]
+    frames = recompiled_frames(report.compiles())
+    assert [(f.frame, f.name, len(f.compiles), f.hit_limit) for f in frames] == [("1", "scale_tag", 4, True), ("0", "scale_shape", 3, False)]
     assert frames[1].reasons[0] == (frames[1].compiles[1], "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8")
     rows = {c.label: c for c in report.compiles()}
     assert rows["[1/3]"].status == "error" and rows["[1/3]"].headline == "Unsupported: Dynamo recompile limit exceeded"

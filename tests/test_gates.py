@@ -19,6 +19,7 @@ from logs import cid, line, start, write_log
 
 from tlparse_py import __version__
 from tlparse_py.cli import main
+from tlparse_py.analysis.summary import load_summary
 from tlparse_py.report.markdown import summary_markdown
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
@@ -162,7 +163,7 @@ def test_multi_rank_gates_on_the_sum_over_ranks(tmp_path):
     result = run(folder, "--all-ranks-html", "-o", tmp_path / "at", "--no-browser", "--fail-on", f"graph_breaks>={total}")
     assert result.exit_code == 3
     line_ = gate_lines(result.stderr)[f"graph_breaks>={total}"]
-    assert "over all ranks" in line_ and all(f"rank {r['rank']} " in line_ for r in landing["ranks"])
+    assert "summed over ranks" in line_ and all(f"rank {r['rank']} " in line_ for r in landing["ranks"])
     result = run(folder, "--all-ranks-html", "-o", tmp_path / "over", "--no-browser", "--fail-on", f"graph_breaks>{total}", "--markdown", tmp_path / "mr.md")
     assert result.exit_code == 0, result.stderr
     assert_links_resolve(tmp_path / "mr.md")
@@ -186,7 +187,7 @@ def test_summary_md_is_in_every_report_and_its_links_resolve(tmp_path, scenario)
         assert "index.html#graph-breaks" in text
     if summary["totals"]["recompiles"]:
         assert "index.html#recompiles" in text
-    assert summary_markdown(summary) == text, "one pure function of the summary dict"
+    assert summary_markdown(load_summary(summary)) == text, "one pure function of the summary, as loaded back from summary.json"
 
 
 def test_markdown_file_links_into_the_report_from_its_own_folder(tmp_path):
@@ -214,6 +215,7 @@ def test_markdown_folder_must_exist_before_any_work(tmp_path):
 def test_markdown_escapes_log_text():
     evil = "[click](javascript:alert(1)) | <script>x</script> *b* `c`\nsecond line"
     summary = {
+        "schema_version": "1.1",
         "inputs": [{"path": "/t/log", "bytes": 1, "rank": None}],
         "totals": {"compiles": 1, "frames": 1, "graph_breaks": 1, "recompiles": 0, "failed": 0, "compile_time_s": 1.0,
                    "cache": {"hit": 0, "miss": 0, "bypass": 0}},
@@ -221,7 +223,7 @@ def test_markdown_escapes_log_text():
                       "compile_time_s": {"forward": 1.0, "backward": None, "total": 1.0},
                       "graph_breaks": [{"reason": evil, "user_location": evil}], "recompile_reasons": [], "cache": [], "failure": None}],
     }
-    text = summary_markdown(summary, "../r/", [evil])
+    text = summary_markdown(load_summary(summary), "../r/", [evil])
     assert not re.search(r"(?<!\\)\]\(javascript", text) and not re.search(r"(?<!\\)<script", text)
     assert not [row for row in text.splitlines() if row.startswith("second line")], "no newline from the log"
     assert all(href.startswith("../r/") for href in markdown_links(text))

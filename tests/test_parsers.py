@@ -9,7 +9,7 @@ import pytest
 from conftest import read_json
 from logs import cid, line, metrics, start, write_log
 from tlparse_py.model import CompileId
-from tlparse_py.analysis.store import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
+from tlparse_py.analysis.summary import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
 
 K00 = CompileId(None, 0, 0, 0)
 

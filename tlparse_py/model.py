@@ -6,6 +6,7 @@ report builder fill the rest, the renderers only read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -46,6 +47,19 @@ class CompileId(NamedTuple):
         if self.frame_compile_id is not None and self.attempt != 0:  # attempt 0 is already its own frame key
             return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0)
         return self
+
+    @staticmethod
+    def parse(text: str) -> CompileId | None:
+        """The compile id `str()` wrote (`[0/1]`, `[!0/1/0_2]`, `[-/-]`); None for anything else."""
+        match = _COMPILE_ID.fullmatch(text)
+        if match is None:
+            return None
+        ca, frame, compile_, attempt = (None if part in (None, "-") else int(part) for part in match.groups())
+        return CompileId(ca, frame, compile_, attempt)
+
+
+# The inverse of CompileId.__str__: every part a number (at most 10 digits: ids are 32-bit) or `-`.
+_COMPILE_ID = re.compile(r"\[(?:!(\d{1,10})/)?(\d{1,10}|-)/(\d{1,10}|-)(?:_(\d{1,10}))?\]")
 
 
 def _dash(value: int | None) -> str:

@@ -18,7 +18,7 @@ import orjson
 
 from .analysis import kinds
 from .report import provenance
-from .analysis.compiles import Analysis
+from .analysis.compiles import Analysis, summary_dict
 from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .report.jobs import Job, PageJobs, private_reader
 from .analysis.kinds import LINK, PAYLOAD, REFORMAT, ParseContext
@@ -193,9 +193,9 @@ class Pipeline:
             self._write_provenance_pages(keys)
         self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
         self.writer.write("index.html", render("index.html.j2", index_view.index_context(self.analysis)))
-        data = self.analysis.to_dict()
-        self.writer.write("summary.json", orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-        self.writer.write("summary.md", summary_markdown(data).encode("utf-8"))
+        summary = self.analysis.summary()
+        self.writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+        self.writer.write("summary.md", summary_markdown(summary).encode("utf-8"))
         self.spool.handle.close()
 
     def _write_search_index(self, builder: PageBuilder) -> str | None:

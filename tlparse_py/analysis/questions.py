@@ -1,19 +1,18 @@
-"""Questions asked of the store: what went wrong, in numbers, per compile and in total.
+"""Questions asked of the store while a compile's summary is built: its name and user location, why
+it failed, restarted or recompiled, which ids get a page, and the verdict of an export.
 
-Pure functions of `store.Store`; the index page, `summary.json` and multi-rank all use them.
+Pure functions of `store.Store`; `compiles.Analysis` asks them, and every view reads its answers.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import CompileId, display_key
 from .stacks import simplify_filename
-from .store import GraphBreak, MetricsEntry, Store
+from .store import MetricsEntry, Store
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -56,7 +55,7 @@ def _name_from_pool(report: Store, key: CompileId) -> str:
             return str(entry.get("co_name"))
     # every frame's metrics entries, in log order, indexed once: asked per compile, a scan of all
     # metrics was quadratic on logs with 100,000s of compiles
-    pooled = report._index("metrics_by_frame", itertools.chain.from_iterable(report.metrics.values()), _frame_of_entry)
+    pooled = report.index_by("metrics_by_frame", itertools.chain.from_iterable(report.metrics.values()), _frame_of_entry)
     for entry in pooled.get((key.compiled_autograd_id, key.frame_id), []):
         if entry.get("co_name"):
             return str(entry.get("co_name"))
@@ -78,98 +77,6 @@ def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: 
     if reasons:
         return f"recompiled: {first_line(reasons[0])}"
     return ""
-
-
-@dataclass
-class GraphBreakGroup:
-    reason: str
-    location: str
-    explanation: str
-    count: int = 0
-    compile_ids: list[CompileId] = field(default_factory=list)
-    url: str = ""  # one full report of it
-
-
-def graph_break_groups(report: Store) -> list[GraphBreakGroup]:
-    """Distinct graph breaks (reason + user location), most frequent first.
-
-    torch may log the same break twice for one compile (pytorch/pytorch#153669): a repeat within a
-    frame compile is counted once.
-    """
-    groups: dict[tuple[str, str], GraphBreakGroup] = {}
-    seen: set[tuple[str, str, CompileId | None]] = set()
-    for brk in report.graph_breaks:
-        frame = brk.compile_id.frame_key() if brk.compile_id is not None else None
-        if (brk.reason, brk.location, frame) in seen:
-            continue
-        seen.add((brk.reason, brk.location, frame))
-        group = groups.setdefault((brk.reason, brk.location), GraphBreakGroup(brk.reason, brk.location, brk.explanation, url=brk.url))
-        group.count += 1
-        if brk.compile_id is not None:
-            group.compile_ids.append(brk.compile_id.directory_key())
-    return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.location))
-
-
-@dataclass
-class FrameRecompiles:
-    frame_id: int
-    compiled_autograd_id: int | None
-    name: str
-    compiles: list[CompileId]
-    reasons: list[tuple[CompileId, str]]  # (the recompile, first line of each reason)
-    hit_limit: bool
-
-
-def recompiles_per_frame(report: Store) -> list[FrameRecompiles]:
-    """Frames compiled more than once, with the guard failures that caused each recompile."""
-    frames: dict[tuple[int | None, int], list[CompileId]] = {}
-    for key in report.directory:
-        if key is not None and key.frame_id is not None and key.frame_compile_id is not None:
-            compiles = frames.setdefault((key.compiled_autograd_id, key.frame_id), [])
-            if key.frame_key() not in compiles:
-                compiles.append(key.frame_key())
-    result = []
-    for (ca, frame), compiles in frames.items():
-        if len(compiles) < 2:
-            continue
-        reasons = [(c, first_line(r)) for c in compiles for r in report.recompile_reasons_of(c)]
-        failures = [m for c in compiles for m in report.metrics.get(c, [])]
-        hit_limit = any("recompile limit" in str(m.get("fail_reason") or "").lower() for m in failures)
-        result.append(FrameRecompiles(frame, ca, _name_from_pool(report, compiles[0]), compiles, reasons, hit_limit))
-    return sorted(result, key=lambda f: -len(f.compiles))
-
-
-def counts(report: Store) -> dict[str, Any]:
-    """The headline numbers."""
-    compiles = [k for k in report.directory if is_compile(k)]
-    all_metrics = [m for entries in report.metrics.values() for m in entries]
-    states = Counter(event.state for event in report.cache_events)
-    return {
-        "frames": len({(k.compiled_autograd_id, k.frame_id) for k in compiles if k.frame_id is not None}),
-        "compile_ids": len({k.frame_key() for k in compiles}),
-        "graph_breaks": sum(g.count for g in graph_break_groups(report)),
-        "distinct_graph_breaks": len(graph_break_groups(report)),
-        "restarts": sum(len(m.get("restart_reasons")) for m in all_metrics),
-        "recompiles": len({k.frame_key() for k in compiles if k.frame_compile_id}),
-        "failures": sum(1 for m in all_metrics if m.get("fail_type")),
-        "cache_hits": states.get("hit", 0),
-        "cache_misses": states.get("miss", 0),
-        "cache_bypasses": states.get("bypass", 0),
-        "compile_time": sum(s for m in all_metrics if (s := seconds(m.get("entire_frame_compile_time_s"))) is not None),
-        "records": report.records,
-        "chromium_events": report.chromium_events,
-    }
-
-
-def graph_breaks_of(report: Store, key: CompileId | None) -> list[GraphBreak]:
-    """Graph breaks logged by this compile id (a repeat of the same break within it counted once)."""
-    seen: set[tuple[str, str]] = set()
-    result = []
-    for brk in report.graph_breaks_of(key):
-        if (brk.reason, brk.location) not in seen:
-            seen.add((brk.reason, brk.location))
-            result.append(brk)
-    return result
 
 
 def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:

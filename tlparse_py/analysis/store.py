@@ -17,11 +17,13 @@ import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from ..model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
 from ..paths import compile_page_url
 from .stacks import Frame, StackTrie
+from .summary import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
 
 # Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective
 # restarts happen by design on every rank (Dynamo traces again with the decisions all ranks agreed
@@ -42,20 +44,6 @@ def readable_restart(reason: str) -> str:
         return reason
     return RESTART_CLASSES.get(match.group(1), f"Dynamo restarted the analysis ({match.group(1)})")
 
-
-# Status of a compile id, as the stack trie colours it.
-STATUS_OK = "ok"
-STATUS_BREAK = "break"  # compiled, with restarts (graph breaks)
-STATUS_EMPTY = "empty"  # compiled to an empty graph
-STATUS_ERROR = "error"  # the compile failed
-STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
-STATUS_LABELS = {
-    STATUS_OK: "Success",
-    STATUS_BREAK: "Success with restart (e.g. graph break)",
-    STATUS_EMPTY: "Empty graph",
-    STATUS_ERROR: "Error",
-    STATUS_MISSING: "Metrics were missing",
-}
 
 # compilation_metrics fields summarised for the index and status (all fields stay on the page)
 METRIC_SUMMARY_FIELDS = (
@@ -190,7 +178,7 @@ class MetricsEntry:
 
 
 @dataclass(slots=True)
-class GraphBreak:
+class LoggedBreak:
     """One `dynamo_graph_break_reason` artifact, reduced to what groups graph breaks."""
 
     compile_id: CompileId | None
@@ -406,7 +394,7 @@ class Questions:
     directory: dict[CompileId | None, list[Artifact]]
     metrics: dict[CompileId | None, list[MetricsEntry]]
     cache_events: list[CacheEvent]
-    graph_breaks: list[GraphBreak]
+    graph_breaks: list[LoggedBreak]
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]]
     generation_lines: dict[CompileId, list[int]]
     generation_stacks: dict[tuple[CompileId, int], list[Frame]]
@@ -432,7 +420,7 @@ class Questions:
             return self.generation_stacks.get((key.frame_key(), generation))
         return self.start_stacks.get(key.frame_key())
 
-    def _index(self, name: str, items: list[Any], key_of: Any) -> dict[Any, list[Any]]:
+    def index_by(self, name: str, items: Iterable[Any], key_of: Callable[[Any], Any]) -> dict[Any, list[Any]]:
         """`items` grouped by `key_of(item)`, built once (asked after reading has finished)."""
         index = self._by_key.get(name)
         if index is None:
@@ -443,16 +431,16 @@ class Questions:
 
     def cache_events_of(self, key: CompileId | None) -> list[CacheEvent]:
         """Cache lookups logged under exactly this compile id."""
-        return self._index("cache", self.cache_events, lambda e: _directory_key(e.compile_id)).get(key, [])
+        return self.index_by("cache", self.cache_events, lambda e: _directory_key(e.compile_id)).get(key, [])
 
-    def graph_breaks_of_frame(self, key: CompileId | None) -> list[GraphBreak]:
+    def graph_breaks_of_frame(self, key: CompileId | None) -> list[LoggedBreak]:
         """Graph breaks of the frame compile: logged by the attempt that broke, shown on every attempt's page."""
         frame = key.frame_key() if key is not None else None
-        return self._index("breaks", self.graph_breaks, lambda b: b.compile_id.frame_key() if b.compile_id else None).get(frame, [])
+        return self.index_by("breaks", self.graph_breaks, lambda b: b.compile_id.frame_key() if b.compile_id else None).get(frame, [])
 
-    def graph_breaks_of(self, key: CompileId | None) -> list[GraphBreak]:
+    def graph_breaks_of(self, key: CompileId | None) -> list[LoggedBreak]:
         """Graph breaks logged by exactly this compile id."""
-        return self._index("own_breaks", self.graph_breaks, lambda b: _directory_key(b.compile_id)).get(key, [])
+        return self.index_by("own_breaks", self.graph_breaks, lambda b: _directory_key(b.compile_id)).get(key, [])
 
     def own_metrics(self, key: CompileId | None) -> list[MetricsEntry]:
         """Metrics logged under exactly this compile id (attempt included)."""
@@ -517,7 +505,7 @@ class Store(Questions):
     # what only a compile's own pages show: specialisations and fast guards (`shape_facts_for`), span times
     facts: FactSpool = field(default_factory=FactSpool)
     unknown_kinds: Counter[str] = field(default_factory=Counter)
-    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    graph_breaks: list[LoggedBreak] = field(default_factory=list)
     export_failures: list[ExportFailure] = field(default_factory=list)
     exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
     expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes

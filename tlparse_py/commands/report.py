@@ -8,29 +8,30 @@ written); 3 report written and a `--fail-on` condition held (1 wins when `--stri
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from .. import shutdown
 from ..analysis.compiles import Analysis
 from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
 from ..analysis.kinds import load_plugins
 from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
-from ..report.markdown import summary_markdown, summed_totals
+from ..report.markdown import summary_markdown
+from ..analysis.summary import RanksSummary, Summary
 from ..model import DiagnosticLog, Stats
 from ..pipeline import Options, write_report
 from ..reading.gunzip import GunzipRefused, is_gzip
-from ..report.render import check_source_url, format_seconds
+from ..report.render import check_source_url
 from ..analysis.store import InputInfo
 from ..terminal import sanitize
 from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
+from .gates import HELP as GATES_HELP
+from .gates import evaluate_gates, parse_gates, raise_if_gates_fail
 
 if TYPE_CHECKING:
     from ..diff.gates import Condition
@@ -66,10 +67,7 @@ if TYPE_CHECKING:
 @click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0).")
 @click.option("--max-raw-log-mb", type=click.FloatRange(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
               help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log.")
-@click.option("--fail-on", "fail_on", multiple=True, metavar="CONDITIONS",
-              help="Exit 3 (the report still written) when a condition holds, e.g. 'graph_breaks>0,recompiles>2,compile_time_s>120'. "
-                   "Names: compiles, frames, graph_breaks, recompiles, failed, compile_time_s, cache.hit, cache.miss, cache.bypass "
-                   "(summed over ranks for a multi-rank report); operators > >= < <= == !=.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="CONDITIONS", help=GATES_HELP)
 @click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Also write a compact Markdown summary (GitHub-flavoured, links into the report) to FILE.")
 @click.option("--source-url", default="", metavar="TEMPLATE", callback=lambda ctx, param, value: _check_source_url(value),
@@ -138,23 +136,23 @@ def _main(
             echo_err(note)
     started = time.perf_counter()
     if all_ranks_html:
-        _write_multi_rank(path, out, overwrite, options, no_browser, dask_scheduler)
-        _raise_if_gates_fail(_after_report(out, conditions, markdown_file, single_file), out)
+        ranks = _write_multi_rank(path, out, overwrite, options, no_browser, dask_scheduler)
+        raise_if_gates_fail(_after_report(ranks, out, conditions, markdown_file, single_file), str(out))
         return
     try:
         chosen = _choose(path, latest, export)
     except SeveralRanks as several:
         echo_err(str(several))
-        _write_multi_rank(path, out, overwrite, options, no_browser)
-        _raise_if_gates_fail(_after_report(out, conditions, markdown_file, single_file), out)
+        ranks = _write_multi_rank(path, out, overwrite, options, no_browser)
+        raise_if_gates_fail(_after_report(ranks, out, conditions, markdown_file, single_file), str(out))
         return
     report = _write(chosen, out, overwrite, verbose, options)
     _summarise(report.stats, report.diagnostics, report.unknown_kinds, out, chosen, started, verbose)
-    failed = _after_report(out, conditions, markdown_file, single_file)
+    failed = _after_report(report.summary(), out, conditions, markdown_file, single_file)
     _check_strict(report, strict, strict_compile_id, out)
     if not no_browser:
         open_browser(out)
-    _raise_if_gates_fail(failed, out)
+    raise_if_gates_fail(failed, str(out))
 
 
 def _path_or_env(path: Path | None) -> Path:
@@ -240,7 +238,7 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
         progress.clear()
 
 
-def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool, scheduler: str | None = None) -> None:
+def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, no_browser: bool, scheduler: str | None = None) -> RanksSummary:
     """--all-ranks-html: a report per rank, in parallel (locally, or on the Dask cluster at
     `scheduler`), and a landing page comparing them."""
 
@@ -270,6 +268,7 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         echo_err("Ranks diverge: see the landing page for where")
     if not no_browser:
         open_browser(out)
+    return landing.summary
 
 
 def _rank_detected(rank: int) -> None:
@@ -295,37 +294,7 @@ def _check_strict(report, strict: bool, strict_compile_id: bool, out: Path) -> N
         raise CliError(f"--strict-compile-id: some records have a malformed compile id (see '(unknown)' in {out / 'index.html'})", 1)
 
 
-# -- --fail-on and --markdown -------------------------------------------------------------------
-
-# The names a gate may use: summary.json's totals (cache counts as cache.hit, ...). The condition
-# language (tlparse_py/diff/gates.py) takes identifiers, so cache.X travels as cache_X inside.
-GATE_NAMES = ("compiles", "frames", "graph_breaks", "recompiles", "failed", "compile_time_s", "cache.hit", "cache.miss", "cache.bypass")
-_INTERNAL = re.compile(r"\bcache\.(\w+)")
-_SHOWN = re.compile(r"\bcache_(\w+)")
-MAX_IDS = 8  # compile ids named per violated condition
-
-
-def parse_gates(texts: tuple[str, ...] | list[str]) -> list[Condition]:
-    """The --fail-on conditions (each option may hold several, comma-separated); CliError (exit 2)
-    naming the valid names when one is malformed or names something unknown."""
-    if not texts:
-        return []
-    from ..diff.gates import ConditionError, parse_conditions  # only with --fail-on: start-up stays short
-
-    text = ",".join(texts)
-    try:
-        return parse_conditions(_INTERNAL.sub(r"cache_\1", text), [_INTERNAL.sub(r"cache_\1", n) for n in GATE_NAMES])
-    except ConditionError as exc:
-        raise CliError(f"--fail-on: {as_shown(str(exc))}") from None
-
-
-def as_shown(text: str) -> str:
-    """Names as the user writes them: cache_miss → cache.miss."""
-    return _SHOWN.sub(r"cache.\1", text)
-
-
-def shown(condition: Condition) -> str:
-    return as_shown(str(condition))
+# -- option checks, --single-file and --markdown -----------------------------------------
 
 
 def _check_source_url(value: str) -> str:
@@ -355,98 +324,17 @@ def _check_markdown_target(markdown_file: Path | None) -> None:
         raise CliError(f"--markdown: the folder {folder} does not exist")
 
 
-def gate_values(totals: dict[str, Any]) -> dict[str, float | None]:
-    cache = totals.get("cache") or {}
-    values = {name: totals.get(name) for name in GATE_NAMES if "." not in name}
-    values.update({f"cache_{state}": cache.get(state) for state in ("hit", "miss", "bypass")})
-    return values
-
-
-def gate_compiles(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(label prefix, compile) for every compile of the report; "rank N " prefixes a multi-rank one."""
-    if "ranks" not in summary:
-        return [("", c) for c in summary.get("compiles") or []]
-    return [
-        (f"rank {entry.get('rank') if entry.get('rank') is not None else entry.get('folder')} ", c)
-        for entry in summary["ranks"]
-        for c in (entry.get("summary") or {}).get("compiles") or []
-    ]
-
-
-_RECOMPILE = re.compile(r"/[1-9][0-9]*\]$")
-
-
-def involved(name: str, compiles: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """The compiles behind a number, as `[0/1]` labels with a detail: the graph breaks, recompiles,
-    failures or cache lookups counted, or the slowest compiles for compile_time_s."""
-
-    def label(prefix: str, c: dict[str, Any]) -> str:
-        return f"{prefix}{c['id']}" + (f" #{c['generation'] + 1}" if c.get("generation") else "")
-
-    if name == "graph_breaks":
-        return [f"{label(p, c)} ({len({(b.get('reason'), b.get('user_location')) for b in c['graph_breaks']})})" for p, c in compiles if c.get("graph_breaks")]
-    if name == "recompiles":
-        return [label(p, c) for p, c in compiles if _RECOMPILE.search(str(c.get("id", "")))]
-    if name == "failed":
-        return [f"{label(p, c)} ({c['failure'].get('type')})" for p, c in compiles if c.get("failure")]
-    if name == "compile_time_s":
-        timed = [(p, c) for p, c in compiles if (c.get("compile_time_s") or {}).get("total") is not None]
-        ranked = sorted(timed, key=lambda pc: -pc[1]["compile_time_s"]["total"])
-        return [f"{label(p, c)} {format_seconds(c['compile_time_s']['total'])}" for p, c in ranked[:5]]
-    if name.startswith("cache_"):
-        state = name.removeprefix("cache_")
-        counts = [(p, c, sum(1 for e in c.get("cache") or [] if e.get("result") == state)) for p, c in compiles]
-        return [f"{label(p, c)} ({n})" for p, c, n in counts if n]
-    if name == "frames":
-        firsts: dict[str, str] = {}
-        for p, c in compiles:
-            frame = re.sub(r"/[0-9]+\]$", "]", str(c.get("id", "")))
-            firsts.setdefault(p + frame, label(p, c))
-        return list(firsts.values())
-    return [label(p, c) for p, c in compiles]
-
-
-def evaluate_gates(conditions: list[Condition], summary: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(a line per violated condition, a line per condition left unchecked because its number is unknown).
-
-    A multi-rank landing is gated on the sum over its ranks (`markdown.summed_totals`)."""
-    from ..diff.gates import unknown, violated
-
-    totals = summed_totals(summary) if "ranks" in summary else summary.get("totals") or {}
-    values = gate_values(totals)
-    compiles = gate_compiles(summary)
-    over = " over all ranks" if "ranks" in summary else ""
-    failed = []
-    for violation in violated(conditions, values):
-        name = violation.condition.name
-        value = violation.value
-        ids = involved(name, compiles)
-        what = "slowest" if name == "compile_time_s" else "compiles"
-        listed = ", ".join(ids[:MAX_IDS]) + (f", +{len(ids) - MAX_IDS} more" if len(ids) > MAX_IDS else "")
-        shown_value = f"{value:g}" if isinstance(value, float) else str(value)
-        failed.append(f"{shown(violation.condition)}: {as_shown(name)} is {shown_value}{over}" + (f" ({what}: {listed})" if ids else ""))
-    unchecked = [f"{shown(c)}: unknown ({as_shown(c.name)} is not known from this log), not checked" for c in unknown(conditions, values)]
-    return failed, unchecked
-
-
-def _after_report(out: Path, conditions: list[Condition], markdown_file: Path | None, single_file: Path | None = None) -> list[str]:
-    """Once the report is written: write --single-file, check the gates (printing a line per
-    violated or unknown condition), write --markdown; the violated lines."""
+def _after_report(summary: Summary | RanksSummary, out: Path, conditions: list[Condition], markdown_file: Path | None,
+                  single_file: Path | None = None) -> list[str]:
+    """Once the report is written: write --single-file, check the gates on the analysis in memory
+    (printing a line per violated or unknown condition), write --markdown; the violated lines."""
     if single_file is not None:
         from .pack import write_single_file
 
         write_single_file(out, single_file)
-    if not conditions and markdown_file is None:
-        return []
-    try:
-        summary = orjson.loads((out / "summary.json").read_bytes())
-    except (OSError, ValueError) as exc:
-        raise CliError(f"could not read back {out / 'summary.json'} for --fail-on/--markdown: {exc}", 1) from None
     failed, unchecked = evaluate_gates(conditions, summary) if conditions else ([], [])
-    for line in failed:
-        echo_err(f"--fail-on {line}")
-    for line in unchecked:
-        echo_err(f"--fail-on {line}")
+    for line in failed + unchecked:
+        echo_err(f"--fail-on {sanitize(line)}")
     if markdown_file is not None:
         prefix = Path(os.path.relpath(os.path.abspath(out), os.path.abspath(markdown_file.parent))).as_posix()
         text = summary_markdown(summary, "" if prefix == "." else prefix + "/", failed)
@@ -456,8 +344,3 @@ def _after_report(out: Path, conditions: list[Condition], markdown_file: Path | 
             raise CliError(f"--markdown: could not write {markdown_file}: {exc.strerror or exc}; the report is in {out}", 1) from None
         echo_err(f"Markdown summary: {markdown_file}")
     return failed
-
-
-def _raise_if_gates_fail(failed: list[str], out: Path) -> None:
-    if failed:
-        raise CliError(f"--fail-on: {len(failed)} condition(s) held; the report is in {out}", 3)

@@ -1,19 +1,21 @@
-"""Two `summary.json` dicts in, one diff dict out (what `diff.json` holds; schema: diff.schema.json).
+"""Two summaries in, one diff dict out (what `diff.json` holds; schema: diff.schema.json).
 
-Pure: no I/O. Compiles are paired by what survives between runs, not by compile id (ids shift
+Pure: no I/O. The summaries are the analysis' typed objects (`analysis.summary`), built from a log or
+loaded back from a report's summary.json; every word (a recompile, a failure, a graph break, the
+totals) is theirs. Compiles are paired by what survives between runs, not by compile id (ids shift
 when a frame is compiled earlier or later): a frame is its function name and user location
-(`frame`, `user_location`), and within a frame the 1st compile pairs with the 1st, the 2nd with
-the 2nd, and so on. Graph breaks are compared as distinct (reason, user location) pairs. A value
-that either side does not tell is None (null), never guessed.
+(`frame`, `user_location`), and within a frame the 1st compile pairs with the 1st, the 2nd with the
+2nd, and so on. Graph breaks are compared as the analysis groups them: distinct (reason, user
+location). A value that either side does not tell is None (null), never guessed.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from typing import Any
 
 from .._version import __version__
+from ..analysis.summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, graph_break_groups, load_summary
+from ..analysis.totals import TOTALS, nested, totals_of
 
 SCHEMA_VERSION = "1.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 
@@ -26,7 +28,6 @@ METRICS = {
     "cache_miss_delta": "cache misses, NEW - BASE",
 }
 
-_ID = re.compile(r"^\[(?:!\d+/)?(\d+)/(\d+)")
 Frame = tuple[str | None, str | None]
 
 
@@ -61,50 +62,37 @@ def _sum(values: list[Any]) -> float | None:
     return round(sum(known), 6) if known else None
 
 
-def frame_of(compile_: dict[str, Any]) -> Frame:
-    return (compile_.get("frame"), compile_.get("user_location"))
+def frame_of(compile_: CompileSummary) -> Frame:
+    return (compile_.frame, compile_.user_location)
 
 
-def is_recompile(compile_: dict[str, Any]) -> bool:
-    """A frame compile past the first (`[x/1]`, `[x/2]`...); by its recompile reasons if the id is odd."""
-    match = _ID.match(str(compile_.get("id", "")))
-    if match:
-        return int(match.group(2)) > 0
-    return bool(compile_.get("recompile_reasons"))
+def _total(compile_: CompileSummary | None) -> float | None:
+    return compile_.compile_time_s.total if compile_ is not None else None
 
 
-def _total(compile_: dict[str, Any]) -> float | None:
-    times = compile_.get("compile_time_s") or {}
-    return _num(times.get("total"))
-
-
-def _cache(compiles: list[dict[str, Any]]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for c in compiles:
-        for event in c.get("cache") or []:
-            counts[event.get("result", "")] += 1
-    return counts
-
-
-def _ref(compile_: dict[str, Any] | None) -> dict[str, Any] | None:
+def _ref(compile_: CompileSummary | None) -> dict[str, Any] | None:
     if compile_ is None:
         return None
-    return {"id": compile_.get("id"), "generation": compile_.get("generation", 0), "status": compile_.get("status")}
+    return {"id": compile_.id, "generation": compile_.generation, "status": compile_.status}
 
 
-def _frames(summary: dict[str, Any]) -> dict[Frame, list[dict[str, Any]]]:
-    frames: dict[Frame, list[dict[str, Any]]] = {}
-    for c in summary.get("compiles") or []:
+def _frames(summary: Summary) -> dict[Frame, list[CompileSummary]]:
+    frames: dict[Frame, list[CompileSummary]] = {}
+    for c in summary.compiles:
         frames.setdefault(frame_of(c), []).append(c)
     return frames
+
+
+def _nth(items: list[CompileSummary], i: int) -> CompileSummary | None:
+    return items[i] if i < len(items) else None
 
 
 # ------------------------------------------------------------------------------------------------
 # one report against another
 
 
-def compare(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The comparison of two single-process summaries (summary.json of a report)."""
+def compare(base: Summary, new: Summary) -> dict[str, Any]:
+    """The comparison of two single-process summaries."""
     base_frames, new_frames = _frames(base), _frames(new)
     order = list(base_frames) + [f for f in new_frames if f not in base_frames]
     frames, failures_new, failures_fixed, op_counts = [], [], [], []
@@ -112,18 +100,15 @@ def compare(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         b_list, n_list = base_frames.get(key, []), new_frames.get(key, [])
         frames.append(_frame_row(key, b_list, n_list))
         for i in range(max(len(b_list), len(n_list))):
-            b = b_list[i] if i < len(b_list) else None
-            n = n_list[i] if i < len(n_list) else None
-            b_fail, n_fail = (b or {}).get("failure"), (n or {}).get("failure")
-            if n_fail and (not b_fail or b_fail.get("type") != n_fail.get("type")):
+            b, n = _nth(b_list, i), _nth(n_list, i)
+            b_fail, n_fail = (b.failure if b else None), (n.failure if n else None)
+            if n_fail and (not b_fail or b_fail.type != n_fail.type):
                 failures_new.append(_failure_row(key, b, n, n_fail))
-            if b_fail and (not n_fail or b_fail.get("type") != n_fail.get("type")):
+            if b_fail and (not n_fail or b_fail.type != n_fail.type):
                 failures_fixed.append(_failure_row(key, b, n, b_fail))
-            if b is not None and n is not None:
-                b_ops, n_ops = _num(b.get("graph_op_count")), _num(n.get("graph_op_count"))
-                if b_ops != n_ops:
-                    op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(b), "new": _ref(n),
-                                      "graph_op_count": pair(b_ops, n_ops)})
+            if b is not None and n is not None and b.graph_op_count != n.graph_op_count:
+                op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(b), "new": _ref(n),
+                                  "graph_op_count": pair(b.graph_op_count, n.graph_op_count)})
     return {
         "totals": _totals(base, new),
         "graph_breaks": _graph_breaks(base, new),
@@ -133,32 +118,27 @@ def compare(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _totals(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    bt, nt = base.get("totals") or {}, new.get("totals") or {}
-    out: dict[str, Any] = {name: pair(bt.get(name), nt.get(name)) for name in ("compiles", "frames", "graph_breaks", "recompiles", "failed")}
-    out["compile_time_s"] = timed(bt.get("compile_time_s"), nt.get("compile_time_s"))
-    bc, nc = bt.get("cache") or {}, nt.get("cache") or {}
-    out["cache"] = {state: pair(bc.get(state), nc.get(state)) for state in ("hit", "miss", "bypass")}
-    return out
+def _totals(base: Summary, new: Summary) -> dict[str, Any]:
+    """Every total (analysis.totals), before and after; durations with their ratio."""
+    b, n = totals_of(base.compiles), totals_of(new.compiles)
+    return nested({t.name: (timed if t.seconds else pair)(b[t.name], n[t.name]) for t in TOTALS})
 
 
-def _frame_row(key: Frame, b_list: list[dict[str, Any]], n_list: list[dict[str, Any]]) -> dict[str, Any]:
-    b_reasons = {r for c in b_list for r in c.get("recompile_reasons") or []}
+def _frame_row(key: Frame, b_list: list[CompileSummary], n_list: list[CompileSummary]) -> dict[str, Any]:
+    b_reasons = {r for c in b_list for r in c.recompile_reasons}
     new_reasons: list[str] = []
     for c in n_list:
-        for r in c.get("recompile_reasons") or []:
+        for r in c.recompile_reasons:
             if r not in b_reasons and r not in new_reasons:
                 new_reasons.append(r)
-    b_cache, n_cache = _cache(b_list), _cache(n_list)
     pairs = []
     for i in range(max(len(b_list), len(n_list))):
-        b = b_list[i] if i < len(b_list) else None
-        n = n_list[i] if i < len(n_list) else None
+        b, n = _nth(b_list, i), _nth(n_list, i)
         pairs.append({
             "base": _ref(b),
             "new": _ref(n),
-            "compile_time_s": timed(_total(b) if b else None, _total(n) if n else None),
-            "graph_op_count": pair((b or {}).get("graph_op_count"), (n or {}).get("graph_op_count")),
+            "compile_time_s": timed(_total(b), _total(n)),
+            "graph_op_count": pair(b.graph_op_count if b else None, n.graph_op_count if n else None),
         })
     presence = "both" if b_list and n_list else ("new" if n_list else "gone")
     return {
@@ -166,31 +146,28 @@ def _frame_row(key: Frame, b_list: list[dict[str, Any]], n_list: list[dict[str, 
         "user_location": key[1],
         "presence": presence,
         "compiles": pair(len(b_list), len(n_list)),
-        "recompiles": pair(sum(map(is_recompile, b_list)), sum(map(is_recompile, n_list))),
+        "recompiles": pair(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
         "new_recompile_reasons": new_reasons,
         "compile_time_s": timed(_sum([_total(c) for c in b_list]) if b_list else None, _sum([_total(c) for c in n_list]) if n_list else None),
-        "cache": {state: pair(b_cache[state], n_cache[state]) for state in ("hit", "miss", "bypass")},
+        "cache": {r: pair(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
         "pairs": pairs,
     }
 
 
-def _failure_row(key: Frame, b: dict[str, Any] | None, n: dict[str, Any] | None, failure: dict[str, Any]) -> dict[str, Any]:
-    return {"frame": key[0], "user_location": key[1], "base": _ref(b), "new": _ref(n),
-            "type": str(failure.get("type")), "reason": failure.get("reason")}
+def _failure_row(key: Frame, b: CompileSummary | None, n: CompileSummary | None, failure: Failure) -> dict[str, Any]:
+    return {"frame": key[0], "user_location": key[1], "base": _ref(b), "new": _ref(n), "type": failure.type, "reason": failure.reason}
 
 
-def _graph_breaks(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    def distinct(summary: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        for c in summary.get("compiles") or []:
-            for gb in c.get("graph_breaks") or []:
-                key = (str(gb.get("reason", "")), str(gb.get("user_location", "")))
-                entry = found.setdefault(key, {"count": 0, "frames": [], "compiles": []})
-                entry["count"] += 1
-                if c.get("frame") not in entry["frames"]:
-                    entry["frames"].append(c.get("frame"))
-                if c.get("id") not in entry["compiles"]:
-                    entry["compiles"].append(c.get("id"))
+def _graph_breaks(base: Summary, new: Summary) -> dict[str, Any]:
+    def distinct(summary: Summary) -> dict[tuple[str, str], dict[str, Any]]:
+        found = {}
+        for group in graph_break_groups(summary.compiles):
+            compiles = group.compiles
+            found[(group.reason, group.user_location)] = {
+                "count": group.count,
+                "frames": list(dict.fromkeys(c.frame for c in compiles)),
+                "compiles": list(dict.fromkeys(c.id for c in compiles)),
+            }
         return found
 
     b, n = distinct(base), distinct(new)
@@ -210,25 +187,27 @@ def _graph_breaks(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 # the whole diff
 
 
-def is_landing(summary: dict[str, Any]) -> bool:
-    return isinstance(summary.get("ranks"), list)
+Side = Summary | RanksSummary
 
 
-def torch_versions(summary: dict[str, Any]) -> list[str]:
-    if is_landing(summary):
-        found = [r["summary"].get("torch_version") for r in summary["ranks"] if isinstance(r.get("summary"), dict)]
+def torch_versions(summary: Side) -> list[str]:
+    if isinstance(summary, RanksSummary):
+        found = [entry.summary.torch_version for entry in summary.read if entry.summary is not None]
     else:
-        found = [summary.get("torch_version")]
+        found = [summary.torch_version]
     return sorted({v for v in found if isinstance(v, str)})
 
 
-def diff(base: dict[str, Any], new: dict[str, Any], base_path: str = "BASE", new_path: str = "NEW") -> dict[str, Any]:
+def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str = "BASE", new_path: str = "NEW") -> dict[str, Any]:
     """The whole diff of two summaries: of two reports, or rank by rank of two multi-rank reports.
+    A summary may also be given as the dict summary.json holds (`Analysis.to_dict()`).
 
     Raises ValueError when one is multi-rank and the other is not.
     """
-    if is_landing(base) != is_landing(new):
-        multi, single = ("BASE", "NEW") if is_landing(base) else ("NEW", "BASE")
+    base = load_summary(base) if isinstance(base, dict) else base
+    new = load_summary(new) if isinstance(new, dict) else new
+    if isinstance(base, RanksSummary) != isinstance(new, RanksSummary):
+        multi, single = ("BASE", "NEW") if isinstance(base, RanksSummary) else ("NEW", "BASE")
         raise ValueError(f"{multi} holds several ranks and {single} one: diff one rank's log or report folder (rank_N/) against {single}")
     b_versions, n_versions = torch_versions(base), torch_versions(new)
     notes = []
@@ -239,16 +218,16 @@ def diff(base: dict[str, Any], new: dict[str, Any], base_path: str = "BASE", new
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "tlparse-py", "version": __version__},
-        "base": {"path": base_path, "torch_version": _one(b_versions), "ranks": len(base["ranks"]) if is_landing(base) else None},
-        "new": {"path": new_path, "torch_version": _one(n_versions), "ranks": len(new["ranks"]) if is_landing(new) else None},
+        "base": {"path": base_path, "torch_version": _one(b_versions), "ranks": len(base.ranks) if isinstance(base, RanksSummary) else None},
+        "new": {"path": new_path, "torch_version": _one(n_versions), "ranks": len(new.ranks) if isinstance(new, RanksSummary) else None},
         "torch_versions_differ": not same,
         "notes": notes,
         "comparison": None,
         "ranks": [],
     }
-    if is_landing(base):
+    if isinstance(base, RanksSummary) and isinstance(new, RanksSummary):
         out["ranks"] = _ranks(base, new)
-    else:
+    elif isinstance(base, Summary) and isinstance(new, Summary):
         out["comparison"] = compare(base, new)
     out["metrics"] = metrics(out)
     return out
@@ -258,24 +237,23 @@ def _one(versions: list[str]) -> str | None:
     return versions[0] if len(versions) == 1 else (" / ".join(versions) if versions else None)
 
 
-def _ranks(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
-    b = {r.get("folder"): r for r in base["ranks"]}
-    n = {r.get("folder"): r for r in new["ranks"]}
+def _ranks(base: RanksSummary, new: RanksSummary) -> list[dict[str, Any]]:
+    b = {r.folder: r for r in base.ranks}
+    n = {r.folder: r for r in new.ranks}
     order = list(b) + [f for f in n if f not in b]
     rows = []
     for folder in order:
         br, nr = b.get(folder), n.get(folder)
-        rank = (br or nr or {}).get("rank")
+        rank = (br or nr).rank if (br or nr) is not None else None
         note = None
         comparison = None
         if br is None or nr is None:
             note = f"only in {'BASE' if nr is None else 'NEW'}"
-        elif not isinstance(br.get("summary"), dict) or not isinstance(nr.get("summary"), dict):
-            side = "BASE" if not isinstance(br.get("summary"), dict) else "NEW"
-            error = (br if side == "BASE" else nr).get("error")
-            note = f"{side} could not be read" + (f": {error}" if error else "")
+        elif br.summary is None or nr.summary is None:
+            side, entry = ("BASE", br) if br.summary is None else ("NEW", nr)
+            note = f"{side} could not be read" + (f": {entry.error}" if entry.error else "")
         else:
-            comparison = compare(br["summary"], nr["summary"])
+            comparison = compare(br.summary, nr.summary)
         rows.append({"rank": rank, "folder": str(folder), "note": note, "comparison": comparison})
     return rows
 

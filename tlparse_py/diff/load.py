@@ -1,20 +1,21 @@
-"""Each side of a diff as a summary dict: from a trace (log or folder) or an existing report folder.
+"""Each side of a diff as the analysis' typed summary: from a trace (log or folder) or a report folder.
 
-A report folder is read through its `summary.json`; a trace is analysed (nothing is written). A
-folder of several ranks' logs becomes a multi-rank summary (`ranks`), like `--all-ranks-html` writes.
+A report folder is read through its `summary.json` (`analysis.summary.load_summary`, the typed
+loader); a trace is analysed (nothing is written). A folder of several ranks' logs becomes a
+multi-rank summary, like `--all-ranks-html` writes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
 from ..analysis.kinds import load_plugins
 from ..pipeline import Options, analyze_logs, source_of
+from ..analysis.summary import RankEntry, RanksSummary, Summary, SummaryError, load_summary
 from ..reading.gunzip import GunzipRefused
 from ..report.writer import looks_like_report
 
@@ -27,7 +28,7 @@ class LoadError(Exception):
 class Side:
     path: Path
     kind: str  # "trace" or "report"
-    summary: dict[str, Any]
+    summary: Summary | RanksSummary
     note: str = ""  # which logs were read, when a choice was made
 
 
@@ -48,18 +49,17 @@ def load(path: Path, role: str = "") -> Side:
     return _trace(path, label)
 
 
-def read_summary(file: Path, label: str) -> dict[str, Any]:
+def read_summary(file: Path, label: str) -> Summary | RanksSummary:
     try:
         data = orjson.loads(file.read_bytes())
     except OSError as exc:
         raise LoadError(f"cannot read {file}: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:
         raise LoadError(f"{label}: {file.name} is not valid JSON ({exc}); point at the trace instead") from None
-    if not isinstance(data, dict) or not str(data.get("schema_version", "")).startswith("1."):
-        raise LoadError(f"{label}: {file.name} is not a tlparse-py summary.json (schema 1.x); point at the trace instead")
-    if not isinstance(data.get("ranks"), list) and not isinstance(data.get("compiles"), list):
-        raise LoadError(f"{label}: {file.name} holds neither compiles nor ranks; point at the trace instead")
-    return data
+    try:
+        return load_summary(data)
+    except SummaryError as exc:
+        raise LoadError(f"{label}: {file.name} is not a tlparse-py summary.json ({exc}); point at the trace instead") from None
 
 
 def _trace(path: Path, label: str) -> Side:
@@ -73,17 +73,17 @@ def _trace(path: Path, label: str) -> Side:
     return Side(path, "trace", _analyze(chosen.logs), chosen.note)
 
 
-def _analyze(logs: list[Path]) -> dict[str, Any]:
+def _analyze(logs: list[Path]) -> Summary:
     try:
-        return analyze_logs(logs, Options(), source_of(logs)).to_dict()
+        return analyze_logs(logs, Options(), source_of(logs)).summary()
     except GunzipRefused as exc:
         raise LoadError(str(exc)) from None
     except OSError as exc:
         raise LoadError(f"cannot read {exc.filename or logs[0]}: {exc.strerror or exc}") from None
 
 
-def _ranks(folder: Path) -> dict[str, Any]:
-    """A summary per rank (its biggest log; the others as rank_N_extra_K), as a landing summary.json holds."""
+def _ranks(folder: Path) -> RanksSummary:
+    """A summary per rank (its biggest log; the others as rank_N_extra_K), as a multi-rank report holds."""
     by_rank: dict[int | None, list[Path]] = {}
     for log in candidate_logs(folder):
         by_rank.setdefault(rank_of(log), []).append(log)
@@ -95,9 +95,10 @@ def _ranks(folder: Path) -> dict[str, Any]:
     jobs += [(None, f"unranked_{i}", log) for i, log in enumerate(sorted(by_rank.get(None, [])), start=1)]
     ranks = []
     for rank, name, log in jobs:
+        summary: Summary | None
         try:
             summary, error = _analyze([log]), None
         except LoadError as exc:
             summary, error = None, str(exc)
-        ranks.append({"rank": rank, "folder": name, "error": error, "summary": summary})
-    return {"schema_version": "1.0", "inputs": [{"path": str(log), "rank": rank} for rank, _, log in jobs], "ranks": ranks}
+        ranks.append(RankEntry(rank, name, error, summary))
+    return RanksSummary(ranks, inputs=[{"path": str(log), "rank": rank} for rank, _, log in jobs])

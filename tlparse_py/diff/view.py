@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report.render import format_seconds
+from ..analysis.totals import TOTALS, value_at
+from ..units import format_seconds
 
 TITLE = "torch.compile diff"
+# where the diff page details a total (its cards link there)
+DETAILS = {"graph_breaks": "graph-breaks", "recompiles": "recompiles", "failed": "failures", "compile_time_s": "compile-time", "cache": "cache"}
 
 
 def _count(value: Any) -> str:
@@ -49,14 +52,8 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
     """What one comparison (one report pair, or one rank) shows; anchors start with `prefix`."""
     totals = comparison["totals"]
     cards = [
-        ("compiles", "compiles", change(totals["compiles"], "none"), None),
-        ("graph breaks", "graph_breaks", change(totals["graph_breaks"]), "graph-breaks"),
-        ("recompiles", "recompiles", change(totals["recompiles"]), "recompiles"),
-        ("failed compiles", "failed", change(totals["failed"]), "failures"),
-        ("compile time", "compile_time_s", change(totals["compile_time_s"], seconds=True), "compile-time"),
-        ("cache hits", "hit", change(totals["cache"]["hit"], "higher"), "cache"),
-        ("cache misses", "miss", change(totals["cache"]["miss"]), "cache"),
-        ("cache bypasses", "bypass", change(totals["cache"]["bypass"]), "cache"),
+        (t.label, t.name, change(value_at(totals, t.name), t.better, t.seconds), DETAILS.get(t.name.partition(".")[0]))
+        for t in TOTALS
     ]
     frames = comparison["frames"]
     recompiles = [
@@ -146,9 +143,7 @@ def is_empty(diff: dict[str, Any]) -> bool:
             return False
         if c["failures"]["new"] or c["failures"]["fixed"] or c["graph_op_counts"]:
             return False
-        if any(t[name]["delta"] for name in ("compiles", "graph_breaks", "recompiles", "failed")):
-            return False
-        if any(t["cache"][s]["delta"] for s in ("hit", "miss", "bypass")):
+        if any(value_at(t, total.name)["delta"] for total in TOTALS if not total.seconds):
             return False
         if any(f["new_recompile_reasons"] or f["presence"] != "both" for f in c["frames"]):
             return False
@@ -181,12 +176,8 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     parts = comparisons(diff)
     if parts:
         lines += ["| | base | new | Δ |", "|---|---:|---:|---:|"]
-        rows = [("compile time", "compile_time_s", True), ("compiles", "compiles", False), ("graph breaks", "graph_breaks", False),
-                ("recompiles", "recompiles", False), ("failed", "failed", False)]
-        for label, name, seconds in rows:
-            lines.append(_md_row(label, _summed([c["totals"][name] for c in parts]), seconds))
-        for state in ("hit", "miss", "bypass"):
-            lines.append(_md_row(f"cache {state}", _summed([c["totals"]["cache"][state] for c in parts]), False))
+        for total in TOTALS:
+            lines.append(_md_row(total.label, _summed([value_at(c["totals"], total.name) for c in parts]), total.seconds))
         lines.append("")
     single = diff.get("comparison") is not None  # rank sections have their own anchors: link the page
     gbs = [g for c in parts for g in c["graph_breaks"]["new"]]

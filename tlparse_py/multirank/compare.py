@@ -7,12 +7,13 @@ the classic cause of hangs.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.facts import differing_lines, input_signature, normalise_collective, sync_decision
+from ..analysis.summary import RanksSummary
+from ..model import CompileId
 from .run import RankResult
 
 PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"
@@ -431,6 +432,7 @@ class Landing:
     spmd: list[dict[str, Any]] = field(default_factory=list)
     collectives: list[dict[str, Any]] = field(default_factory=list)  # compiler collectives: information
     chromium_events: int = 0
+    summary: RanksSummary | None = None  # the ranks' summaries, typed (set once summary.json is written)
 
     @property
     def diverges(self) -> bool:
@@ -504,14 +506,12 @@ def divergences(landing: Landing) -> list[dict[str, Any]]:
     return [_as_compile(row) for row in rows]
 
 
-_ATTEMPT = re.compile(r"_(\d+)\]$")
-
-
 def _as_compile(row: dict[str, Any]) -> dict[str, Any]:
     """Name a verdict by its compile, as summary.json's `compiles` do (`[1/0]`), the attempt in the detail."""
     compile_id = row["compile_id"]
-    if isinstance(compile_id, str) and _ATTEMPT.search(compile_id):
-        row = {**row, "compile_id": _ATTEMPT.sub("]", compile_id), "detail": f"in attempt {compile_id}: {row['detail']}"}
+    key = CompileId.parse(compile_id) if isinstance(compile_id, str) else None
+    if key is not None and key.attempt:
+        row = {**row, "compile_id": str(key.frame_key()), "detail": f"in attempt {compile_id}: {row['detail']}"}
     return row
 
 

@@ -17,7 +17,8 @@ from ..report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
 from ..report.markdown import summary_markdown
 from ..pipeline import Options, write_static
 from ..report.render import render, trusted_html
-from ..analysis.store import STATUS_LABELS, InputInfo
+from ..analysis.store import InputInfo
+from ..analysis.summary import STATUS_LABELS, load_ranks
 from ..report.writer import FolderWriter, ReportWriter, check_target
 from .cluster import close, connect
 from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace, words
@@ -131,7 +132,8 @@ def _write(
         source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
         summary = landing_summary(landing, jobs)
         writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-        writer.write("summary.md", summary_markdown(summary))
+        landing.summary = load_ranks(summary)
+        writer.write("summary.md", summary_markdown(landing.summary))
         writer.write("index.html", render("landing.html.j2", landing_context(landing, source, options.custom_header_html)))
         writer.commit()
     except BaseException:

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from . import cache
 from .._version import __version__
+from ..units import format_seconds
 from .highlight import LANGUAGES, Lines
 
 HERE = Path(__file__).resolve().parent.parent  # the package folder (tlparse_py/)
@@ -223,16 +224,6 @@ def source_link(location: Any, links: SourceLinks | None) -> Markup:
     if href is None:
         return escape(text)
     return Markup('<a class="source" href="{}" rel="noopener noreferrer">{}</a>').format(href, text)
-
-
-def format_seconds(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "—"
-    if value >= 100:
-        return f"{value:.0f} s"
-    if value >= 1:
-        return f"{value:.2f} s"
-    return f"{value * 1000:.1f} ms"
 
 
 def script_json(value: Any) -> Markup:

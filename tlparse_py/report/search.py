@@ -34,7 +34,7 @@ import orjson
 
 from ..analysis.compiles import Analysis, CompileSummary
 from ..model import CompileId, RecordSummary
-from ..analysis.store import STATUS_LABELS
+from ..analysis.summary import STATUS_LABELS
 from .views import compile as compile_view
 from .views.sections import INLINE_LIMIT, shown_as, titled
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from .. import facts
-from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, GraphBreak, RuntimeEstimate, graph_of, label_of
+from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, LoggedBreak, RuntimeEstimate, graph_of, label_of
 from ...model import Record
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from .context import ParseContext
@@ -169,7 +169,7 @@ def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
 @named("dynamo_graph_break_reason", title="Why Dynamo broke the graph, with the user code line", section="graph_breaks")
 def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
     reason, explanation, location = facts.parse_graph_break(record.payload_text())
-    ctx.analysis.graph_breaks.append(GraphBreak(record.compile_id, reason, explanation, location, url, record.lineno))
+    ctx.analysis.graph_breaks.append(LoggedBreak(record.compile_id, reason, explanation, location, url, record.lineno))
 
 
 @named("recompile_reasons", "compiled_autograd_compile_reasons", title="The guards that failed, making Dynamo recompile", section="recompiles")

@@ -57,7 +57,7 @@ def anchor(key: CompileId | None) -> str:
 def index_anchor(report: Store, key: CompileId | None) -> str:
     """Where the index lists a compile id: its entry under "Files by compile id", or that section
     when the list stops before it (`limits.INDEX_ROWS`)."""
-    listed = report._index("index_listed", itertools.islice(report.directory, limits.INDEX_ROWS), lambda k: k)
+    listed = report.index_by("index_listed", itertools.islice(report.directory, limits.INDEX_ROWS), lambda k: k)
     return anchor(key) if key in listed else "compile-ids"
 
 

@@ -11,7 +11,8 @@ from typing import Any
 from ...analysis import kinds, questions
 from ...model import CompileId, RecordSummary
 from ...analysis.stacks import frames_from_json
-from ...analysis.store import STATUS_LABELS, Store
+from ...analysis.store import Store
+from ...analysis.summary import STATUS_LABELS
 from .common import artifact_view, base_context, compile_page_url, frame_view, index_anchor, label, pretty_value
 from .sections import PageBuilder
 

@@ -6,13 +6,16 @@ import itertools
 from collections import Counter
 from typing import Any
 
-from ...analysis import kinds, questions
+from ...analysis import kinds
 from ... import limits
 from ...model import CompileId
 from ..render import trusted_html
 from ...analysis.compiles import Analysis, CompileSummary
 from ..markdown import time_span
-from ...analysis.store import STATUS_LABELS, Reuse, Store
+from ...analysis.store import Reuse, Store
+from ...analysis.questions import export_verdict, first_line
+from ...analysis.summary import CACHE_RESULTS, STATUS_LABELS, graph_break_groups, recompiled_frames, slowest
+from ...analysis.totals import nested, totals_of
 from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
 
 def export_rows(report: Store) -> list[dict[str, Any]]:
@@ -108,7 +111,6 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     split = ""
     if times.backward is not None and times.forward is not None:
         split = f"forward {times.forward:.2f} s + backward {times.backward:.2f} s"
-    states = [event["result"] for event in compile_.cache]
     return {
         "label": compile_.label,
         "page": compile_.url,
@@ -118,7 +120,7 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
         "seconds": times.total,
         "split": split,
         "graph_ops": compile_.graph_op_count,
-        "cache": [(state, states.count(state)) for state in ("hit", "miss", "bypass") if state in states],
+        "cache": [(result, n) for result in CACHE_RESULTS if (n := compile_.cache_count(result))],
         "reason": compile_.headline,
         "generation": compile_.generation,
         "attempts": [{"label": name, "page": url} for name, url in compile_.pages] if len(compile_.pages) > 1 else [],
@@ -131,35 +133,38 @@ def plural(count: int, word: str) -> str:
 
 def index_context(report: Analysis) -> dict[str, Any]:
     context = base_context(report, "tlparse-py report")
-    compiles = report.compiles()
+    summary = report.summary()
+    compiles = summary.compiles
     rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
-    timed = [c for c in compiles if c.compile_time_s.total is not None]
-    totals = report.totals(compiles)
+    groups = graph_break_groups(compiles)
     context.update(
-        totals=totals,
+        totals=nested(totals_of(compiles)),
+        distinct_graph_breaks=len(groups),
+        records=report.records,
+        chromium_events=report.chromium_events,
         plural=plural,
         custom_header=trusted_html(report.custom_header_html),
         stats=report.stats,
         stats_line=report.stats.format(),
         diagnostics=report.diagnostics,
-        summary=questions.counts(report),
         compile_rows=rows,
         no_stack=[row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)],
         graph_breaks=[
-            {**vars(g), "compile_ids": [{"label": label(k), "page": compile_page_url(k)} for k in g.compile_ids]}
-            for g in questions.graph_break_groups(report)
+            {"reason": g.reason, "location": g.user_location, "explanation": g.explanation, "url": g.url, "count": g.count,
+             "compile_ids": [{"label": brk.attempt, "page": brk.page} for _, brk in g.breaks]}
+            for g in groups
         ],
         recompiles=[
             {
-                "frame": f"{'!' + str(f.compiled_autograd_id) + '/' if f.compiled_autograd_id is not None else ''}{f.frame_id}",
+                "frame": f.frame,
                 "name": f.name,
-                "compiles": [{"label": label(k), "page": report.page_of(k)} for k in f.compiles],
-                "reasons": [{"label": label(k), "page": report.page_of(k), "reason": r} for k, r in f.reasons],
+                "compiles": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiles],
+                "reasons": [{"label": c.label, "page": c.pages[0][1], "reason": first_line(r)} for c, r in f.reasons],
                 "hit_limit": f.hit_limit,
             }
-            for f in questions.recompiles_per_frame(report)
+            for f in recompiled_frames(compiles)
         ],
-        slowest=[compile_row(c) for c in sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))[:10]],
+        slowest=[compile_row(c) for c in slowest(compiles)[:10]],
         unknown_kinds=sorted(report.unknown_kinds.items()),
         trie=trie_rows(report, report.trie),
         unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],
@@ -176,7 +181,7 @@ def index_context(report: Analysis) -> dict[str, Any]:
         export_mode=report.export_mode,
         provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
         export_rows=export_rows(report),
-        export=questions.export_verdict(report),
+        export=summary.export if summary.export is not None else export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
     )
     return context

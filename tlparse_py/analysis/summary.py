@@ -1,0 +1,445 @@
+"""What a report found, as typed plain data: one `CompileSummary` per compile, and the words built on them.
+
+This module is the one place where the report's words are defined (the README's glossary says the
+same in prose). Every view and command asks these objects, whether they were built from a log
+(`Analysis.summary()`) or loaded back from a report's `summary.json` (`load_summary`):
+
+- a *compile* is one frame compile (`[0/1]`) in one generation of its id, with all its attempts;
+- an *attempt* is one try at it: `[0/1]`, then `[0/1_1]` after Dynamo restarted its analysis;
+- a *restart* is Dynamo tracing the frame again within one compile (each extra attempt);
+- a *graph break* is a `dynamo_graph_break_reason` a compile logged; one (reason, user location)
+  counts once per compile, however often torch logged it;
+- a *recompile* is a compile of a frame that had compiled before (`[0/1]`, `[0/2]`, ...);
+- a *failure* is a compile whose metrics logged an exception (`fail_type`);
+- a *frame* is a compiled function: its frame id in one generation (an id reused after
+  `torch._dynamo.reset()` names another frame).
+
+Unknown values are None, never guessed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import CompileId
+
+# Status of a compile, as the stack trie colours it (summary.json `status`).
+STATUS_OK = "ok"
+STATUS_BREAK = "break"  # compiled, with restarts (graph breaks)
+STATUS_EMPTY = "empty"  # compiled to an empty graph
+STATUS_ERROR = "error"  # the compile failed
+STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
+STATUS_LABELS = {
+    STATUS_OK: "Success",
+    STATUS_BREAK: "Success with restart (e.g. graph break)",
+    STATUS_EMPTY: "Empty graph",
+    STATUS_ERROR: "Error",
+    STATUS_MISSING: "Metrics were missing",
+}
+CACHE_RESULTS = ("hit", "miss", "bypass")
+RECOMPILE_LIMIT = "recompile limit"  # in the failure reason of the compile that hit torch's recompile limit
+
+
+@dataclass(slots=True, frozen=True)
+class CompileTime:
+    forward: float | None  # entire_frame_compile_time_s: Dynamo, AOTAutograd and the forward compile
+    backward: float | None  # the lazy backward compile (bwd_compilation_metrics.inductor_compile_time_s)
+    total: float | None
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {"forward": self.forward, "backward": self.backward, "total": self.total}
+
+
+UNKNOWN_TIME = CompileTime(None, None, None)
+
+
+@dataclass(slots=True, frozen=True)
+class GraphBreak:
+    """One graph break of a compile: why, and the user code line where it happened."""
+
+    reason: str
+    user_location: str
+    explanation: str = ""  # the rest of torch's text (pages only; not in summary.json)
+    attempt: str = ""  # the attempt that logged it (`[0/0]`), and that attempt's page (pages only)
+    page: str | None = None
+    url: str = ""  # the artifact with the full text (pages only)
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """What makes two breaks the same break."""
+        return (self.reason, self.user_location)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "user_location": self.user_location}
+
+
+@dataclass(slots=True, frozen=True)
+class CacheLookup:
+    cache: str  # "fx_graph" / "aotautograd" / ...
+    result: str  # hit / miss / bypass
+    reason: str  # why it was bypassed, when it was
+
+    def to_dict(self) -> dict[str, str]:
+        return {"cache": self.cache, "result": self.result, "reason": self.reason}
+
+
+@dataclass(slots=True, frozen=True)
+class Failure:
+    type: str
+    reason: str | None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"type": self.type, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class CompileSummary:
+    """One compile: a frame compile (all its attempts) in one generation of its id."""
+
+    key: CompileId  # the frame compile (`[0/1]`, attempt 0)
+    id: str
+    url: str | None  # None: listed without a page (limits.PAGED_START_ONLY)
+    generation: int
+    attempts: list[str]  # the ids its attempts logged under: `[0/0]`, `[0/0_1]` after a restart
+    frame: str | None
+    user_location: str | None
+    status: str
+    compile_time_s: CompileTime
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    cache: list[CacheLookup] = field(default_factory=list)
+    graph_op_count: int | None = None
+    failure: Failure | None = None
+    headline: str = ""  # why it failed, restarted or recompiled, in one line (pages only)
+    pages: list[tuple[str, str | None]] = field(default_factory=list)  # (attempt id, its page) (pages only)
+
+    @property
+    def label(self) -> str:
+        """The id, and which reuse of it this is: `[0/0]`, `[0/0] #2` (after one reset())."""
+        return f"{self.id} #{self.generation + 1}" if self.generation else self.id
+
+    @property
+    def is_recompile(self) -> bool:
+        """A compile of a frame that had compiled before."""
+        return bool(self.key.frame_compile_id)
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    @property
+    def restarts(self) -> int:
+        """How many times Dynamo restarted its analysis of the frame in this compile."""
+        return max(len(self.attempts) - 1, 0)
+
+    @property
+    def frame_identity(self) -> tuple[int | None, int | None, int] | None:
+        """The compiled function: (compiled autograd id, frame id, generation); None when no frame id was logged."""
+        if self.key.frame_id is None:
+            return None
+        return (self.key.compiled_autograd_id, self.key.frame_id, self.generation)
+
+    @property
+    def hit_recompile_limit(self) -> bool:
+        return self.failure is not None and RECOMPILE_LIMIT in (self.failure.reason or "").lower()
+
+    def cache_count(self, result: str) -> int:
+        return sum(1 for lookup in self.cache if lookup.result == result)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What summary.json says of it. By hand, not `dataclasses.asdict`, whose deep copies cost
+        seconds and 100s of MB on logs with 100,000s of compiles."""
+        return {
+            "id": self.id,
+            "url": self.url,
+            "generation": self.generation,
+            "attempts": self.attempts,
+            "frame": self.frame,
+            "user_location": self.user_location,
+            "status": self.status,
+            "compile_time_s": self.compile_time_s.to_dict(),
+            "graph_breaks": [b.to_dict() for b in self.graph_breaks],
+            "recompile_reasons": self.recompile_reasons,
+            "cache": [c.to_dict() for c in self.cache],
+            "graph_op_count": self.graph_op_count,
+            "failure": self.failure.to_dict() if self.failure is not None else None,
+        }
+
+
+def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
+    """A compile's graph breaks, each (reason, user location) once: torch may log the same break
+    twice for one compile (pytorch/pytorch#153669), or again in a restart attempt."""
+    seen: set[tuple[str, str]] = set()
+    result = []
+    for brk in breaks:
+        if brk.identity not in seen:
+            seen.add(brk.identity)
+            result.append(brk)
+    return result
+
+
+@dataclass(slots=True)
+class GraphBreakGroup:
+    """One distinct graph break (reason, user location) across the run, and the compiles that broke there."""
+
+    reason: str
+    user_location: str
+    explanation: str
+    url: str  # one full text of it
+    breaks: list[tuple[CompileSummary, GraphBreak]] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.breaks)
+
+    @property
+    def compiles(self) -> list[CompileSummary]:
+        return [compile_ for compile_, _ in self.breaks]
+
+
+def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
+    """Distinct graph breaks, most frequent first (then by reason and location)."""
+    groups: dict[tuple[str, str], GraphBreakGroup] = {}
+    for compile_ in compiles:
+        for brk in compile_.graph_breaks:
+            group = groups.get(brk.identity)
+            if group is None:
+                group = groups[brk.identity] = GraphBreakGroup(brk.reason, brk.user_location, brk.explanation, brk.url)
+            group.breaks.append((compile_, brk))
+    return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.user_location))
+
+
+@dataclass(slots=True)
+class FrameRecompiles:
+    """A frame compiled more than once, with the guard failures that made it recompile."""
+
+    identity: tuple[int | None, int | None, int]
+    compiles: list[CompileSummary]
+
+    @property
+    def frame(self) -> str:
+        """The frame as compile ids write it: `0`, `!1/0`."""
+        ca, frame, _ = self.identity
+        return f"{'!' + str(ca) + '/' if ca is not None else ''}{frame}"
+
+    @property
+    def name(self) -> str:
+        return next((c.frame for c in self.compiles if c.frame), "")
+
+    @property
+    def reasons(self) -> list[tuple[CompileSummary, str]]:
+        return [(c, reason) for c in self.compiles for reason in c.recompile_reasons]
+
+    @property
+    def hit_limit(self) -> bool:
+        return any(c.hit_recompile_limit for c in self.compiles)
+
+
+def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
+    """Frames with a recompile, most compiles first (log order among equals)."""
+    frames: dict[tuple[int | None, int | None, int], list[CompileSummary]] = {}
+    for compile_ in compiles:
+        identity = compile_.frame_identity
+        if identity is not None:
+            frames.setdefault(identity, []).append(compile_)
+    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items() if any(c.is_recompile for c in cs)]
+    return sorted(found, key=lambda f: -len(f.compiles))
+
+
+def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
+    """Compiles with a known time, slowest first."""
+    timed = [c for c in compiles if c.compile_time_s.total is not None]
+    return sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))
+
+
+@dataclass(slots=True)
+class Summary:
+    """What one report (one process's logs) found: its compiles, and where they come from."""
+
+    compiles: list[CompileSummary]
+    inputs: list[dict[str, Any]] = field(default_factory=list)  # [{path, bytes, rank}]
+    torch_version: str | None = None
+    stats: dict[str, int] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)  # {torch_version, first_record, last_record, rank, tool}
+    export: dict[str, Any] | None = None
+    generator_version: str = ""
+
+    @property
+    def log_name(self) -> str:
+        path = str(self.inputs[0].get("path", "")) if self.inputs else ""
+        return path.replace("\\", "/").rsplit("/", 1)[-1] or "(no log)"
+
+
+@dataclass(slots=True)
+class RankEntry:
+    rank: int | None
+    folder: str
+    error: str | None
+    summary: Summary | None
+
+    @property
+    def name(self) -> str:
+        """How a rank is named to a reader: `rank 3`, or its folder when it has no rank."""
+        return f"rank {self.rank}" if self.rank is not None else self.folder
+
+
+@dataclass(slots=True)
+class RanksSummary:
+    """What a multi-rank report found: each rank's summary, and where the ranks diverge."""
+
+    ranks: list[RankEntry]
+    divergences: list[dict[str, Any]] = field(default_factory=list)  # {kind, compile_id, ranks, detail}
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    generator_version: str = ""
+
+    @property
+    def read(self) -> list[RankEntry]:
+        """The ranks that could be read."""
+        return [entry for entry in self.ranks if entry.summary is not None]
+
+
+# ------------------------------------------------------------------------------------------------
+# summary.json back into the same objects
+
+
+class SummaryError(ValueError):
+    """A summary.json that is not what tlparse-py writes; the message says which field."""
+
+
+def load_ranks(data: Any) -> RanksSummary:
+    """A multi-rank summary.json (parsed) as typed objects; SummaryError if it is not one."""
+    loaded = load_summary(data)
+    if not isinstance(loaded, RanksSummary):
+        raise SummaryError("it holds one report, not ranks")
+    return loaded
+
+
+def load_summary(data: Any) -> Summary | RanksSummary:
+    """A report's or a multi-rank landing's summary.json (parsed), as typed objects."""
+    if not isinstance(data, dict):
+        raise SummaryError("not a JSON object")
+    if not str(data.get("schema_version", "")).startswith("1."):
+        raise SummaryError("not a tlparse-py summary.json (schema 1.x)")
+    if isinstance(data.get("ranks"), list):
+        return _load_ranks(data)
+    if isinstance(data.get("compiles"), list):
+        return _load_report(data)
+    raise SummaryError("it holds neither compiles nor ranks")
+
+
+def _load_ranks(data: dict[str, Any]) -> RanksSummary:
+    entries = []
+    for i, entry in enumerate(data["ranks"]):
+        where = f"ranks[{i}]"
+        entry = _object(entry, where)
+        summary = entry.get("summary")
+        entries.append(RankEntry(
+            _int_or_none(entry.get("rank"), f"{where}.rank"),
+            _text(entry.get("folder"), f"{where}.folder"),
+            _text_or_none(entry.get("error"), f"{where}.error"),
+            _load_report(_object(summary, f"{where}.summary"), f"{where}.summary.") if summary is not None else None,
+        ))
+    divergences = [_object(d, f"divergences[{i}]") for i, d in enumerate(_list(data.get("divergences", []), "divergences"))]
+    return RanksSummary(entries, divergences, _inputs(data), _generator(data))
+
+
+def _load_report(data: dict[str, Any], where: str = "") -> Summary:
+    compiles = [_load_compile(_object(c, f"{where}compiles[{i}]"), f"{where}compiles[{i}]") for i, c in enumerate(_list(data.get("compiles"), f"{where}compiles"))]
+    stats = _object(data.get("stats", {}), f"{where}stats")
+    export = data.get("export")
+    return Summary(
+        compiles,
+        _inputs(data),
+        _text_or_none(data.get("torch_version"), f"{where}torch_version"),
+        {str(k): v for k, v in stats.items() if isinstance(v, int)},
+        _object(data.get("run", {}), f"{where}run"),
+        _object(export, f"{where}export") if export is not None else None,
+        _generator(data),
+    )
+
+
+def _load_compile(data: dict[str, Any], where: str) -> CompileSummary:
+    label = _text(data.get("id"), f"{where}.id")
+    key = CompileId.parse(label)
+    if key is None:
+        raise SummaryError(f"{where}.id: {label[:60]!r} is not a compile id")
+    times = _object(data.get("compile_time_s") or {}, f"{where}.compile_time_s")
+    failure = data.get("failure")
+    failure = _object(failure, f"{where}.failure") if failure is not None else None
+    return CompileSummary(
+        key=key.frame_key(),
+        id=sys.intern(label),
+        url=_text_or_none(data.get("url"), f"{where}.url"),
+        generation=_int_or_none(data.get("generation", 0), f"{where}.generation") or 0,
+        attempts=[_text(a, f"{where}.attempts") for a in _list(data.get("attempts", [label]), f"{where}.attempts")],
+        frame=_text_or_none(data.get("frame"), f"{where}.frame"),
+        user_location=_text_or_none(data.get("user_location"), f"{where}.user_location"),
+        status=_text(data.get("status", STATUS_MISSING), f"{where}.status"),
+        compile_time_s=CompileTime(*(_seconds(times.get(part), f"{where}.compile_time_s.{part}") for part in ("forward", "backward", "total"))),
+        graph_breaks=[
+            GraphBreak(_text(b.get("reason"), f"{where}.graph_breaks.reason"), _text(b.get("user_location"), f"{where}.graph_breaks.user_location"))
+            for b in (_object(b, f"{where}.graph_breaks") for b in _list(data.get("graph_breaks", []), f"{where}.graph_breaks"))
+        ],
+        recompile_reasons=[_text(r, f"{where}.recompile_reasons") for r in _list(data.get("recompile_reasons", []), f"{where}.recompile_reasons")],
+        cache=[
+            CacheLookup(_text(c.get("cache"), f"{where}.cache.cache"), _text(c.get("result"), f"{where}.cache.result"), _text(c.get("reason", ""), f"{where}.cache.reason"))
+            for c in (_object(c, f"{where}.cache") for c in _list(data.get("cache", []), f"{where}.cache"))
+        ],
+        graph_op_count=_int_or_none(data.get("graph_op_count"), f"{where}.graph_op_count"),
+        failure=Failure(_text(failure.get("type"), f"{where}.failure.type"), _text_or_none(failure.get("reason"), f"{where}.failure.reason")) if failure else None,
+        pages=[(label, _text_or_none(data.get("url"), f"{where}.url"))],
+    )
+
+
+def _inputs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [_object(i, "inputs") for i in _list(data.get("inputs", []), "inputs")]
+
+
+def _generator(data: dict[str, Any]) -> str:
+    generator = data.get("generator")
+    return str(generator.get("version", "")) if isinstance(generator, dict) else ""
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SummaryError(f"{where}: expected an object, found {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise SummaryError(f"{where}: expected a list, found {type(value).__name__}")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise SummaryError(f"{where}: expected text, found {type(value).__name__}")
+    return value
+
+
+def _text_or_none(value: Any, where: str) -> str | None:
+    return None if value is None else _text(value, where)
+
+
+def _int_or_none(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if type(value) is not int:
+        raise SummaryError(f"{where}: expected an integer, found {type(value).__name__}")
+    return value
+
+
+def _seconds(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise SummaryError(f"{where}: expected seconds (a number, at least 0)")
+    return value
+
+
+def summaries_of(ranks: Sequence[RankEntry]) -> list[Summary]:
+    return [entry.summary for entry in ranks if entry.summary is not None]
