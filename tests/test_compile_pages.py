@@ -14,6 +14,7 @@ from logs import cid, line, metrics, write_log
 from tlparse_py import kinds
 from tlparse_py.analysis import questions as summary
 from tlparse_py.analysis.summary import graph_break_groups, recompiled_frames
+from tlparse_py.paths import compile_page_url
 from tlparse_py.report.views import compile as compile_view
 
 SHOWN_KINDS = re.compile(
@@ -98,7 +99,7 @@ def test_every_graph_guard_code_and_reason_is_on_its_compile_page(report_of, sce
         if not shown:
             continue
         page_key = next(k for k in report.directory if str(k) == key)
-        page = (out / report.pages[page_key]).read_text()
+        page = (out / compile_page_url(page_key)).read_text()
         parser = _Ids()
         parser.feed(page)
         assert len(parser.ids) == len(set(parser.ids)), f"duplicate ids on {key}'s page"
@@ -209,7 +210,7 @@ def test_index_links_every_compile_from_table_and_trie(report_of):
     index = (out / "index.html").read_text()
     for key in report.directory:
         if summary.is_compile(key):
-            assert index.count(f'href="{report.pages[key]}"') >= 2, key  # table and files list (and trie)
+            assert index.count(f'href="{compile_page_url(key)}"') >= 2, key  # table and files list (and trie)
     assert json.loads((out / "compile_directory.json").read_text())  # still tlparse's schema
 
 
@@ -234,14 +235,14 @@ def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
     from tlparse_py import pipeline
 
     monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
-    original = compile_view.compile_context
+    original = compile_view.compile_page
 
-    def broken(report, keys, position, records, builder):
+    def broken(inputs, pages, position, records, builder):
         if position == 1:  # built by the forked child
             raise RuntimeError("boom")
-        return original(report, keys, position, records, builder)
+        return original(inputs, pages, position, records, builder)
 
-    monkeypatch.setattr(compile_view, "compile_context", broken)
+    monkeypatch.setattr(pipeline, "compile_page", broken)
     report = pipeline.write_report(fixture("graph_break"), tmp_path / "out")
     assert report.stats["fail_parser"] == 1
     assert [d.problem for d in report.diagnostics.kept] == ["could not build the page of [-/-]"]

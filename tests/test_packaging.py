@@ -16,7 +16,7 @@ ROOT = HERE.parent
 
 
 def test_every_template_the_code_names_exists():
-    sources = "".join(p.read_text() for p in (ROOT / "tlparse_py").glob("*.py"))
+    sources = "".join(p.read_text() for p in (ROOT / "tlparse_py").rglob("*.py"))
     import re
 
     used = set(re.findall(r'"([a-z_]+\.html\.j2)"', sources))

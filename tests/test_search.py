@@ -21,6 +21,7 @@ from tlparse_py.pipeline import (
     source_of,
     write_report,
 )
+from tlparse_py.report.views.sections import PageBuilder
 from tlparse_py.report.writer import FolderWriter
 
 LOG = next((TRACES / "graph_break").glob("dedicated_log*"))
@@ -65,7 +66,9 @@ def read_pipeline(tmp_path_factory):
 
 
 def build(pipeline: Pipeline, **caps) -> list[tuple[str, bytes]]:
-    return search.build_index(pipeline.analysis, pipeline.spool.records, pipeline.payloads.get, None, **caps)
+    # no inline budget: every text a compile page can show inline is shown there
+    builder = PageBuilder(pipeline.payloads.get, pipeline.highlighter, inline_budget=float("inf"))
+    return search.build_index(pipeline.analysis, pipeline.spool.records, pipeline.payloads.get, builder, **caps)
 
 
 def test_index_is_valid_script_and_covers_everything_under_the_cap(read_pipeline, tmp_path):

@@ -19,6 +19,7 @@ from .analysis.kinds import (
     Output,
     ParseContext,
     Step,
+    Symbol,
     declare,
     describe,
     kind,
@@ -34,6 +35,6 @@ from .analysis.kinds import (
 
 __all__ = [
     "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "REFORMAT", "SECTIONS", "Kind", "Output",
-    "ParseContext", "Step", "declare", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
+    "ParseContext", "Step", "Symbol", "declare", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
     "payload_name", "title_of", "undeclare", "with_lang",
 ]

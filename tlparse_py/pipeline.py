@@ -10,55 +10,33 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from .analysis import kinds
-from .report import provenance
 from .analysis.compiles import Analysis, summary_dict
-from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
-from .report.jobs import Job, PageJobs, private_reader
 from .analysis.kinds import LINK, PAYLOAD, REFORMAT, ParseContext
-from .limits import PAGED_START_ONLY, Limits
-from .report.markdown import summary_markdown
-from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
-from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
-from .paths import compile_page_url, provenance_page_url
-from .report.highlight import Highlighter, highlight_workers
-from .report.render import STATIC_DIR, render
-from .report.search import build_index
-from .analysis.stacks import frames_from_json
-from .report.views import compile as compile_view
-from .report.views import index as index_view
-from .report.views.common import base_context, label
-from .report.views.sections import PageBuilder, shown_as
-from .analysis.store import InputInfo
 from .analysis.questions import pageless_keys
+from .analysis.stacks import frames_from_json
+from .analysis.store import InputInfo
+from .limits import PAGED_START_ONLY
+from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
+from .options import Options
+from .paths import provenance_page_url
+from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
+from .report.highlight import Highlighter, highlight_workers
+from .report.jobs import Job, PageJobs, private_reader
+from .report.markdown import summary_markdown
+from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
+from .report.render import STATIC_DIR, render_page
+from .report.search import build_index
+from .report.views.common import Inputs, Page, label
+from .report.views.compile import PageRef, compile_page, page_refs
+from .report.views.index import failures_page, index_page
+from .report.views.pages import PAGE_VIEWS, Builder, provenance_page
+from .report.views.sections import PageBuilder, shown_as
 from .report.writer import FolderWriter, NullWriter, ReportWriter
-
-
-@dataclass
-class Options:
-    plain_text: bool = False
-    custom_header_html: str = ""
-    export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)
-    provenance: bool = False  # -i: a provenance-tracking highlighter page per compile id
-    highlight_mb: float = 0.0  # text highlighted with Pygments per report; the rest is coloured by the page's script
-    inline_mb: float = 8.0  # text shown inline on compile-id pages per report; the rest is linked
-    workers: int | None = None  # highlighting processes beside the reader (None: by input size and cores)
-    limits: Limits = field(default_factory=Limits)  # bounds on lines, gunzip and raw.log (limits.py)
-    source_url: str = ""  # --source-url: a link template for user code ({path}, optionally {line})
-    source_root: str = ""  # --source-root: stripped from logged file names to make {path}
-    search_mb: float = 20.0  # the search index, at most (search.py); past it the search box says what it covers
-    # compile fingerprints (normalised graphs and code, input shapes): only the multi-rank comparison
-    # reads them, and hashing every graph is a good part of reading a big log, so it asks for them
-    fingerprints: bool = False
-    # a big log is scanned in a forked child beside the reading (reader.py); off where every core
-    # already reads a log of its own (the rank builds of --all-ranks-html)
-    scanning_child: bool = True
 
 
 # The record kinds of every compile id that logged nothing but its dynamo_start so far, shared (a
@@ -82,7 +60,8 @@ class Pipeline:
         self.raw = RawJsonl(writer.scratch(), self.ctx.problem)
         self.chromium = ChromiumEvents(writer.open("chromium_events.json"), analysis, self.ctx.problem)
         self.ctx.on_chromium_event = self.chromium.add
-        self.jobs = PageJobs(analysis, writer, self.label)
+        self.inputs = Inputs(analysis, options, self.outputs.global_files)  # what the views read, once reading is done
+        self.jobs = PageJobs(self.inputs, writer, self.label)
 
     # -- per record --------------------------------------------------------------------------
 
@@ -177,22 +156,22 @@ class Pipeline:
         # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (README, "Limits")
         self.analysis.pageless = pageless_keys(self.analysis, PAGED_START_ONLY)
         keys = [key for key in self.analysis.directory if key not in self.analysis.pageless]
-        for key in keys:
-            self.analysis.pages[key] = compile_page_url(key)
         builder = PageBuilder(self.payloads.get, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
         builder.plan_inline(keys, self.spool.records)
         self.highlighter.drain()
+        self.analysis.compiles()  # every page asks: once, before the page builder forks
         self.jobs.on_fork = [self._private_handles]
         # the search index is built beside the pages (first thing in the forked page builder, if forked)
-        problem = self.jobs.run(self._code_page_jobs() + self._compile_page_jobs(compile_view.page_refs(self.analysis), builder),
+        build = Builder(self.inputs, self.payloads.get, self.highlighter)
+        problem = self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(page_refs(self.analysis), builder),
                                 beside=lambda: self._write_search_index(builder))
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
             self.analysis.stats.add("fail_parser")
             self.analysis.diagnostics.add(self.label, 0, "could not build the search index", problem, HINTS["fail_parser"])
         if self.options.provenance:
-            self._write_provenance_pages(keys)
-        self.writer.write("failures_and_restarts.html", render("failures.html.j2", index_view.failures_context(self.analysis)))
-        self.writer.write("index.html", render("index.html.j2", index_view.index_context(self.analysis)))
+            self._write_provenance_pages(keys, build)
+        self.writer.write("failures_and_restarts.html", render_page(failures_page(self.inputs)))
+        self.writer.write("index.html", render_page(index_page(self.inputs)))
         summary = self.analysis.summary()
         self.writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
         self.writer.write("summary.md", summary_markdown(summary).encode("utf-8"))
@@ -205,7 +184,7 @@ class Pipeline:
         why the index could not be built, if it could not, for the parent to note.
         """
         try:
-            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder.inline, total_bytes=int(self.options.search_mb * 1e6))
+            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder, total_bytes=int(self.options.search_mb * 1e6))
         except OSError:
             raise
         except Exception as exc:
@@ -217,48 +196,44 @@ class Pipeline:
     def _private_handles(self) -> None:
         """In a forked child: own read handles on the spool files (a file offset is shared across fork)."""
         self.spool.handle = private_reader(self.spool.handle)
+        self.outputs.pending.handle = private_reader(self.outputs.pending.handle)
         self.highlighter.spool = private_reader(self.highlighter.spool)
         self.highlighter.store = False
 
-    def _code_page_jobs(self) -> list[Job]:
-        """Code pages, to render now that their highlighting has run alongside the reading."""
+    def _pending_page_jobs(self, build: Builder) -> list[Job]:
+        """The pages kinds asked for while the log was read (code, metrics, guards...), built now."""
+        pending = self.outputs.pending
 
-        def job(url: str, template: str, context: dict[str, Any], raw: str, lang: str) -> Job:
-            def render_page() -> None:
-                text = (self.payloads.get(raw) or b"").decode("utf-8", "replace")
-                lines = self.highlighter.lines(text, lang)
-                # not into `context`: the job list holds it until every page is written
-                self.jobs.page(url, url, template, lambda: {**context, "lines": lines})
+        def job(index: int) -> Job:
+            def make() -> Page:
+                page = pending.get(index)
+                return PAGE_VIEWS[page.view](build, page)
 
-            return render_page
+            return lambda: self.jobs.page(pending.get(index).url, pending.get(index).url, make)
 
-        jobs = [job(*item) for item in self.outputs.deferred]
-        self.outputs.deferred.clear()
-        return jobs
+        return [job(index) for index in range(len(pending))]
 
-    def _compile_page_jobs(self, pages: list[compile_view.PageRef], builder: PageBuilder) -> list[Job]:
-        def job(position: int, page: compile_view.PageRef) -> Job:
-            def context() -> dict[str, Any]:
-                return compile_view.compile_context(self.analysis, pages, position, self.spool.records(page.key), builder)
+    def _compile_page_jobs(self, pages: list[PageRef], builder: PageBuilder) -> list[Job]:
+        def job(position: int, page: PageRef) -> Job:
+            def make() -> Page:
+                return compile_page(self.inputs, pages, position, self.spool.records(page.key), builder)
 
-            return lambda: self.jobs.page(page.url, page.label, "compile.html.j2", context)
+            return lambda: self.jobs.page(page.url, page.label, make)
 
         return [job(position, page) for position, page in enumerate(pages)]
 
-    def _write_provenance_pages(self, keys: list[CompileId | None]) -> None:
+    def _write_provenance_pages(self, keys: list[CompileId | None], build: Builder) -> None:
         """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
         for key in keys:
             url = provenance_page_url(key)
             try:
-                context = provenance.page_context(self.analysis.directory[key], self.payloads.get)
-                context.update(base_context(self.analysis, f"Provenance {label(key)}"))
-                context.update(compile_id=key, compile_page=compile_page_url(key))
-                self.analysis.provenance_pages.append((key, url, context["has_data"]))
-                self.writer.write(url, render("provenance.html.j2", context))
+                page = provenance_page(build, key)
+                self.inputs.provenance_pages.append((key, url, page.has_data))
+                self.writer.write(url, render_page(page))
             except OSError:
                 raise
             except Exception as exc:
-                self.analysis.provenance_pages.append((key, url, False))
+                self.inputs.provenance_pages.append((key, url, False))
                 self.jobs.failed(url, f"provenance of {label(key)}", exc)
 
 
@@ -303,11 +278,7 @@ def new_analysis(source: InputInfo, options: Options, echo: Callable[[Diagnostic
         stats=Stats(),
         diagnostics=DiagnosticLog(echo=echo),
         strings=StringTable(),
-        plain_text=options.plain_text,
-        custom_header_html=options.custom_header_html,
-        source_url=options.source_url,
-        source_root=options.source_root,
-        export_mode=options.export,
+        settings=options,
     )
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._version import __version__
+from ..options import Options
 from ..model import CompileId, display_key
 from . import questions
 from .store import LoggedBreak, MetricsEntry, Store
@@ -23,8 +25,14 @@ from .totals import Value, nested, totals_of
 SCHEMA_VERSION = "1.1"  # bump the major part whenever a field changes meaning, the minor when fields are added
 
 
+@dataclass
 class Analysis(Store):
-    """The typed analysis of one log (or of one process's logs read together)."""
+    """The typed analysis of one log (or of one process's logs read together).
+
+    `settings` is how the log was read, not a fact of it: export mode (-e) numbers other files and
+    asks for an export verdict."""
+
+    settings: Options = field(default_factory=Options)
 
     def compiles(self) -> list[CompileSummary]:
         """One entry per compile, in log order: a frame compile with all its attempts (Dynamo restarts
@@ -48,6 +56,15 @@ class Analysis(Store):
         ]
         self.__dict__["_compiles_memo"] = (stamp, compiles)
         return list(compiles)
+
+    def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
+        """The compile a compile id (any attempt) names in one generation; None when it names none."""
+        stamp = (self.records, len(self.directory), len(self.metrics), len(self.pageless))
+        index = self.__dict__.get("_compile_index")
+        if index is None or index[0] != stamp:
+            index = self.__dict__["_compile_index"] = (stamp, {(c.key, c.generation): c for c in self.compiles()})
+        found: CompileSummary | None = index[1].get((key.frame_key(), generation))
+        return found
 
     def _compile(self, frame: CompileId, attempts: list[CompileId], generation: int) -> CompileSummary:
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
@@ -131,7 +148,7 @@ class Analysis(Store):
             self.torch_version,
             dict(self.stats.counts),
             self.run_context(),
-            questions.export_verdict(self) if self.export_mode or questions.export_error(self) is not None else None,
+            questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None else None,
             __version__,
         )
 

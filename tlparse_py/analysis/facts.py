@@ -384,3 +384,53 @@ def note_input(fingerprint: Any, kind: str, meta: dict[str, Any]) -> None:
             if item["key"] == key:
                 item["source"] = item["source"] or meta["source"]
                 break
+
+
+# ------------------------------------------------------------------------------------------------
+# JSON as tlparse reads it
+
+NOT_JSON = object()
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # paired escapes decode to one character; lone ones stay
+SERDE_DEPTH_LIMIT = 128  # serde_json's recursion limit: 127 nested arrays/objects parse, 128 do not
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    value = int(text)
+    if abs(value) >= 1 << 64 and float(text) in (float("inf"), float("-inf")):  # serde falls back to f64
+        raise ValueError("number out of range")
+    return value
+
+
+def strict_json(text: str) -> Any:
+    """`text` parsed as serde_json (tlparse) parses it, or NOT_JSON where serde_json would refuse it.
+
+    Beyond the standard library's rules serde_json refuses NaN/Infinity, numbers beyond f64, lone
+    UTF-16 surrogates in `\\u` escapes, and nesting 128 deep.
+    """
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_finite_int)
+    except (ValueError, RecursionError, OverflowError):
+        return NOT_JSON
+    work: list[tuple[Any, int]] = [(value, 1)]
+    while work:
+        item, depth = work.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return NOT_JSON
+        elif isinstance(item, (dict, list)):
+            if depth >= SERDE_DEPTH_LIMIT:
+                return NOT_JSON
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            work.extend((child, depth + 1) for child in children)
+    return value

@@ -250,6 +250,7 @@ class Agreement:
     digest: str
     line: str  # its first line
     url: str
+    role: str = ""  # its kind's `collective`: "local_state", "sync_decision", "spmd_mismatch"
 
 
 @dataclass(slots=True)
@@ -485,11 +486,6 @@ class Store(Questions):
     stats: Stats
     diagnostics: DiagnosticLog
     strings: StringTable
-    plain_text: bool = False
-    custom_header_html: str = ""
-    source_url: str = ""  # --source-url: user-code locations link there ({path}, {line})
-    source_root: str = ""  # --source-root: stripped from file names to make {path}
-    export_mode: bool = False
     rank: int | None = None
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
@@ -518,11 +514,8 @@ class Store(Questions):
     phase_trees: SpanTotals = field(init=False)
     chromium_events: int = 0
     records: int = 0
-    pages: dict[CompileId | None, str] = field(default_factory=dict)  # compile id → its page
     # compile ids listed without a page: nothing but a dynamo_start, beyond limits.PAGED_START_ONLY of them
     pageless: set[CompileId | None] = field(default_factory=set)
-    global_files: set[str] = field(default_factory=set)  # dump_file pages written so far
-    provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
     # compile id → its current generation; ids whose compile finished (metrics logged) in it
     generations: dict[CompileId, int] = field(default_factory=dict)
     finished: set[CompileId] = field(default_factory=set)

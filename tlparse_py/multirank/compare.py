@@ -239,9 +239,10 @@ def analyze_execution_order(
     return rows
 
 
-LOCAL_STATE = "compiler_collective"  # each rank's own state BEFORE the exchange: differs by design
-SYNC_DECISION = "aot_joint_graph_sync_decision_cross_ranks"
-SPMD_MISMATCH = "inductor_spmd_graph_mismatch"
+# what an artifact is to the comparison: its kind's `collective` role (kinds/builtin.py)
+LOCAL_STATE = "local_state"  # each rank's own state BEFORE the exchange: differs by design
+SYNC_DECISION = "sync_decision"
+SPMD_MISMATCH = "spmd_mismatch"
 
 
 def agreement_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
@@ -255,9 +256,9 @@ def agreement_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     by_key: dict[tuple[str, str], dict[int, tuple[str, str, str]]] = {}
     for r in ranks:
         for a in r.distributed.agreements:
-            if a.name in (LOCAL_STATE, SPMD_MISMATCH):
+            if a.role in (LOCAL_STATE, SPMD_MISMATCH):
                 continue
-            decision = (sync_decision(a.line) if a.name == SYNC_DECISION else None) or a.digest
+            decision = (sync_decision(a.line) if a.role == SYNC_DECISION else None) or a.digest
             by_key.setdefault((a.compile_id, a.name), {})[r.rank] = (decision, a.line, f"{r.folder}/{a.url}")
     rows = []
     for (label, name), per_rank in by_key.items():
@@ -290,7 +291,7 @@ def spmd_mismatches(ranks: list[RankResult]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for r in ranks:
         for a in r.distributed.agreements:
-            if a.name == SPMD_MISMATCH:
+            if a.role == SPMD_MISMATCH:
                 row = rows.setdefault(a.compile_id, {"compile_id": a.compile_id, "ranks": [], "line": a.line, "url": f"{r.folder}/{a.url}"})
                 if r.rank not in row["ranks"]:
                     row["ranks"].append(r.rank)
@@ -383,7 +384,7 @@ def compiler_collectives(ranks: list[RankResult], content: list[dict[str, Any]])
     frames: dict[str, dict[int, list[str]]] = {}
     for r in ranks:
         for a in r.distributed.agreements:
-            if a.name == LOCAL_STATE:
+            if a.role == LOCAL_STATE:
                 frame = frame_of(a.compile_id)
                 frames.setdefault(frame, {}).setdefault(r.rank, []).append(a.digest)
     diverging = {frame_of(row["compile_id"]) for row in content}
@@ -408,8 +409,8 @@ def compiler_collectives(ranks: list[RankResult], content: list[dict[str, Any]])
 
 def frame_of(label: str) -> str:
     """`[0/0_1]` → `[0/0]` (a display label without its attempt)."""
-    head, sep, tail = label.rpartition("_")
-    return f"{head}]" if sep and tail.rstrip("]").isdigit() and head.startswith("[") else label
+    key = CompileId.parse(label)
+    return str(key.frame_key()) if key is not None else label
 
 
 @dataclass

@@ -13,30 +13,39 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..model import HINTS
-from .render import render
-from ..analysis.store import Store
-from .views.common import base_context
+from .render import Model, render_page
+from .views.common import Inputs, Page, page_base
 from .writer import FolderWriter
 
 PARALLEL_PAGES = 200  # below this many pages, a second process costs more than it saves
 Job = Callable[[], None]
 
 
+@dataclass(kw_only=True, slots=True)
+class ErrorPage(Page):
+    """In place of a page that could not be built: what it was, and why."""
+
+    template: ClassVar[str] = "page_error.html.j2"
+    what: str
+    detail: str
+
+
 class PageJobs:
-    def __init__(self, analysis: Store, writer: FolderWriter, label: str):
-        self.analysis = analysis
+    def __init__(self, inputs: Inputs, writer: FolderWriter, label: str):
+        self.inputs = inputs
         self.writer = writer
         self.label = label  # the log's name, for diagnostics
         self.child_failures: list[tuple[str, str, str]] | None = None  # set in a forked child
         self.on_fork: list[Callable[[], None]] = []  # what a child must do first (private file handles)
 
-    def page(self, url: str, what: str, template: str, make_context: Callable[[], dict[str, Any]]) -> None:
-        """Render and write one page; one that cannot be built is replaced by a page saying why."""
+    def page(self, url: str, what: str, make_model: Callable[[], Model]) -> None:
+        """Build, render and write one page; one that cannot be built is replaced by a page saying why."""
         try:
-            self.writer.write(url, render(template, make_context()))
+            self.writer.write(url, render_page(make_model()))
         except OSError:
             raise
         except Exception as exc:  # a page that cannot be built must not cost the report
@@ -49,13 +58,12 @@ class PageJobs:
             self.child_failures.append((url, what, detail))
         else:
             self._count(what, detail)
-        context = base_context(self.analysis, f"Page of {what}", root="../" * url.count("/"))
-        context.update(what=what, detail=detail)
-        self.writer.write(url, render("page_error.html.j2", context))
+        page = ErrorPage(**page_base(self.inputs, f"Page of {what}", root="../" * url.count("/")), what=what, detail=detail)
+        self.writer.write(url, render_page(page))
 
     def _count(self, what: str, detail: str) -> None:
-        self.analysis.stats.add("fail_parser")
-        self.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
+        self.inputs.analysis.stats.add("fail_parser")
+        self.inputs.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
     def run(self, jobs: list[Job], beside: Callable[[], str | None] | None = None) -> str | None:
         """Run the jobs, every other one in a forked child when there are enough of them; the child

@@ -1,36 +1,37 @@
 """Numbered outputs, named as tlparse names them, and the files every report holds besides its pages.
 
-`Outputs.emit` gives an output its global number and file name (tlparse 0.4.3 parity), lists it in
-the compile directory, and writes it (pages through `views.pages.PAGE_VIEWS`). The payload store
-keeps each distinct payload once under `payloads/`. `RecordSpool` keeps typed per-record summaries
-for the compile pages; `RawJsonl` writes raw.jsonl; `compile_directory_json` the directory.
+`Outputs.emit` gives an output its global number and file name (tlparse 0.4.3 parity) and lists it
+in the compile directory while the log is read; a payload is written at once, a page is noted in
+the `PageSpool` and built once the analysis is complete (`views.pages.PAGE_VIEWS`). The payload
+store keeps each distinct payload once under `payloads/`. `RecordSpool` keeps typed per-record
+summaries for the compile pages; `RawJsonl` writes raw.jsonl; `compile_directory_json` the directory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 import shutil
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import orjson
 
+from ..analysis.facts import NOT_JSON, strict_json
 from ..analysis.kinds import GLOBAL, LINK, PAYLOAD, REFORMAT, Output, ParseContext
-from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
-from ..paths import compile_page_url, numbered, safe_relpath
-from .highlight import Highlighter
-from .render import render
 from ..analysis.store import Store
-from .views import pages
+from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
+from ..paths import numbered, safe_relpath
+from .highlight import Highlighter
+from .views.pages import PendingPage
 from .writer import FolderWriter
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
 RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
 STACK_TRACES_PREFIX = "inductor_provenance_tracking_kernel_stack_traces"
-DeferredPage = tuple[str, str, dict[str, Any], str, str]  # (url, template, context, payload path, language)
 
 
 def payload_path(record: Record) -> str:
@@ -39,53 +40,6 @@ def payload_path(record: Record) -> str:
     if md5 is None:
         md5 = hashlib.md5(record.payload or b"").hexdigest()
     return f"payloads/{md5}.txt"
-
-
-NOT_JSON = object()
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # paired escapes decode to one character; lone ones stay
-SERDE_DEPTH_LIMIT = 128  # serde_json's recursion limit: 127 nested arrays/objects parse, 128 do not
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError("number out of range")
-    return value
-
-
-def _finite_int(text: str) -> int:
-    value = int(text)
-    if abs(value) >= 1 << 64 and float(text) in (float("inf"), float("-inf")):  # serde falls back to f64
-        raise ValueError("number out of range")
-    return value
-
-
-def strict_json(text: str) -> Any:
-    """`text` parsed as serde_json (tlparse) parses it, or NOT_JSON where serde_json would refuse it.
-
-    Beyond the standard library's rules serde_json refuses NaN/Infinity, numbers beyond f64, lone
-    UTF-16 surrogates in `\\u` escapes, and nesting 128 deep.
-    """
-    try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_finite_int)
-    except (ValueError, RecursionError, OverflowError):
-        return NOT_JSON
-    work: list[tuple[Any, int]] = [(value, 1)]
-    while work:
-        item, depth = work.pop()
-        if isinstance(item, str):
-            if LONE_SURROGATE.search(item):
-                return NOT_JSON
-        elif isinstance(item, (dict, list)):
-            if depth >= SERDE_DEPTH_LIMIT:
-                return NOT_JSON
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-            work.extend((child, depth + 1) for child in children)
-    return value
 
 
 class PayloadStore:
@@ -106,8 +60,35 @@ class PayloadStore:
         return self.writer.read(path)
 
 
+class PageSpool:
+    """Pages asked for while reading, kept in a temporary file until the analysis is complete: a log
+    may ask for 100,000s, each with its record's metadata."""
+
+    def __init__(self, handle: IO[bytes]):
+        self.handle = handle
+        self.where = array("Q")  # (offset, size) of each page, flattened
+
+    def add(self, page: PendingPage) -> None:
+        data = pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
+        self.handle.seek(0, 2)
+        self.where.extend((self.handle.tell(), len(data)))
+        self.handle.write(data)
+
+    def __len__(self) -> int:
+        return len(self.where) // 2
+
+    def get(self, index: int) -> PendingPage:
+        offset, size = self.where[2 * index], self.where[2 * index + 1]
+        self.handle.seek(offset)
+        page: PendingPage = pickle.loads(self.handle.read(size))
+        return page
+
+    def __iter__(self) -> Iterator[PendingPage]:
+        return (self.get(i) for i in range(len(self)))
+
+
 class Outputs:
-    """Numbers, names, renders and writes the outputs parsers ask for."""
+    """Numbers and names the outputs parsers ask for; writes payloads, notes pages for later."""
 
     def __init__(self, analysis: Store, writer: FolderWriter, ctx: ParseContext, highlighter: Highlighter):
         self.analysis = analysis
@@ -115,7 +96,8 @@ class Outputs:
         self.ctx = ctx
         self.highlighter = highlighter
         self.counter = 0
-        self.deferred: list[DeferredPage] = []  # code pages, rendered once their highlighting has run
+        self.pending = PageSpool(writer.scratch())  # pages, built once the analysis is complete
+        self.global_files: set[str] = set()  # pages written at fixed paths (dump_file sources)
         self.pages = True  # False: number and list outputs, write nothing (analysis only)
 
     def next_number(self) -> int:
@@ -124,7 +106,7 @@ class Outputs:
         return number
 
     def emit(self, output: Output, record: Record, key: CompileId | None, folder: str) -> str:
-        """Number one output, render/write it, list it in the directory; return its url."""
+        """Number one output, write it (or note its page), list it in the directory; return its url."""
         number = self.ctx.number = self.next_number()
         entries = self.analysis.directory[key]
         if output.kind == LINK:
@@ -139,9 +121,8 @@ class Outputs:
         if artifact.name.startswith(STACK_TRACES_PREFIX) and artifact.name.endswith(".json"):
             # tlparse gives the readable companion its own number, but only when the payload is JSON
             artifact.readable_url = self._stack_traces_companion(record, url)
-        content = self._content(output, record, url) if self.pages else None
-        if content is not None:
-            self.writer.write(url, content)
+        if self.pages:
+            self._write(output, record, url)
         entries.append(artifact)
         if output.on_written is not None:
             output.on_written(url)
@@ -151,36 +132,27 @@ class Outputs:
         if output.kind != GLOBAL:
             return f"{folder}/{numbered(output.name, number)}"
         url = safe_relpath(output.name)
-        if url in self.analysis.global_files:  # tlparse overwrites the first one; keep both
+        if url in self.global_files:  # tlparse overwrites the first one; keep both
             url = numbered(url, number)
-        self.analysis.global_files.add(url)
+        self.global_files.add(url)
         return url
 
-    def _content(self, output: Output, record: Record, url: str) -> bytes | str | None:
+    def _write(self, output: Output, record: Record, url: str) -> None:
         payload = record.payload or b""
         if output.kind == PAYLOAD:
-            return payload
-        if output.kind == REFORMAT:
+            self.writer.write(url, payload)
+        elif output.kind == REFORMAT:
             assert output.reformat is not None
-            return output.reformat(payload)
-        template, make_context = pages.PAGE_VIEWS[output.view]
-        context = make_context(self.analysis, record, output.data or {})
-        self._page_defaults(context, record, url)
-        if output.view == "code":  # rendered at the end, once its highlighting has run beside the reading
-            self.highlighter.request(record.payload_text(), context["lang"])
-            context["raw_url"] = payload_path(record)
-            self.deferred.append((url, template, context, payload_path(record), context["lang"]))
-            return None
-        return render(template, context)
+            self.writer.write(url, output.reformat(payload))
+        else:
+            data = output.data or {}
+            if output.view == "code":  # highlighted beside the reading, rendered at the end
+                self.highlighter.request(record.payload_text(), data["lang"])
+            self._pend(url, output.view, data, record)
 
-    def _page_defaults(self, context: dict[str, Any], record: Record, url: str) -> None:
-        context.setdefault("root", "../" * url.count("/"))
-        context.setdefault("source", self.analysis.source)
-        context.setdefault("title", self.ctx.current_kind)
-        context.setdefault("compile_id", record.compile_id)
-        context.setdefault("kind", self.ctx.current_kind)
-        context.setdefault("lineno", record.lineno)
-        context.setdefault("compile_page", compile_page_url(record.compile_id))
+    def _pend(self, url: str, view: str, data: dict[str, Any], record: Record) -> None:
+        payload = payload_path(record) if record.payload is not None else None
+        self.pending.add(PendingPage(url, view, data, record.compile_id, self.ctx.current_kind, record.lineno, payload))
 
     def _stack_traces_companion(self, record: Record, url: str) -> str:
         """The `*_readable.html` page of a kernel-stack-traces JSON; its url, or "" when there is none.
@@ -196,9 +168,7 @@ class Outputs:
         self.next_number()
         readable = url[: -len(".json")] + "_readable.html"
         if self.pages:
-            context = pages.stack_traces_context(traces if isinstance(traces, dict) else {})
-            self._page_defaults(context, record, readable)
-            self.writer.write(readable, render("stack_traces.html.j2", context))
+            self._pend(readable, "stack_traces", {"traces": traces if isinstance(traces, dict) else {}}, record)
         return readable
 
 

@@ -11,18 +11,11 @@ import json
 import re
 from typing import Any
 
+from ..analysis.kinds.registry import provenance_inputs
 from .render import script_json
 
 _XNUMEL_DECLARATION = re.compile(r"^\s*\w+\s+.*_xnumel(?:_\d+)?\s*=")
 
-# Which artifact feeds which pane: the first name present wins (newer torch names first).
-INPUTS = {
-    "pre": ("before_pre_grad_graph", "inductor_pre_grad_graph"),
-    "post": ("after_post_grad_graph", "inductor_post_grad_graph"),
-    "python": ("inductor_output_code",),
-    "cpp": ("inductor_aot_wrapper_code",),
-    "mappings": ("inductor_provenance_tracking_node_mappings",),
-}
 
 
 def node_lines(graph: str) -> dict[str, int]:
@@ -156,7 +149,8 @@ def line_mappings(pre: str, post: str, python_code: str, cpp_code: str, node_map
 def find_inputs(artifacts: list[Any]) -> dict[str, Any]:
     """The artifact feeding each pane: the last one logged whose name starts with a known name."""
     chosen: dict[str, Any] = {}
-    for pane, names in INPUTS.items():
+    # which artifact feeds which pane is declared by the kinds; the first name present wins
+    for pane, names in provenance_inputs().items():
         for name in names:
             match = next((a for a in reversed(artifacts) if not a.is_link and a.name.startswith(name)), None)
             if match is not None:

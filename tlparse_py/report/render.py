@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 from urllib.parse import quote, urlsplit
 
 import jinja2
@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from . import cache
 from .._version import __version__
+from ..analysis.summary import STATUS_LABELS
 from ..units import format_seconds
 from .highlight import LANGUAGES, Lines
 
@@ -101,6 +102,8 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.globals["version"] = __version__
+    env.globals["plural"] = plural
+    env.globals["status_labels"] = STATUS_LABELS
     env.filters["safe_href"] = safe_href
     env.filters["seconds"] = format_seconds
     env.globals["code_html"] = code_html
@@ -110,6 +113,22 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
 
 def render(template: str, context: dict[str, Any]) -> str:
     return environment().get_template(template).render(**context)
+
+
+class Model(Protocol):
+    """A page's view model: its template, and the variables the template reads."""
+
+    template: ClassVar[str]
+
+    def context(self) -> dict[str, Any]: ...
+
+
+def render_page(page: Model) -> str:
+    return render(page.template, page.context())
+
+
+def plural(count: int, word: str) -> str:
+    return f"{word}" if count == 1 else f"{word}s"
 
 
 def template_names() -> list[str]:

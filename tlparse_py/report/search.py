@@ -1,7 +1,8 @@
 """The report's search index: what the search box of every page looks through.
 
-Built once, at the end of the reading pass, from the analysis and the spooled record summaries (the
-payload texts read back through the payload store); pure: `build_index` returns the files, the
+Built once the analysis is complete, from the same compile-page outlines the pages are built from
+(`views.compile.compile_outline`: anchors, headings and inline decisions are made there, once), the
+payload texts read back through the payload store; pure: `build_index` returns the files, the
 pipeline writes them. Pages load it from script files, not JSON (a `file://` page may not fetch):
 
 - `static/search-index.js`, the manifest, read by every page: which shards exist, how many
@@ -32,11 +33,11 @@ from typing import Any
 
 import orjson
 
-from ..analysis.compiles import Analysis, CompileSummary
-from ..model import CompileId, RecordSummary
+from ..analysis.compiles import Analysis
 from ..analysis.summary import STATUS_LABELS
-from .views import compile as compile_view
-from .views.sections import INLINE_LIMIT, shown_as, titled
+from ..model import CompileId, RecordSummary
+from .views.compile import CompileOutline, compile_outline, page_refs
+from .views.sections import PageBuilder
 
 MANIFEST = "static/search-index.js"
 SHARD = "static/search/index-{}.js"
@@ -105,7 +106,7 @@ def build_index(
     analysis: Analysis,
     records_of: RecordsOf,
     read: Reader,
-    inline: set[tuple[CompileId | None, int]] | None = None,
+    builder: PageBuilder,
     *,
     total_bytes: int = TOTAL_BYTES,
     shard_bytes: int = SHARD_BYTES,
@@ -114,18 +115,16 @@ def build_index(
     """The search index of a report: [(path, file content)], the manifest last.
 
     `records_of(key)`: the spooled record summaries of a compile id; `read(path)`: a payload file;
-    `inline`: the (compile id, log line) of the texts compile pages show inline (None: all that fit
-    `INLINE_LIMIT`), so that matches link to their line where the page shows it.
+    `builder`: the compile pages' builder, whose inline plan says where each text is shown.
     """
     shards = _Shards(total_bytes, shard_bytes)
     texts: list[_Text] = []
-    compiles = {url: c for c in analysis.compiles() for _, url in c.pages}
     small = 0
-    for page, records in _pages(analysis, records_of):
-        for entry in _page_entries(analysis, page, records, compiles.get(page.url)):
+    for outline in _outlines(analysis, records_of, builder):
+        for entry in _page_entries(analysis, outline):
             small += 1
             shards.add(entry)
-        texts.extend(_page_texts(page, records, analysis.lineages_of(page.key), inline, len(texts)))
+        texts.extend(_page_texts(outline, len(texts)))
     texts.sort(key=lambda t: (t.priority, t.order))
     covered = partial = 0
     for text in texts:
@@ -145,86 +144,69 @@ def build_index(
     return _files(shards, _note(shards, small, covered, len(texts), partial, total_bytes, text_chars))
 
 
-def _pages(analysis: Analysis, records_of: RecordsOf) -> Iterable[tuple[compile_view.PageRef, list[RecordSummary]]]:
-    """Every compile page with its records (those of its generation), reading each id's records once."""
+def _outlines(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder) -> Iterable[CompileOutline]:
+    """Every compile page's outline, reading each id's records once."""
     last_key: Any = object()
     records: list[RecordSummary] = []
-    for page in compile_view.page_refs(analysis):
+    for page in page_refs(analysis):
         if page.key != last_key:
             last_key, records = page.key, records_of(page.key)
-        mine = [r for r in records if analysis.generation_at(page.key, r.line) == page.generation]
-        yield page, mine
+        yield compile_outline(analysis, page, records, builder)
 
 
-def _page_entries(
-    analysis: Analysis, page: compile_view.PageRef, records: list[RecordSummary], summary: CompileSummary | None
-) -> Iterable[list[Any]]:
+def _page_entries(analysis: Analysis, outline: CompileOutline) -> Iterable[list[Any]]:
     """The small entries of one compile page: what it is, where it comes from, why it broke or recompiled."""
-    key, generation, url = page.key, page.generation, page.url
+    page, summary = outline.page, outline.summary
+    url = page.url
     title = f"Compile {page.label}"
     about = [page.label]
     if summary is not None:
         about += [summary.frame or "", summary.user_location or "", STATUS_LABELS.get(summary.status, summary.status), summary.headline]
     yield ["compile", title, url, clean("\n".join(part for part in about if part))]
-    if key is not None:
-        stack = analysis.start_stack(key, generation) or []
-        if stack:
-            lines = [f"{f.name} {analysis.resolve_filename(f.filename)}:{f.line}" for f in stack]
-            yield ["frame", f"{title} · stack", f"{url}#stack", clean("\n".join(lines))]
-    metrics = [m for m in analysis.own_metrics(key) if m.generation == generation]
-    for entry in metrics[-1:]:
+    if outline.stack:
+        lines = [f"{f.name} {analysis.resolve_filename(f.filename)}:{f.line}" for f in outline.stack]
+        yield ["frame", f"{title} · stack", f"{url}#stack", clean("\n".join(lines))]
+    for entry in outline.metrics[-1:]:
         fields = entry.fields
         if fields.get("fail_type"):
             where = f"{fields.get('fail_user_frame_filename') or ''}:{fields.get('fail_user_frame_lineno') or ''}"
             yield ["failure", f"{title} · failure", url, clean(f"{fields.get('fail_type')}: {fields.get('fail_reason') or ''}\n{where}")]
-    for brk in analysis.graph_breaks_of_frame(key):
-        if analysis.generation_at(key, brk.line) == generation:
-            text = "\n".join(part for part in (brk.reason, brk.explanation, brk.location) if part)
-            yield ["graph break", f"{title} · graph break", f"{url}#graph-breaks", clean(text)]
-    for row in compile_view.recompile_rows(analysis, key, generation):
+    for brk in outline.graph_breaks:
+        text = "\n".join(part for part in (brk.reason, brk.explanation, brk.user_location) if part)
+        yield ["graph break", f"{title} · graph break", f"{url}#graph-breaks", clean(text)]
+    for row in outline.recompiles:
         yield ["recompile", f"{title} · recompile reason", f"{url}#recompiles", clean(f"{row['head']}\n{row['rest']}".rstrip())]
-    for row in compile_view.symbols(records, analysis):
-        where = f" {row['where'].loc}" if row["where"] is not None else ""
-        text = " ".join(part for part in (row["event"], row["name"], row["value"], row["range"], row["source"]) if part) + where
+    for symbol in outline.tables.symbols:
+        where = f" {symbol.where.loc}" if symbol.where is not None else ""
+        text = " ".join(part for part in (symbol.event, symbol.name, symbol.value, symbol.range, symbol.source) if part) + where
         yield ["symbol", f"{title} · symbols", f"{url}#symbols", clean(text)]
-    for artifact in analysis.directory.get(key, []) if generation == 0 else []:
+    for artifact in analysis.directory.get(page.key, []) if page.generation == 0 else []:
         if not artifact.is_link:
             yield ["file", f"{title} · file", artifact.url, clean(artifact.name)]
 
 
-def _page_texts(
-    page: compile_view.PageRef,
-    records: list[RecordSummary],
-    lineages: dict[int, str],
-    inline: set[tuple[CompileId | None, int]] | None,
-    start: int,
-) -> list[_Text]:
-    """The payload texts a compile page shows, as its sections number them (`s<n>`: the record's place)."""
+def _page_texts(outline: CompileOutline, start: int) -> list[_Text]:
+    """The payload texts a compile page shows, under the anchors and headings its sections have."""
     texts = []
-    for index, record in enumerate(records):
-        declared = shown_as(record)
-        if declared is None or record.payload is None:
-            continue
-        section = declared.section or "other"
-        heading = declared.heading
-        if record.kinds and record.kinds[0] == "optimize_ddp_split_child":
-            heading = f"{heading} {record.kind_meta('optimize_ddp_split_child').get('name', '')}"
-        subgraph = record.context.get("subgraph_name")
-        title = f"Compile {page.label} · {titled(heading, lineages.get(record.line, ''))}" + (f" ({subgraph})" if subgraph else "")
-        sid = f"s{index}"
-        outputs = [o.url for o in record.outputs if not o.external]
-        code_page = next((u for u in outputs if u.endswith(".html")), None) if section == "code" else None
-        size = record.payload_bytes or 0
-        shown = size <= INLINE_LIMIT and (inline is None or (page.key, record.line) in inline)
-        if shown:
-            url, prefix = f"{page.url}#{sid}", f"{sid}-L"
-            alt = ["file", code_page, "L"] if code_page else ["file", outputs[0] if outputs else record.payload, None]
-        elif code_page:
-            url, prefix, alt = code_page, "L", ["compile page", f"{page.url}#{sid}", None]
-        else:
-            url, prefix, alt = f"{page.url}#{sid}", None, ["file", outputs[0] if outputs else record.payload, None]
-        kind = SECTION_KINDS.get(section, "text")
-        texts.append(_Text(PRIORITY.get(section, 2), start + len(texts), kind, clean(title), url, record.payload, prefix, alt))
+    page = outline.page
+    for group, sections in outline.sections.items():
+        for section in sections:
+            if section.raw_url is None:
+                continue
+            title = f"Compile {page.label} · {section.title}" + (f" ({section.subgraph})" if section.subgraph else "")
+            code_page = section.url if group == "code" and section.url and section.url.endswith(".html") else None
+            if not section.too_large:
+                url, prefix = f"{page.url}#{section.id}", f"{section.id}-L"
+                alt = ["file", code_page, "L"] if code_page else ["file", section.url or section.raw_url, None]
+            elif code_page:
+                url, prefix, alt = code_page, "L", ["compile page", f"{page.url}#{section.id}", None]
+            else:
+                url, prefix, alt = f"{page.url}#{section.id}", None, ["file", section.url or section.raw_url, None]
+            texts.append(_Text(PRIORITY.get(group, 2), section.line, SECTION_KINDS.get(group, "text"), clean(title), url,
+                               section.raw_url, prefix, alt))
+    texts.sort(key=lambda t: t.order)  # log order within the page, as its records come
+    for offset, text in enumerate(texts):
+        text.order = start + offset
     return texts
 
 

@@ -21,7 +21,10 @@ from .registry import (
     Kind,
     Output,
     Step,
+    Symbol,
+    collected,
     declare,
+    declared,
     describe,
     kind,
     known,
@@ -35,6 +38,6 @@ from .registry import (
 
 __all__ = [
     "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "REFORMAT", "SECTIONS", "Kind", "Output",
-    "ParseContext", "Step", "declare", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
+    "ParseContext", "Step", "Symbol", "collected", "declare", "declared", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
     "payload_name", "title_of", "undeclare", "with_lang",
 ]

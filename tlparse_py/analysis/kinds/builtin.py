@@ -21,7 +21,7 @@ from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure
 from ...model import Record
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from .context import ParseContext
-from .registry import FILE, GLOBAL, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, declare, kind, named
+from .registry import FILE, GLOBAL, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
 
 # --------------------------------------------------------------------------------------------
 # Graphs and code logged as plain text payloads (tlparse parsers 1-11, same order)
@@ -51,9 +51,9 @@ _GRAPH = {"section": "pipeline", "lang": "python"}
 @kind("aot_joint_graph", title="AOTAutograd: joint forward+backward graph", **_GRAPH,
       label="AOT joint graph", step=Step("aot", "graph", "joint"))
 @kind("inductor_post_grad_graph", title="Inductor: graph after post-grad passes", **_GRAPH,
-      label="Post-grad graph (after passes)", step=Step("post_grad", "end"))
+      label="Post-grad graph (after passes)", step=Step("post_grad", "end"), provenance=("post", 1))
 @kind("inductor_pre_grad_graph", title="Inductor: graph before pre-grad passes", **_GRAPH,
-      label="Pre-grad graph", step=Step("pre_grad", "start"))
+      label="Pre-grad graph", step=Step("pre_grad", "start"), provenance=("pre", 1))
 @kind("dynamo_cpp_guards_str", title="Dynamo: installed guards (C++ guard tree)", section="guards", lang="python",
       label="Guards (C++ guard tree)")
 def plain_graph(record: Record, ctx: ParseContext) -> list[Output]:
@@ -92,7 +92,8 @@ def dynamo_guards(record: Record, ctx: ParseContext) -> list[Output]:
     return [Output(FILE, "dynamo_guards.html", view="guards", data={"guards": [g["code"] for g in guards]})]
 
 
-@kind("inductor_output_code", title="Inductor: generated output code", section="code", lang="python", label="Inductor output code")
+@kind("inductor_output_code", title="Inductor: generated output code", section="code", lang="python", label="Inductor output code",
+      provenance=("python", 0))
 def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
     label = label_of(record.compile_id)
     if label not in ctx.analysis.distributed.code_collectives:  # the collectives parity check reads the first code
@@ -106,7 +107,8 @@ def inductor_output_code(record: Record, ctx: ParseContext) -> list[Output]:
 
 
 @kind("optimize_ddp_split_child", title="DDPOptimizer: one bucket's submodule", **_GRAPH,
-      label="DDPOptimizer: bucket submodule", step=Step("ddp", "graph"))
+      label="DDPOptimizer: bucket submodule", subject=lambda meta: str(meta.get("name", "")),
+      step=Step("ddp", "graph"))
 def optimize_ddp_split_child(record: Record, ctx: ParseContext) -> list[Output]:
     name = ctx.text_field(record, "optimize_ddp_split_child", "name") or "unnamed"
     return _payload_as(f"optimize_ddp_split_child_{name}")
@@ -207,14 +209,23 @@ def graph_execution(record: Record, ctx: ParseContext, url: str) -> None:
     ctx.analysis.distributed.execution_orders.append(ExecutionOrder(ctx.number, facts.execution_order(record.payload_text())))
 
 
-@named("compiler_collective", "aot_joint_graph_sync_decision_cross_ranks", "inductor_spmd_graph_mismatch",
-       title="State exchanged between ranks by compiler collectives", section="other")
 def compiler_collective(record: Record, ctx: ParseContext, url: str) -> None:
     name = ctx.text_field(record, "artifact", "name") or ""
     text = record.payload_text()
     digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
-    agreement = Agreement(label_of(record.compile_id), name, digest, facts.first_line(text), url)
+    declared = NAMES.get(name)
+    role = declared.collective if declared is not None else ""
+    agreement = Agreement(label_of(record.compile_id), name, digest, facts.first_line(text), url, role)
     ctx.analysis.distributed.agreements.append(agreement)
+
+
+for _name, _role, _title in (
+    # each rank's own state BEFORE the exchange: it differs across ranks by design
+    ("compiler_collective", "local_state", "A rank's state before compiler collectives exchange it"),
+    ("aot_joint_graph_sync_decision_cross_ranks", "sync_decision", "What AOTAutograd decided with the other ranks (saved activations)"),
+    ("inductor_spmd_graph_mismatch", "spmd_mismatch", "Inductor found that the ranks' graphs differ"),
+):
+    declare(_name, _title, carrier="artifact", facts=compiler_collective, section="other", collective=_role)
 
 
 def pretty_json(payload: bytes) -> bytes:
@@ -248,14 +259,15 @@ def dynamo_start(record: Record, ctx: ParseContext) -> list[Output]:
     return []
 
 
-@kind("chromium_event", title="A Perfetto/Chrome trace event (collected into chromium_events.json)")
+@kind("chromium_event", title="A Perfetto/Chrome trace event (collected into chromium_events.json)", collected=True)
 def chromium_event(record: Record, ctx: ParseContext) -> list[Output]:
     if ctx.on_chromium_event is not None:
         ctx.on_chromium_event(record)
     return []
 
 
-@kind("create_symbol", title="A backed symbol was created: a dynamic dimension appeared")
+@kind("create_symbol", title="A backed symbol was created: a dynamic dimension appeared",
+      symbol=lambda m: Symbol("created", _text(m.get("symbol")), _text(m.get("val")), _text(m.get("vr")), _text(m.get("source"))))
 def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
     source = ctx.dict_field(record, "create_symbol").get("source")
     if record.compile_id is not None and isinstance(source, str):
@@ -263,8 +275,9 @@ def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
     return []
 
 
-@kind("symbolic_shape_specialization", title="A symbol was specialised to a constant")
-@kind("guard_added_fast", title="A shape guard was added")
+@kind("symbolic_shape_specialization", title="A symbol was specialised to a constant",
+      symbol=lambda m: Symbol("specialised", _text(m.get("symbol")), _text(m.get("value")), "", ", ".join(map(str, m.get("sources") or []))))
+@kind("guard_added_fast", title="A shape guard was added", symbol=lambda m: Symbol("guard", _text(m.get("expr"))))
 def shape_fact(record: Record, ctx: ParseContext) -> list[Output]:
     if record.compile_id is not None:
         ctx.analysis.note_shape_fact(ctx.current_kind, record.compile_id, ctx.dict_field(record, ctx.current_kind))
@@ -285,16 +298,14 @@ def _compile_input(record: Record, ctx: ParseContext) -> list[Output]:
 
 
 # Kinds shown on the compile-id page as records (metadata table + payload), with no file of their own.
-for _kind, _title in {
-    "describe_storage": "Fake-tensor conversion: a real storage",
-    "describe_tensor": "Fake-tensor conversion: an input tensor (shape, dtype, device, strides)",
-    "describe_source": "Fake-tensor conversion: the Dynamo source of a tensor",
-    "propagate_real_tensors": "Real-tensor propagation decided an unbacked expression",
-    "export": "torch.export started",
-    "compilation_metrics_runtime": "Compile overhead paid at run time (cudagraphify, Triton autotuning)",
-    "bwd_compilation_metrics_runtime": "Backward compile overhead paid at run time",
-}.items():
-    declare(_kind, _title, parse=_compile_input if _kind in ("describe_tensor", "describe_source") else None)
+# The fake-tensor descriptions join into the input-tensor table: a tensor, its Dynamo source, its storage.
+declare("describe_storage", "Fake-tensor conversion: a real storage", tensor="storage")
+declare("describe_tensor", "Fake-tensor conversion: an input tensor (shape, dtype, device, strides)", parse=_compile_input, tensor="tensor")
+declare("describe_source", "Fake-tensor conversion: the Dynamo source of a tensor", parse=_compile_input, tensor="source")
+declare("propagate_real_tensors", "Real-tensor propagation decided an unbacked expression")
+declare("export", "torch.export started")
+declare("compilation_metrics_runtime", "Compile overhead paid at run time (cudagraphify, Triton autotuning)", runtime=True)
+declare("bwd_compilation_metrics_runtime", "Backward compile overhead paid at run time", runtime=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,7 +326,8 @@ def exported_program(record: Record, ctx: ParseContext) -> list[Output]:
     return [Output(PAYLOAD, "exported_program.txt", on_written=remember)]
 
 
-@kind("guard_added", title="A shape guard was added (verbose, with frame locals)", in_export=True)
+@kind("guard_added", title="A shape guard was added (verbose, with frame locals)", in_export=True,
+      symbol=lambda m: Symbol("guard", _text(m.get("expr")), _text(m.get("prefix", ""))))
 def guard_added(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "guard_added")
     if meta.get("prefix") != "eval":  # only guards evaluated by export can be constraint violations
@@ -323,13 +335,15 @@ def guard_added(record: Record, ctx: ParseContext) -> list[Output]:
     return _export_failure(record, ctx, "Guard Evaluated", meta, guard_page=True)
 
 
-@kind("propagate_real_tensors_provenance", title="Real-tensor propagation decided an unbacked expression", in_export=True)
+@kind("propagate_real_tensors_provenance", title="Real-tensor propagation decided an unbacked expression", in_export=True,
+      symbol=lambda m: Symbol("unsound", _text(m.get("expr")), _text(m.get("result"))))
 def propagate_real_tensors_provenance(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "propagate_real_tensors_provenance")
     return _export_failure(record, ctx, "Data Dependent Error", meta, guard_page=True)
 
 
-@kind("guard_on_data_dependent_error", title="A guard on a data-dependent expression raised an error")
+@kind("guard_on_data_dependent_error", title="A guard on a data-dependent expression raised an error",
+      symbol=lambda m: Symbol("data-dependent error", _text(m.get("expr"))))
 def guard_on_data_dependent_error(record: Record, ctx: ParseContext) -> list[Output]:
     return _export_failure(record, ctx, "Data Dependent Guard Error", ctx.dict_field(record, ctx.current_kind), guard_page=False)
 
@@ -342,7 +356,9 @@ def fake_kernel(record: Record, ctx: ParseContext) -> list[Output]:
 
 
 @kind("expression_created", title="A symbolic expression was built (export provenance)")
-@kind("create_unbacked_symbol", title="An unbacked symbol was created (data-dependent value)")
+# an unbacked symbol has no source: it is a value computed from data (node_id is an object id, not a name)
+@kind("create_unbacked_symbol", title="An unbacked symbol was created (data-dependent value)",
+      symbol=lambda m: Symbol("unbacked", _text(m.get("symbol")), "", _text(m.get("vr")), "data-dependent value"))
 def symbolic_expression(record: Record, ctx: ParseContext) -> list[Output]:
     if ctx.export:  # the provenance graph behind guard pages; chatty, so only kept when it is used
         ctx.analysis.note_expression(ctx.current_kind, ctx.dict_field(record, ctx.current_kind))
@@ -364,6 +380,9 @@ def _export_failure(record: Record, ctx: ParseContext, failure_type: str, meta: 
 # --------------------------------------------------------------------------------------------
 # Named graphs and code carried by `artifact` / `graph_dump` records: where their text is shown.
 
+# the -i provenance page's panes: (pane, preference), newer torch names first
+_PROVENANCE = {"before_pre_grad_graph": ("pre", 0), "after_post_grad_graph": ("post", 0)}
+
 for _name, _stage, _role, _label in (
     ("compiled_autograd_graph_pre_reordering", "compiled_autograd", "start", "Compiled autograd graph (before reordering)"),
     ("before_pre_grad_graph", "pre_grad", "start", "Before pre-grad passes"),
@@ -382,7 +401,8 @@ for _name, _stage, _role, _label in (
     ("pre_decomp_comms", "decomp_comms", "start", "Before comms decomposition"),
     ("post_decomp_comms", "decomp_comms", "end", "After comms decomposition"),
 ):
-    declare(_name, "A graph at one step of the compile pipeline", carrier="artifact", **_GRAPH, label=_label, step=Step(_stage, _role))
+    declare(_name, "A graph at one step of the compile pipeline", carrier="artifact", **_GRAPH, label=_label, step=Step(_stage, _role),
+            provenance=_PROVENANCE.get(_name))
 
 for _name, _lang, _label in (
     ("inductor_aot_wrapper_code", "cpp", "AOTInductor wrapper code"),
@@ -390,4 +410,15 @@ for _name, _lang, _label in (
     ("inductor_aot_header_code", "cpp", "AOTInductor header"),
     ("inductor_autotune_at_compile_time_code", "python", "Autotuning code (compile time)"),
 ):
-    declare(_name, "Generated code", carrier="graph_dump", section="code", lang=_lang, label=_label)
+    declare(_name, "Generated code", carrier="graph_dump", section="code", lang=_lang, label=_label,
+            provenance=("cpp", 0) if _name == "inductor_aot_wrapper_code" else None)
+
+declare("inductor_provenance_tracking_node_mappings", "Which pre-grad node became which post-grad node and kernel (-i)",
+        carrier="artifact", section="other", provenance=("mappings", 0))
+
+
+def _text(value: Any) -> str:
+    """A metadata value as table text: strings as they are, anything else as JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)

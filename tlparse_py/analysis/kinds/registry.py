@@ -68,6 +68,21 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Symbol:
+    """A symbolic-shapes event a record is, as the compile page's symbol table shows it."""
+
+    event: str  # "created", "specialised", "guard", ...
+    name: str
+    value: str = ""
+    range: str = ""
+    source: str = ""
+
+
+SymbolOf = Callable[[dict[str, Any]], Symbol]
+SubjectOf = Callable[[dict[str, Any]], str]
+
+
+@dataclass(frozen=True, slots=True)
 class Kind:
     name: str
     title: str  # a short description of what the record is
@@ -76,15 +91,27 @@ class Kind:
     section: str | None = None  # compile-page section of its payload text
     lang: str = "text"  # highlighting language of its payload text
     label: str = ""  # the section's heading (default: the name)
+    subject: SubjectOf | None = None  # what one record is about (a bucket's name), added to its heading
     step: Step | None = None
     carrier: str = ""  # "artifact"/"graph_dump" for a named payload; "" for an envelope kind
     in_export: bool = False  # its files are written in export mode too (-e numbers only those, as tlparse)
+    # how the compile page tabulates its records besides their text
+    symbol: SymbolOf | None = None  # a row of the symbols table
+    tensor: str = ""  # its part of an input tensor's row: "tensor", "source" or "storage"
+    runtime: bool = False  # its `runtime_*` fields are compile overhead paid at run time
+    collected: bool = False  # its records are gathered into one file of their own (not listed per compile)
+    provenance: tuple[str, int] | None = None  # (pane, preference) of the -i provenance page it feeds
+    collective: str = ""  # what it is in a cross-rank comparison: "local_state", "sync_decision", "spmd_mismatch"
     source: str = "tlparse-py"  # who declared it (a plugin's entry-point name)
     order: int = 0
 
     @property
     def heading(self) -> str:
         return self.label or self.name
+
+    def heading_for(self, meta: dict[str, Any]) -> str:
+        """The section heading of one record of this kind."""
+        return f"{self.heading} {self.subject(meta)}" if self.subject is not None else self.heading
 
 
 KINDS: dict[str, Kind] = {}  # envelope kinds, in declaration (tlparse parser) order
@@ -135,6 +162,28 @@ def undeclare(name: str, carrier: str = "") -> None:
 
 def known(name: str) -> bool:
     return name in KINDS
+
+
+def declared(name: str) -> Kind | None:
+    """The declaration of an envelope kind, or of a named payload."""
+    return KINDS.get(name) or NAMES.get(name)
+
+
+def collected(name: str) -> bool:
+    """Whether records of this kind are gathered into a file of their own, not listed per compile."""
+    found = KINDS.get(name)
+    return found is not None and found.collected
+
+
+def provenance_inputs() -> dict[str, tuple[str, ...]]:
+    """Pane of the provenance page → the names that feed it, preferred first."""
+    panes: dict[str, list[tuple[int, str]]] = {}
+    for table in (KINDS, NAMES):
+        for found in table.values():
+            if found.provenance is not None:
+                pane, preference = found.provenance
+                panes.setdefault(pane, []).append((preference, found.name))
+    return {pane: tuple(name for _, name in sorted(names)) for pane, names in panes.items()}
 
 
 def parsers_for(kinds: list[str]) -> list[Kind]:

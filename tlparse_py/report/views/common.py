@@ -1,15 +1,16 @@
-"""What every view shares: compile-id labels and anchors, frames, artifacts, values, the base page context.
+"""What every view shares: what views read (`Inputs`), the page model every page extends (`Page`),
+compile-id labels and anchors, frames, artifacts and values.
 
-Views are pure functions of the analysis (and of spooled record summaries): they return the plain
-values a template shows. URLs are relative to the report root; templates prefix them with `root`
-so every page works from `file://` and from a zip.
+Views are pure functions of the finished analysis (and of spooled record summaries): each page kind
+has a view model, a plain dataclass, that its template renders. URLs are relative to the report
+root; templates prefix them with `root` so every page works from `file://` and from a zip.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 import orjson
 
@@ -18,12 +19,54 @@ from ...model import Artifact, CompileId
 from ...model import display_key as label
 from ...paths import compile_page_url, provenance_page_url
 from ..render import SourceLinks, safe_href
+from ...analysis.compiles import Analysis
 from ...analysis.stacks import Frame, eval_with_key, simplify_filename
-from ...analysis.store import Store
+from ...analysis.store import InputInfo
+from ...options import Options
 
 MAX_VALUE_CHARS = 4000
 
 __all__ = ["label", "compile_page_url", "provenance_page_url"]
+
+
+@dataclass(slots=True)
+class Inputs:
+    """What the views read: the finished analysis, how the report was asked for, and the pages the
+    outputs layer wrote at fixed paths (FX-generated sources, provenance pages)."""
+
+    analysis: Analysis
+    settings: Options = field(default_factory=Options)
+    global_files: set[str] = field(default_factory=set)  # dump_file pages written
+    provenance_pages: list[tuple[CompileId | None, str, bool]] = field(default_factory=list)  # (key, url, has data)
+
+    @property
+    def source_links(self) -> SourceLinks:
+        """How user-code locations link into the user's repository (nowhere without --source-url)."""
+        return SourceLinks(self.settings.source_url, self.settings.source_root)
+
+
+@dataclass(kw_only=True, slots=True)
+class Page:
+    """What every report page shows around its content; each page kind's model extends it."""
+
+    template: ClassVar[str] = ""
+    title: str
+    root: str = ""  # the report root, relative to the page
+    source: InputInfo | dict[str, Any]  # the log(s) the report was written from
+    source_links: SourceLinks = field(default_factory=SourceLinks)
+    compile_id: CompileId | None = None  # the compile the page belongs to
+    kind: str = ""  # the record kind it shows
+    lineno: int | None = None  # the record's line in the log
+    compile_page: str | None = None
+
+    def context(self) -> dict[str, Any]:
+        """The template's variables: the model's fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def page_base(inputs: Inputs, title: str, root: str = "") -> dict[str, Any]:
+    """The `Page` fields of a page that belongs to no compile."""
+    return {"title": title, "root": root, "source": inputs.analysis.source, "source_links": inputs.source_links}
 
 
 @dataclass(slots=True)
@@ -36,17 +79,12 @@ class FrameView:
     source_href: str | None = None  # absolute link into the user's repository (--source-url)
 
 
-def source_links(report: Store) -> SourceLinks:
-    """How user-code locations link into the user's repository (nowhere without --source-url)."""
-    return SourceLinks(report.source_url, report.source_root)
-
-
-def frame_view(frame: Frame, report: Store) -> FrameView:
-    filename = simplify_filename(report.resolve_filename(frame.filename))
+def frame_view(frame: Frame, inputs: Inputs) -> FrameView:
+    filename = simplify_filename(inputs.analysis.resolve_filename(frame.filename))
     key = eval_with_key(filename)
     page = f"dump_file/eval_with_key_{key}.html" if key else None
-    href = f"{page}#L{frame.line}" if page in report.global_files else None
-    source_href = source_links(report).href(filename, frame.line) if href is None and report.source_url else None
+    href = f"{page}#L{frame.line}" if page in inputs.global_files else None
+    source_href = inputs.source_links.href(filename, frame.line) if href is None and inputs.settings.source_url else None
     return FrameView(filename, frame.line, frame.name, frame.loc, href, source_href)
 
 
@@ -54,10 +92,10 @@ def anchor(key: CompileId | None) -> str:
     return "cid-unknown" if key is None else f"cid-{key.dirname}"
 
 
-def index_anchor(report: Store, key: CompileId | None) -> str:
+def index_anchor(analysis: Analysis, key: CompileId | None) -> str:
     """Where the index lists a compile id: its entry under "Files by compile id", or that section
     when the list stops before it (`limits.INDEX_ROWS`)."""
-    listed = report.index_by("index_listed", itertools.islice(report.directory, limits.INDEX_ROWS), lambda k: k)
+    listed = analysis.index_by("index_listed", itertools.islice(analysis.directory, limits.INDEX_ROWS), lambda k: k)
     return anchor(key) if key in listed else "compile-ids"
 
 
@@ -99,21 +137,6 @@ def pretty_value(value: Any) -> str:
     except (TypeError, orjson.JSONEncodeError):
         text = repr(value)
     return text if len(text) <= MAX_VALUE_CHARS * 4 else text[: MAX_VALUE_CHARS * 4] + f"\n… ({len(text):,} characters)"
-
-
-def base_context(report: Store, title: str, root: str = "") -> dict[str, Any]:
-    return {
-        "title": title,
-        "root": root,
-        "source": report.source,
-        "compile_id": None,
-        "kind": "",
-        "lineno": None,
-        "compile_page": None,
-        "source_links": source_links(report),
-    }
-
-
 
 
 def key_of(compile_id: CompileId | None) -> CompileId | None:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ...analysis import kinds, questions
+from ...analysis.compiles import Analysis
+from ...analysis.stacks import Frame
+from ...analysis.store import MetricsEntry
+from ...analysis.summary import CompileSummary, GraphBreak
+from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tables
 from ...model import CompileId, RecordSummary
-from ...analysis.stacks import frames_from_json
-from ...analysis.store import Store
-from ...analysis.summary import STATUS_LABELS
-from .common import artifact_view, base_context, compile_page_url, frame_view, index_anchor, label, pretty_value
-from .sections import PageBuilder
+from .common import FrameView, Inputs, Page, artifact_view, compile_page_url, frame_view, index_anchor, label, page_base, pretty_value
+from .sections import PageBuilder, Section
 
 MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
 PASS_STAGES = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint", "post_grad_passes": "post_grad"}
@@ -22,99 +23,23 @@ PASS_STAGES = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint", "po
 PHASES = (("Dynamo", "dynamo"), ("AOTAutograd", "aot"), ("Inductor", "inductor"), ("Code generation", "codegen"))
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value)
+@dataclass(slots=True)
+class SymbolView:
+    """A row of the symbols table, with its user code line as a frame."""
+
+    event: str
+    kind: str
+    name: str
+    value: str
+    range: str
+    source: str
+    where: FrameView | None
+    line: int
 
 
-def _id(value: Any) -> Any:
-    """An id from a log as a dict key (logs may hold lists or dicts where ints belong)."""
-    return value if isinstance(value, (int, str, float, type(None))) else repr(value)
-
-
-def input_tensors(records: list[RecordSummary]) -> list[dict[str, str]]:
-    """describe_tensor joined with describe_source (by describer and tensor id) and describe_storage."""
-    sources: dict[tuple[Any, Any], list[str]] = {}
-    storages: dict[tuple[Any, Any], Any] = {}
-    tensors: list[dict[str, Any]] = []
-    for record in records:
-        if "describe_source" in record.kinds:
-            meta = record.kind_meta("describe_source")
-            sources.setdefault((_id(meta.get("describer_id")), _id(meta.get("id"))), []).append(_text(meta.get("source")))
-        elif "describe_storage" in record.kinds:
-            meta = record.kind_meta("describe_storage")
-            storages[(_id(meta.get("describer_id")), _id(meta.get("id")))] = meta.get("size")
-        elif "describe_tensor" in record.kinds:
-            tensors.append(record.kind_meta("describe_tensor"))
-    rows = []
-    for meta in tensors:
-        key = (_id(meta.get("describer_id")), _id(meta.get("id")))
-        flags = [name for name in ("requires_grad", "is_leaf", "is_view", "is_parameter", "is_sparse", "is_inference") if meta.get(name)]
-        rows.append(
-            {
-                "source": ", ".join(sources.get(key, [])) or f"tensor {meta.get('id')}",
-                "shape": _text(meta.get("size")),
-                "dtype": _text(meta.get("dtype")).removeprefix("torch."),
-                "device": _text(meta.get("device")).removeprefix("device(type=").removesuffix(")").replace("'", ""),
-                "stride": _text(meta.get("stride")),
-                "storage": _text(storages.get((_id(meta.get("describer_id")), _id(meta.get("storage"))))),
-                "flags": ", ".join(flags),
-            }
-        )
-    return rows
-
-
-SYMBOL_KINDS = {
-    "create_symbol": ("created", lambda m: (m.get("symbol"), m.get("val"), m.get("vr"), m.get("source"))),
-    # an unbacked symbol has no source: it is a value computed from data (node_id is an object id, not a name)
-    "create_unbacked_symbol": ("unbacked", lambda m: (m.get("symbol"), "", m.get("vr"), "data-dependent value")),
-    "symbolic_shape_specialization": ("specialised", lambda m: (m.get("symbol"), m.get("value"), "", ", ".join(map(str, m.get("sources") or [])))),
-    "guard_added_fast": ("guard", lambda m: (m.get("expr"), "", "", "")),
-    "guard_added": ("guard", lambda m: (m.get("expr"), m.get("prefix", ""), "", "")),
-    "propagate_real_tensors_provenance": ("unsound", lambda m: (m.get("expr"), m.get("result"), "", "")),
-    "guard_on_data_dependent_error": ("data-dependent error", lambda m: (m.get("expr"), "", "", "")),
-}
-
-
-def symbols(records: list[RecordSummary], report: Store) -> list[dict[str, Any]]:
-    """Symbols created, specialised and guarded on, with the user line that caused each."""
-    rows = []
-    for record in records:
-        for kind in record.kinds:
-            if kind not in SYMBOL_KINDS:
-                continue
-            event, extract = SYMBOL_KINDS[kind]
-            meta = record.kind_meta(kind)
-            name, value, ranges, source = (_text(v) for v in extract(meta))
-            user = frames_from_json(meta.get("user_stack")) or []
-            rows.append(
-                {
-                    "event": event,
-                    "kind": kind,
-                    "name": name,
-                    "value": value,
-                    "range": ranges,
-                    "source": source,
-                    "where": frame_view(user[-1], report) if user else None,
-                    "line": record.line,
-                }
-            )
-    return rows
-
-
-def runtime_overheads(records: list[RecordSummary]) -> list[tuple[str, str]]:
-    """Non-empty `runtime_*` fields of compilation_metrics_runtime records (cudagraphify, autotuning)."""
-    rows = []
-    for record in records:
-        for kind in ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime"):
-            meta = record.kind_meta(kind)
-            for name, value in meta.items():
-                if name.startswith("runtime_") and value not in (None, 0, "", [], {}):
-                    rows.append((f"{kind}.{name}", _text(value)))
-    return rows
+def symbol_views(rows: list[SymbolRow], inputs: Inputs) -> list[SymbolView]:
+    return [SymbolView(r.event, r.kind, r.name, r.value, r.range, r.source, frame_view(r.where, inputs) if r.where else None, r.line)
+            for r in rows]
 
 
 def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:
@@ -139,7 +64,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
-def pass_timings(report: Store, key: CompileId | None) -> dict[str, list[tuple[str, float]]]:
+def pass_timings(report: Analysis, key: CompileId | None) -> dict[str, list[tuple[str, float]]]:
     """`pass.<stage>.<name>` chromium timings of the frame compile, by pipeline stage, slowest first."""
     if key is None:
         return {}
@@ -155,7 +80,7 @@ def pass_timings(report: Store, key: CompileId | None) -> dict[str, list[tuple[s
 MAX_PHASE_ROWS = 80
 
 
-def phase_tree(report: Store, key: CompileId | None, generation: int = 0) -> list[dict[str, Any]]:
+def phase_tree(report: Analysis, key: CompileId | None, generation: int = 0) -> list[dict[str, Any]]:
     """Where compile time went: the chromium spans of the compile as a tree, with total and self time.
 
     Spans nest (`compile_fx` inside `backend_compile` inside `entire_frame_compile`), so their times
@@ -182,7 +107,7 @@ def phase_tree(report: Store, key: CompileId | None, generation: int = 0) -> lis
     return rows
 
 
-def cache_rows(report: Store, key: CompileId | None) -> list[dict[str, Any]]:
+def cache_rows(report: Analysis, key: CompileId | None) -> list[dict[str, Any]]:
     return [
         {
             "cache": event.cache,
@@ -197,7 +122,7 @@ def cache_rows(report: Store, key: CompileId | None) -> list[dict[str, Any]]:
     ]
 
 
-def recompile_rows(report: Store, key: CompileId | None, generation: int | None = None) -> list[dict[str, str]]:
+def recompile_rows(report: Analysis, key: CompileId | None, generation: int | None = None) -> list[dict[str, str]]:
     rows = []
     for reason in report.recompile_reasons_of(key, generation):
         head, _, rest = reason.partition("\n")
@@ -215,13 +140,7 @@ def record_groups(records: list[RecordSummary], counts: Counter[str]) -> list[di
         for kind in record.kinds or ["(no kind)"]:
             group = groups.get(kind)
             if group is None:
-                group = groups[kind] = {
-                    "kind": kind,
-                    "title": kinds.title_of(kind),
-                    "known": kinds.known(kind),
-                    "count": 0,
-                    "records": [],
-                }
+                group = groups[kind] = {"kind": kind, "title": kinds.title_of(kind), "known": kinds.known(kind), "count": 0, "records": []}
             group["count"] += 1
             if len(group["records"]) < MAX_RECORDS_PER_KIND:
                 meta = record.meta.get(kind)
@@ -255,7 +174,7 @@ class PageRef:
     others: tuple[PageRef, ...] = ()  # the other generations of a reused compile id
 
 
-def page_refs(report: Store) -> list[PageRef]:
+def page_refs(report: Analysis) -> list[PageRef]:
     """Every compile page, in log order (a reused id's generations one after another), linked to its neighbours."""
     plain = []
     for key in report.directory:
@@ -277,25 +196,98 @@ def page_refs(report: Store) -> list[PageRef]:
     return refs
 
 
-def compile_context(report: Store, pages: list[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder) -> dict[str, Any]:
-    """The page of `pages[position]`, with links to the compiles before and after it in log order."""
+def page_records(report: Analysis, page: PageRef, records: list[RecordSummary]) -> list[RecordSummary]:
+    """A compile id's spooled records that belong to this page's generation."""
+    return [r for r in records if report.generation_at(page.key, r.line) == page.generation]
+
+
+@dataclass(kw_only=True, slots=True)
+class CompilePage(Page):
+    """The page of one compile id in one generation: everything logged about it, in pipeline order."""
+
+    template: ClassVar[str] = "compile.html.j2"
+    label: str
+    page: str
+    anchor: str
+    status: str | None
+    artifacts: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    backward: list[float]
+    other_attempts: list[dict[str, Any]]
+    reuses: list[PageRef]
+    generation: int
+    stack: list[FrameView]
+    sections: dict[str, list[Section]]
+    guard_count: int | None
+    hops: list[tuple[Section, Any]]
+    graph_breaks: list[GraphBreak]
+    recompiles: list[dict[str, str]]
+    tensors: list[TensorRow]
+    symbols: list[SymbolView]
+    runtime: list[tuple[str, str]]
+    cache: list[dict[str, Any]]
+    pass_timings: dict[str, list[tuple[str, float]]]
+    phases: list[dict[str, Any]]
+    subgraphs: list[str]
+    groups: list[dict[str, Any]]
+    previous: str | None
+    next: str | None
+    previous_label: str | None
+    next_label: str | None
+
+
+@dataclass(slots=True)
+class CompileOutline:
+    """What a compile page says about its compile, without its texts: the part the search index
+    indexes too, so both name, anchor and head each thing the same way."""
+
+    page: PageRef
+    records: list[RecordSummary]  # its spooled records (of its generation)
+    summary: CompileSummary | None  # its compile, when the id names one
+    metrics: list[MetricsEntry]  # logged under exactly this id, in its generation
+    stack: list[Frame]
+    graph_breaks: list[GraphBreak]
+    recompiles: list[dict[str, str]]
+    tables: CompileTables
+    sections: dict[str, list[Section]]  # planned: anchors, headings, files, inline or not
+
+
+def compile_outline(report: Analysis, page: PageRef, records: list[RecordSummary], builder: PageBuilder) -> CompileOutline:
+    """The outline of one compile page; `records`: the compile id's spooled records (of every generation)."""
+    key, generation = page.key, page.generation
+    records = page_records(report, page, records)
+    return CompileOutline(
+        page=page,
+        records=records,
+        summary=report.compile_of(key, generation) if key is not None else None,
+        metrics=[m for m in report.own_metrics(key) if m.generation == generation],
+        stack=(report.start_stack(key, generation) if key is not None else None) or [],
+        graph_breaks=graph_breaks_of_page(report, key, generation),
+        recompiles=recompile_rows(report, key, generation),
+        tables=compile_tables(records),
+        sections=builder.plan(records, key, report.lineages_of(key)),
+    )
+
+
+def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder) -> CompilePage:
+    """The page of `pages[position]`, with links to the compiles before and after it in log order;
+    `records`: the compile id's spooled records (of every generation)."""
+    report = inputs.analysis
     page = pages[position]
     key, generation = page.key, page.generation
-    mine = lambda line: report.generation_at(key, line) == generation  # noqa: E731 - a one-line filter
-    records = [r for r in records if mine(r.line)]
-    context = base_context(report, f"Compile {page.label}", root="../")
-    metrics = [m for m in report.own_metrics(key) if m.generation == generation]
+    outline = compile_outline(report, page, records, builder)
+    mine = report.in_generation(key, generation)
+    metrics = outline.metrics
     frame_key = key.frame_key() if key is not None else None
     pooled = [m for m in report.metrics.get(frame_key, []) if m.generation == generation] if key is not None and key.frame_compile_id is not None else metrics
-    stack = report.start_stack(key, generation) if key is not None else None
-    sections = builder.sections(records, key, report.lineages_of(key))
+    sections = builder.fill(outline.sections)
     before, after = page.previous, page.next
-    context.update(
+    return CompilePage(
+        **page_base(inputs, f"Compile {page.label}", root="../"),
         label=page.label,
         page=page.url,
         anchor=index_anchor(report, key),
         status=report.status_of(key, generation) if page.is_compile else None,
-        status_labels=STATUS_LABELS,
         artifacts=[artifact_view(a) for a in report.directory[key]],
         metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(m.fields)} for m in metrics],
         backward=_backward_times(report, key, mine),
@@ -304,37 +296,46 @@ def compile_context(report: Store, pages: list[PageRef], position: int, records:
         ],
         reuses=list(page.others),
         generation=generation,
-        stack=[frame_view(f, report) for f in stack or []],
+        stack=[frame_view(f, inputs) for f in outline.stack],
         sections=sections,
         guard_count=next((m.fields.get("guard_count") for m in metrics if isinstance(m.fields.get("guard_count"), int)), None),
         hops=[(s, hop) for s in sections["pipeline"] for hop in s.hops],
-        graph_breaks=[b for b in report.graph_breaks_of_frame(key) if mine(b.line)],
-        recompiles=recompile_rows(report, key, generation),
-        tensors=input_tensors(records),
-        symbols=symbols(records, report),
-        runtime=runtime_overheads(records),
+        graph_breaks=outline.graph_breaks,
+        recompiles=outline.recompiles,
+        tensors=outline.tables.tensors,
+        symbols=symbol_views(outline.tables.symbols, inputs),
+        runtime=outline.tables.runtime,
         cache=[row for row in cache_rows(report, key) if mine(row["line"])],
         pass_timings=pass_timings(report, key),
         phases=phase_tree(report, key, generation),
         subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),
-        groups=record_groups(records, _unspooled_counts(report, key, generation)),
+        groups=record_groups(outline.records, _unspooled_counts(report, key, generation)),
         previous=before.url if before else None,
         next=after.url if after else None,
         previous_label=before.label if before else None,
         next_label=after.label if after else None,
     )
-    return context
 
 
-def _unspooled_counts(report: Store, key: CompileId | None, generation: int) -> Counter[str]:
-    """Counts of the kinds whose records are not spooled (chromium events), shown on the first page of an id."""
+def graph_breaks_of_page(report: Analysis, key: CompileId | None, generation: int) -> list[GraphBreak]:
+    """The graph breaks a page lists: its compile's (every attempt's page shows them all, each once);
+    outside any compile, those logged under the id."""
+    compile_ = report.compile_of(key, generation) if key is not None else None
+    if compile_ is not None:
+        return compile_.graph_breaks
+    return [GraphBreak(b.reason, b.location, b.explanation, url=b.url) for b in report.graph_breaks_of(key) if report.generation_at(key, b.line) == generation]
+
+
+def _unspooled_counts(report: Analysis, key: CompileId | None, generation: int) -> Counter[str]:
+    """Counts of the kinds whose records are not spooled (collected elsewhere, like chromium events),
+    shown on the first page of an id."""
     counts = report.kinds.get(key, Counter())
     if len(report.generations_of(key)) == 1:
         return counts
-    return Counter({kind: n for kind, n in counts.items() if kind == "chromium_event"}) if generation == 0 else Counter()
+    return Counter({kind: n for kind, n in counts.items() if kinds.collected(kind)}) if generation == 0 else Counter()
 
 
-def _backward_times(report: Store, key: CompileId | None, mine: Callable[[int], bool]) -> list[float]:
+def _backward_times(report: Analysis, key: CompileId | None, mine: Callable[[int], bool]) -> list[float]:
     """Seconds of each lazy backward compile of this compile (bwd_compilation_metrics)."""
     if key is None:
         return []

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from ...analysis import kinds
 from ... import limits
-from ...model import CompileId
-from ..render import trusted_html
-from ...analysis.compiles import Analysis, CompileSummary
-from ..markdown import time_span
-from ...analysis.store import Reuse, Store
-from ...analysis.questions import export_verdict, first_line
-from ...analysis.summary import CACHE_RESULTS, STATUS_LABELS, graph_break_groups, recompiled_frames, slowest
+from ...analysis import kinds
+from ...analysis.compiles import Analysis
+from ...analysis.questions import export_verdict, first_line, is_compile
+from ...analysis.stacks import StackTrie
+from ...analysis.store import Reuse
+from ...analysis.summary import CACHE_RESULTS, CompileSummary, graph_break_groups, recompiled_frames, slowest
 from ...analysis.totals import nested, totals_of
-from .common import anchor, artifact_view, base_context, compile_page_url, frame_view, label
+from ...model import CompileId, DiagnosticLog, Stats
+from ..markdown import time_span
+from ..render import trusted_html
+from .common import Inputs, Page, anchor, artifact_view, compile_page_url, frame_view, label, page_base
 
-def export_rows(report: Store) -> list[dict[str, Any]]:
+
+def export_rows(analysis: Analysis) -> list[dict[str, Any]]:
     """The issues torch.export ran into, as table rows (plain text; the template escapes it)."""
     rows = []
-    for failure in report.export_failures:
+    for failure in analysis.export_failures:
         meta = failure.meta
         expr, result, op, reason = (meta.get(k) for k in ("expr", "result", "op", "reason"))
         if failure.failure_type == "Guard Evaluated":
@@ -48,21 +51,21 @@ def export_rows(report: Store) -> list[dict[str, Any]]:
     return rows
 
 
-def trie_rows(report: Store, trie) -> list[dict[str, Any]]:
+def trie_rows(inputs: Inputs, trie: StackTrie) -> list[dict[str, Any]]:
     rows = []
     for kind, frame, terminals in trie.rows():
         rows.append(
             {
                 "kind": kind,
-                "frame": frame_view(frame, report) if frame is not None else None,
-                "ids": [terminal_view(report, t) for t in terminals[: limits.INDEX_ROWS]],
+                "frame": frame_view(frame, inputs) if frame is not None else None,
+                "ids": [terminal_view(inputs.analysis, t) for t in terminals[: limits.INDEX_ROWS]],
                 "more": max(len(terminals) - limits.INDEX_ROWS, 0),  # not listed (limits.INDEX_ROWS)
             }
         )
     return rows
 
 
-def terminal_view(report: Store, terminal: CompileId | Reuse | None) -> dict[str, Any]:
+def terminal_view(report: Analysis, terminal: CompileId | Reuse | None) -> dict[str, Any]:
     if terminal is None:
         return {"label": "(unknown)", "url": None, "status": "missing"}
     if isinstance(terminal, Reuse):  # a compile id reused after reset(): its own compile's page
@@ -79,14 +82,12 @@ def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
     ]
 
 
-def key_status(report: Store, key: CompileId | None) -> str | None:
+def key_status(report: Analysis, key: CompileId | None) -> str | None:
     """The outcome of a compile; None for buckets that are not compiles ([-/-], malformed ids)."""
-    if key is None or (key.frame_id is None and key.compiled_autograd_id is None):
-        return None
-    return report.status_of(key)
+    return report.status_of(key) if is_compile(key) else None
 
 
-def compile_entries(report: Store, limit: int | None = None) -> list[dict[str, Any]]:
+def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str, Any]]:
     """"Files by compile id": the first `limit` compile ids (all of them when None), in log order."""
     entries = []
     for key, artifacts in itertools.islice(report.directory.items(), limit):
@@ -127,23 +128,53 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     }
 
 
-def plural(count: int, word: str) -> str:
-    return f"{word}" if count == 1 else f"{word}s"
+@dataclass(kw_only=True, slots=True)
+class IndexPage(Page):
+    """The index: what happened and what went wrong, every compile and every compile id."""
+
+    template: ClassVar[str] = "index.html.j2"
+    totals: dict[str, Any]  # summary.json's totals
+    distinct_graph_breaks: int
+    records: int
+    chromium_events: int
+    custom_header: Any  # the user's --custom-header-html, trusted
+    stats: Stats
+    stats_line: str
+    diagnostics: DiagnosticLog
+    compile_rows: list[dict[str, Any]]
+    no_stack: list[dict[str, Any]]
+    graph_breaks: list[dict[str, Any]]
+    recompiles: list[dict[str, Any]]
+    slowest: list[dict[str, Any]]
+    unknown_kinds: list[tuple[str, int]]
+    trie: list[dict[str, Any]]
+    unknown_trie: list[dict[str, Any]]
+    failures: int
+    compiles: list[dict[str, Any]]
+    bounds: dict[str, int]
+    rank: int | None
+    run: dict[str, Any]
+    time_span: str
+    export_mode: bool
+    provenance_pages: list[dict[str, Any]]
+    export_rows: list[dict[str, Any]]
+    export: dict[str, Any]
+    exported_programs: list[str]
 
 
-def index_context(report: Analysis) -> dict[str, Any]:
-    context = base_context(report, "tlparse-py report")
+def index_page(inputs: Inputs) -> IndexPage:
+    report = inputs.analysis
     summary = report.summary()
     compiles = summary.compiles
     rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
     groups = graph_break_groups(compiles)
-    context.update(
+    return IndexPage(
+        **page_base(inputs, "tlparse-py report"),
         totals=nested(totals_of(compiles)),
         distinct_graph_breaks=len(groups),
         records=report.records,
         chromium_events=report.chromium_events,
-        plural=plural,
-        custom_header=trusted_html(report.custom_header_html),
+        custom_header=trusted_html(inputs.settings.custom_header_html),
         stats=report.stats,
         stats_line=report.stats.format(),
         diagnostics=report.diagnostics,
@@ -166,30 +197,33 @@ def index_context(report: Analysis) -> dict[str, Any]:
         ],
         slowest=[compile_row(c) for c in slowest(compiles)[:10]],
         unknown_kinds=sorted(report.unknown_kinds.items()),
-        trie=trie_rows(report, report.trie),
-        unknown_trie=trie_rows(report, report.unknown_stacks) if report.unknown_stacks.size else [],
+        trie=trie_rows(inputs, report.trie),
+        unknown_trie=trie_rows(inputs, report.unknown_stacks) if report.unknown_stacks.size else [],
         failures=len(report.failures),
         compiles=compile_entries(report, limits.INDEX_ROWS),
         bounds={
             "pageless": len(report.pageless), "paged_start_only": limits.PAGED_START_ONLY, "rows": limits.INDEX_ROWS,
             "compiles": len(compiles), "compile_ids": len(report.directory),
         },
-        status_labels=STATUS_LABELS,
         rank=report.rank,
         run=report.run_context(),
         time_span=time_span(report.first_timestamp, report.last_timestamp),
-        export_mode=report.export_mode,
-        provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in report.provenance_pages],
+        export_mode=inputs.settings.export,
+        provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in inputs.provenance_pages],
         export_rows=export_rows(report),
         export=summary.export if summary.export is not None else export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
     )
-    return context
 
 
-def failures_context(report: Store) -> dict[str, Any]:
-    context = base_context(report, "Failures and restarts")
-    context["rows"] = [
+@dataclass(kw_only=True, slots=True)
+class FailuresPage(Page):
+    template: ClassVar[str] = "failures.html.j2"
+    rows: list[dict[str, Any]]
+
+
+def failures_page(inputs: Inputs) -> FailuresPage:
+    rows = [
         {
             "label": label(row.compile_id),
             "url": row.url,
@@ -198,8 +232,6 @@ def failures_context(report: Store) -> dict[str, Any]:
             "description": row.description,
             "source": row.source,
         }
-        for row in report.failures
+        for row in inputs.analysis.failures
     ]
-    return context
-
-
+    return FailuresPage(**page_base(inputs, "Failures and restarts"), rows=rows)

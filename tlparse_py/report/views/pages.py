@@ -1,69 +1,190 @@
-"""Pages written while reading, one per record: code, metrics, guards, guard details, kernel stack traces.
+"""The pages kinds ask for, one per record: code, metrics, guards, guard details, kernel stack traces.
 
-`PAGE_VIEWS` maps the view a kind's `Output` names to its template and context function.
+Numbered while the log is read (tlparse's numbering), each is noted as a `PendingPage` and built
+once the analysis is complete, so a metrics page lists every output and fact of its compile, not
+those logged before it. `PAGE_VIEWS` maps the view a kind's `Output` names to its model builder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from ...model import CompileId, Record
 from ...analysis.stacks import frames_from_json
-from ...analysis.store import Store
-from .common import artifact_view, format_value, frame_view, key_of, pretty_value
+from ...model import CompileId
+from ...paths import compile_page_url
+from .. import provenance
+from ..highlight import Highlighter, Lines
+from .common import FrameView, Inputs, Page, artifact_view, format_value, frame_view, key_of, label, page_base, pretty_value
 
-def metrics_context(report: Store, record: Record, meta: dict[str, Any], title: str) -> dict[str, Any]:
-    key = key_of(record.compile_id)
-    stack = report.start_stacks.get(record.compile_id.frame_key()) if record.compile_id is not None else None
+Reader = Callable[[str], bytes | None]
+
+
+@dataclass(slots=True)
+class PendingPage:
+    """A numbered page a kind asked for, built once the whole log is read."""
+
+    url: str
+    view: str  # its PAGE_VIEWS entry
+    data: dict[str, Any]  # what the kind gave the view besides the record
+    compile_id: CompileId | None
+    kind: str
+    lineno: int
+    payload: str | None  # the record's payload file, read back by pages that show it
+
+
+@dataclass(slots=True)
+class Builder:
+    """What page builders read besides the analysis: payload files and highlighted lines."""
+
+    inputs: Inputs
+    read: Reader
+    highlighter: Highlighter
+
+    def text(self, path: str | None) -> str:
+        data = self.read(path) if path else None
+        return (data or b"").decode("utf-8", "replace")
+
+
+def record_page(inputs: Inputs, pending: PendingPage, title: str) -> dict[str, Any]:
+    """The `Page` fields of a page about one record."""
     return {
         "title": title,
-        "fields": pretty_value(meta),
-        "meta": meta,
-        "stack": [frame_view(f, report) for f in stack or []],
-        "outputs": [artifact_view(a) for a in report.directory.get(key, [])],
-        "specializations": shape_fact_views(report, "symbolic_shape_specialization", record.compile_id),
-        "guards_added": shape_fact_views(report, "guard_added_fast", record.compile_id),
-        "restart_reasons": meta.get("restart_reasons") if isinstance(meta.get("restart_reasons"), list) else [],
+        "root": "../" * pending.url.count("/"),
+        "source": inputs.analysis.source,
+        "source_links": inputs.source_links,
+        "compile_id": pending.compile_id,
+        "kind": pending.kind,
+        "lineno": pending.lineno,
+        "compile_page": compile_page_url(pending.compile_id),
     }
 
 
-def shape_fact_views(report: Store, kind: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
+@dataclass(kw_only=True, slots=True)
+class CodePage(Page):
+    template: ClassVar[str] = "code.html.j2"
+    lines: Lines
+    lang: str
+    raw_url: str | None
+
+
+def code_page(build: Builder, pending: PendingPage) -> CodePage:
+    lang = pending.data["lang"]
+    lines = build.highlighter.lines(build.text(pending.payload), lang)
+    return CodePage(**record_page(build.inputs, pending, pending.data["title"]), lines=lines, lang=lang, raw_url=pending.payload)
+
+
+@dataclass(slots=True)
+class ShapeFactView:
+    symbol: str
+    sources: list[str]
+    value: str
+    reason: str
+    expr: str
+    user_stack: list[FrameView]
+    stack: list[FrameView]
+
+
+@dataclass(kw_only=True, slots=True)
+class MetricsPage(Page):
+    template: ClassVar[str] = "metrics.html.j2"
+    fields: str  # every field, as indented JSON
+    meta: dict[str, Any]
+    stack: list[FrameView]
+    outputs: list[dict[str, Any]]
+    specializations: list[ShapeFactView] = field(default_factory=list)
+    guards_added: list[ShapeFactView] = field(default_factory=list)
+    restart_reasons: list[Any] = field(default_factory=list)
+
+
+def metrics_page(build: Builder, pending: PendingPage) -> MetricsPage:
+    inputs, compile_id = build.inputs, pending.compile_id
+    meta: dict[str, Any] = pending.data["meta"]
+    analysis = inputs.analysis
+    stack = analysis.start_stacks.get(compile_id.frame_key()) if compile_id is not None else None
+    reasons = meta.get("restart_reasons")
+    return MetricsPage(
+        **record_page(inputs, pending, pending.data["title"]),
+        fields=pretty_value(meta),
+        meta=meta,
+        stack=[frame_view(f, inputs) for f in stack or []],
+        outputs=[artifact_view(a) for a in analysis.directory.get(key_of(compile_id), [])],
+        specializations=shape_fact_views(inputs, "symbolic_shape_specialization", compile_id),
+        guards_added=shape_fact_views(inputs, "guard_added_fast", compile_id),
+        restart_reasons=reasons if isinstance(reasons, list) else [],
+    )
+
+
+def shape_fact_views(inputs: Inputs, kind: str, compile_id: CompileId | None) -> list[ShapeFactView]:
     """Specialisations / fast guards of a frame compile (every attempt), with readable stacks."""
     views = []
-    for fact in report.shape_facts_for(kind, compile_id):
+    for fact in inputs.analysis.shape_facts_for(kind, compile_id):
         sources = fact.get("sources")
-        views.append(
-            {
-                "symbol": format_value(fact.get("symbol")) if fact.get("symbol") is not None else "",
-                "sources": [str(s) for s in sources] if isinstance(sources, list) else [],
-                "value": format_value(fact.get("value")) if fact.get("value") is not None else "",
-                "reason": format_value(fact.get("reason")) if fact.get("reason") is not None else "",
-                "expr": format_value(fact.get("expr")) if fact.get("expr") is not None else "",
-                "user_stack": [frame_view(f, report) for f in frames_from_json(fact.get("user_stack")) or []],
-                "stack": [frame_view(f, report) for f in frames_from_json(fact.get("stack")) or []],
-            }
-        )
+        views.append(ShapeFactView(
+            symbol=format_value(fact.get("symbol")) if fact.get("symbol") is not None else "",
+            sources=[str(s) for s in sources] if isinstance(sources, list) else [],
+            value=format_value(fact.get("value")) if fact.get("value") is not None else "",
+            reason=format_value(fact.get("reason")) if fact.get("reason") is not None else "",
+            expr=format_value(fact.get("expr")) if fact.get("expr") is not None else "",
+            user_stack=[frame_view(f, inputs) for f in frames_from_json(fact.get("user_stack")) or []],
+            stack=[frame_view(f, inputs) for f in frames_from_json(fact.get("stack")) or []],
+        ))
     return views
+
+
+@dataclass(kw_only=True, slots=True)
+class GuardsPage(Page):
+    template: ClassVar[str] = "guards.html.j2"
+    guards: list[str]
+
+
+def guards_page(build: Builder, pending: PendingPage) -> GuardsPage:
+    return GuardsPage(**record_page(build.inputs, pending, pending.kind), guards=pending.data["guards"])
 
 
 MAX_PROVENANCE_NODES = 500
 
 
-def guard_context(report: Store, meta: dict[str, Any]) -> dict[str, Any]:
+@dataclass(slots=True)
+class ExpressionNode:
+    depth: int
+    result: str
+    method: str
+    arguments: str
+    user_stack: list[FrameView]
+    stack: list[FrameView]
+
+
+@dataclass(kw_only=True, slots=True)
+class GuardInfoPage(Page):
     """A symbolic_guard_information page: the guard, where it came from, locals, provenance."""
+
+    template: ClassVar[str] = "guard_info.html.j2"
+    expr: str
+    result: str | None
+    user_stack: list[FrameView]
+    stack: list[FrameView]
+    locals: list[tuple[str, str]]
+    symbols: list[tuple[str, str]]
+    sources: list[tuple[str, str]]
+    provenance: list[ExpressionNode]
+
+
+def guard_info_page(build: Builder, pending: PendingPage) -> GuardInfoPage:
+    inputs, meta = build.inputs, pending.data["meta"]
     frame_locals = meta.get("frame_locals") if isinstance(meta.get("frame_locals"), dict) else {}
-    return {
-        "title": "Symbolic shapes information",
-        "expr": format_value(meta.get("expr")),
-        "result": format_value(meta.get("result")) if meta.get("result") is not None else None,
-        "user_stack": [frame_view(f, report) for f in frames_from_json(meta.get("user_stack")) or []],
-        "stack": [frame_view(f, report) for f in frames_from_json(meta.get("stack")) or []],
-        "locals": _named_values(frame_locals.get("locals")),
-        "symbols": _named_values(frame_locals.get("symbols")),
-        "sources": _named_values(meta.get("symbol_to_sources")),
-        "provenance": expression_tree(report, meta.get("expr_node_id")),
-    }
+    return GuardInfoPage(
+        **record_page(inputs, pending, "Symbolic shapes information"),
+        expr=format_value(meta.get("expr")),
+        result=format_value(meta.get("result")) if meta.get("result") is not None else None,
+        user_stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("user_stack")) or []],
+        stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("stack")) or []],
+        locals=_named_values(frame_locals.get("locals")),
+        symbols=_named_values(frame_locals.get("symbols")),
+        sources=_named_values(meta.get("symbol_to_sources")),
+        provenance=expression_tree(inputs, meta.get("expr_node_id")),
+    )
 
 
 def _named_values(value: Any) -> list[tuple[str, str]]:
@@ -79,67 +200,76 @@ def _named_values(value: Any) -> list[tuple[str, str]]:
     return rows
 
 
-def expression_tree(report: Store, root: Any) -> list[dict[str, Any]]:
+def expression_tree(inputs: Inputs, root: Any) -> list[ExpressionNode]:
     """Depth-first walk of the expressions behind a guard (each node once), flattened with depths."""
-    nodes: list[dict[str, Any]] = []
+    nodes: list[ExpressionNode] = []
     if not isinstance(root, int) or isinstance(root, bool):
         return nodes
+    expressions = inputs.analysis.expressions
     seen: set[int] = set()
     work = [(root, 0)]
     while work and len(nodes) < MAX_PROVENANCE_NODES:
         node_id, depth = work.pop()
-        if node_id in seen or node_id not in report.expressions:
+        if node_id in seen or node_id not in expressions:
             continue
         seen.add(node_id)
-        meta = report.expressions[node_id]
+        meta = expressions[node_id]
         arguments = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
-        nodes.append(
-            {
-                "depth": min(depth, 12),
-                "result": format_value(meta.get("result")),
-                "method": format_value(meta.get("method")),
-                "arguments": ", ".join(map(str, arguments)),
-                "user_stack": [frame_view(f, report) for f in frames_from_json(meta.get("user_stack")) or []],
-                "stack": [frame_view(f, report) for f in frames_from_json(meta.get("stack")) or []],
-            }
-        )
+        nodes.append(ExpressionNode(
+            depth=min(depth, 12),
+            result=format_value(meta.get("result")),
+            method=format_value(meta.get("method")),
+            arguments=", ".join(map(str, arguments or [])),
+            user_stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("user_stack")) or []],
+            stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("stack")) or []],
+        ))
         children = meta.get("argument_ids") if isinstance(meta.get("argument_ids"), list) else []
-        work.extend((child, depth + 1) for child in reversed(children) if isinstance(child, int))
+        work.extend((child, depth + 1) for child in reversed(children or []) if isinstance(child, int))
     return nodes
 
 
-def stack_traces_context(traces: dict[str, Any]) -> dict[str, Any]:
+@dataclass(kw_only=True, slots=True)
+class StackTracesPage(Page):
+    template: ClassVar[str] = "stack_traces.html.j2"
+    kernels: list[tuple[str, list[str]]]
+
+
+def stack_traces_page(build: Builder, pending: PendingPage) -> StackTracesPage:
     """Kernel → stack traces, with the escaped `\\n` sequences torch writes turned into real lines."""
     kernels = []
-    for kernel, items in traces.items():
+    for kernel, items in pending.data["traces"].items():
         texts = items if isinstance(items, list) else [items]
         kernels.append((kernel, [str(t).replace("\\n", "\n").rstrip("\n") for t in texts]))
-    return {"title": "Kernel stack traces", "kernels": kernels}
+    return StackTracesPage(**record_page(build.inputs, pending, "Kernel stack traces"), kernels=kernels)
 
 
+@dataclass(kw_only=True, slots=True)
+class ProvenancePage(Page):
+    """-i: the three-pane highlighter of one compile id (pre-grad graph, post-grad graph, generated code)."""
 
-def code_context(analysis: Store, record: Record, data: dict[str, Any]) -> dict[str, Any]:
-    """A code page's context before its lines are highlighted (the pipeline adds `lines`)."""
-    return {"title": data["title"], "lines": None, "lang": data["lang"]}
-
-
-def metrics_page(analysis: Store, record: Record, data: dict[str, Any]) -> dict[str, Any]:
-    return metrics_context(analysis, record, data["meta"], data["title"])
-
-
-def guards_page(analysis: Store, record: Record, data: dict[str, Any]) -> dict[str, Any]:
-    return {"guards": data["guards"]}
-
-
-def guard_info_page(analysis: Store, record: Record, data: dict[str, Any]) -> dict[str, Any]:
-    return guard_context(analysis, data["meta"])
+    template: ClassVar[str] = "provenance.html.j2"
+    pre: list[str]
+    post: list[str]
+    code: list[str]
+    code_kind: str
+    code_offset: int
+    mappings: Any  # the line maps, as JSON for the page's script
+    has_data: bool
+    inputs: dict[str, str]  # pane → the file feeding it
 
 
-PageView = Callable[[Store, Record, dict[str, Any]], dict[str, Any]]
-# view name (Output.view) → (template, context)
-PAGE_VIEWS: dict[str, tuple[str, PageView]] = {
-    "code": ("code.html.j2", code_context),
-    "metrics": ("metrics.html.j2", metrics_page),
-    "guards": ("guards.html.j2", guards_page),
-    "guard_info": ("guard_info.html.j2", guard_info_page),
+def provenance_page(build: Builder, key: CompileId | None) -> ProvenancePage:
+    inputs = build.inputs
+    panes = provenance.page_context(inputs.analysis.directory[key], build.read)
+    return ProvenancePage(**page_base(inputs, f"Provenance {label(key)}"), compile_id=key, compile_page=compile_page_url(key), **panes)
+
+
+PageView = Callable[[Builder, PendingPage], Page]
+# view name (Output.view) → its model builder
+PAGE_VIEWS: dict[str, PageView] = {
+    "code": code_page,
+    "metrics": metrics_page,
+    "guards": guards_page,
+    "guard_info": guard_info_page,
+    "stack_traces": stack_traces_page,
 }

@@ -65,10 +65,12 @@ class PageBuilder:
                     self.inlined += size
                     self.inline.add((key, record.line))
 
-    def sections(
+    def plan(
         self, records: list[RecordSummary], key: CompileId | None = None, lineages: dict[int, str] | None = None
     ) -> dict[str, list[Section]]:
-        """Group the compile id's texts by page section, in log order; `lineages`: log line → lineage."""
+        """The compile id's texts grouped by page section, in log order, decided without reading them:
+        each section's anchor (`s<n>`: the record's place), heading, files, and whether it is shown
+        inline. The page and the search index both read this plan. `lineages`: log line → lineage."""
         groups: dict[str, list[Section]] = {name: [] for name in kinds.SECTIONS}
         for index, record in enumerate(records):
             declared = shown_as(record)
@@ -78,6 +80,20 @@ class PageBuilder:
             section.lineage = (lineages or {}).get(record.line, "")
             section.title = titled(section.title, section.lineage)
             groups[declared.section or "other"].append(section)
+        return groups
+
+    def sections(
+        self, records: list[RecordSummary], key: CompileId | None = None, lineages: dict[int, str] | None = None
+    ) -> dict[str, list[Section]]:
+        """The plan, with the texts shown inline read back, highlighted and diffed."""
+        return self.fill(self.plan(records, key, lineages))
+
+    def fill(self, groups: dict[str, list[Section]]) -> dict[str, list[Section]]:
+        """Read back, highlight and diff the texts a plan shows inline."""
+        in_log_order = sorted((s for sections in groups.values() for s in sections), key=lambda s: s.line)
+        for section in in_log_order:
+            if not section.too_large:
+                self._fill(section)
         self._add_diffs(groups["pipeline"])
         for sections in groups.values():
             for section in sections:
@@ -86,13 +102,10 @@ class PageBuilder:
 
     def _section(self, section_id: str, declared: kinds.Kind, record: RecordSummary, key: CompileId | None) -> Section:
         outputs = [o.url for o in record.outputs if not o.external]
-        title = declared.heading
-        if record.kinds and record.kinds[0] == "optimize_ddp_split_child":
-            title = f"{title} {record.kind_meta('optimize_ddp_split_child').get('name', '')}"
         subgraph = record.context.get("subgraph_name")
         section = Section(
             id=section_id,
-            title=title,
+            title=declared.heading_for(record.kind_meta(record.kinds[0]) if record.kinds else {}),
             name=declared.name,
             line=record.line,
             url=outputs[0] if outputs else None,
@@ -113,16 +126,17 @@ class PageBuilder:
         if not shown:
             section.too_large = True
             section.note = f"the compile pages of this report already show {self.inline_budget / 1e6:g} MB of text (--inline-mb)"
-            return section
-        data = self.read(record.payload or "")
+        return section
+
+    def _fill(self, section: Section) -> None:
+        data = self.read(section.raw_url or "")
         if data is None:
             section.too_large, section.note = True, "its file could not be read back"
-            return section
+            return
         section.text = data.decode("utf-8", "replace")
         if section.step is not None:
             section.hops = facts.hop_subgraphs(section.text)
         section.lines = self.highlighter.lines(section.text, section.lang)
-        return section
 
     def _add_diffs(self, steps: list[Section]) -> None:
         """Diff each pass/end step against the step before it in the same stage (and subgraph)."""
