@@ -60,6 +60,7 @@ class Pipeline:
         self.raw = RawJsonl(writer.scratch(), self.ctx.problem)
         self.chromium = ChromiumEvents(writer.open("chromium_events.json"), analysis, self.ctx.problem)
         self.ctx.on_chromium_event = self.chromium.add
+        self.collected = frozenset(name for name, declared in kinds.KINDS.items() if declared.collected)
         self.inputs = Inputs(analysis, options, self.outputs.global_files)  # what the views read, once reading is done
         self.jobs = PageJobs(self.inputs, writer, self.label)
 
@@ -80,7 +81,7 @@ class Pipeline:
             frames = frames_from_json(record.envelope["stack"])
             if frames:
                 self.analysis.unknown_stacks.insert(frames, None)
-        if "chromium_event" in record.envelope:
+        if not self.collected.isdisjoint(record.kinds):  # gathered into a file of their own (chromium events)
             return
         if payload_file is None and record.payload:
             payload_file = self.payloads.put(record)

@@ -466,10 +466,10 @@ class Questions:
             return STATUS_BREAK
         return STATUS_OK
 
-    def shape_facts_for(self, kind: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
+    def shape_facts_for(self, role: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
         if compile_id is None:
             return []
-        return self.facts.get(("shape", kind, compile_id.frame_key()))
+        return self.facts.get(("shape", role, compile_id.frame_key()))
 
     def page_of(self, key: CompileId | None, generation: int = 0) -> str | None:
         """The page of a compile id; None for one listed without a page (`pageless`)."""
@@ -574,8 +574,8 @@ class Store(Questions):
         fields = {name: meta.get(name) for name in BACKWARD_SUMMARY_FIELDS}  # not the whole record: pages show these
         self.backward_metrics.setdefault(key, []).append((own, line, fields))
 
-    def note_shape_fact(self, kind: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
-        self.facts.add(("shape", kind, compile_id.frame_key()), meta)
+    def note_shape_fact(self, role: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
+        self.facts.add(("shape", role, compile_id.frame_key()), meta)
 
     def note_span(self, frame: CompileId, generation: int, name: str, path: tuple[str, ...], duration: float) -> None:
         """A finished chromium B/E span of a frame compile (`phase_times`, `phase_trees`)."""

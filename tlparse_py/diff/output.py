@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 
 from ..pipeline import write_static
-from ..report.render import render
+from ..report.render import render_page
 from ..report.writer import ReportWriter
-from .view import markdown, page_context
+from .view import diff_page, markdown
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "diff.schema.json"
 
@@ -28,7 +28,7 @@ def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violati
     try:
         write_static(writer)
         writer.write("diff.json", diff_json(diff))
-        writer.write("index.html", render("diff.html.j2", page_context(diff, violations)))
+        writer.write("index.html", render_page(diff_page(diff, violations)))
         writer.commit()
     except BaseException:
         writer.abort()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..analysis.totals import TOTALS, value_at
+from ..report.views.common import Page
 from ..units import format_seconds
 
 TITLE = "torch.compile diff"
@@ -104,8 +106,23 @@ def _failure(f: dict[str, Any]) -> dict[str, Any]:
             "type": f["type"], "reason": f["reason"] or ""}
 
 
-def page_context(diff: dict[str, Any], violations: list[str] | None = None) -> dict[str, Any]:
-    """The whole diff page (diff.html.j2): one section, or one per rank."""
+@dataclass(kw_only=True, slots=True)
+class DiffPage(Page):
+    """What changed between two runs: one section, or one per rank."""
+
+    template: ClassVar[str] = "diff.html.j2"
+    base: dict[str, Any]
+    new: dict[str, Any]
+    notes: list[str]
+    sections: list[dict[str, Any]]
+    multi: bool
+    metrics: dict[str, Any]
+    violations: list[str]
+    empty: bool
+
+
+def diff_page(diff: dict[str, Any], violations: list[str] | None = None) -> DiffPage:
+    """The whole diff page: one section, or one per rank."""
     sections = []
     if diff.get("comparison") is not None:
         sections.append({"title": None, "anchor": None, "note": None, **section_context(diff["comparison"])})
@@ -113,24 +130,19 @@ def page_context(diff: dict[str, Any], violations: list[str] | None = None) -> d
         anchor = f"{rank['folder']}"
         body = section_context(rank["comparison"], f"{anchor}-") if rank["comparison"] is not None else None
         sections.append({"title": rank["folder"], "anchor": anchor, "note": rank["note"], "body": body, **(body or {})})
-    return {
-        "title": TITLE,
-        "root": "",
-        "source": {"path": f"{diff['base']['path']} → {diff['new']['path']}"},
-        "compile_id": None,
-        "kind": "",
-        "lineno": None,
-        "compile_page": None,
-        "failures_link": False,
-        "base": diff["base"],
-        "new": diff["new"],
-        "notes": diff.get("notes") or [],
-        "sections": sections,
-        "multi": bool(diff.get("ranks")),
-        "metrics": diff.get("metrics") or {},
-        "violations": violations or [],
-        "empty": is_empty(diff),
-    }
+    return DiffPage(
+        title=TITLE,
+        source={"path": f"{diff['base']['path']} → {diff['new']['path']}"},
+        failures_link=False,
+        base=diff["base"],
+        new=diff["new"],
+        notes=diff.get("notes") or [],
+        sections=sections,
+        multi=bool(diff.get("ranks")),
+        metrics=diff.get("metrics") or {},
+        violations=violations or [],
+        empty=is_empty(diff),
+    )
 
 
 def is_empty(diff: dict[str, Any]) -> bool:

@@ -6,8 +6,9 @@ import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -15,8 +16,10 @@ from .._version import __version__
 from ..analysis.compiles import SCHEMA_VERSION
 from ..report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
 from ..report.markdown import summary_markdown
-from ..pipeline import Options, write_static
-from ..report.render import render, trusted_html
+from ..options import Options
+from ..pipeline import write_static
+from ..report.render import render_page, trusted_html
+from ..report.views.common import Page
 from ..analysis.store import InputInfo
 from ..analysis.summary import STATUS_LABELS, load_ranks
 from ..report.writer import FolderWriter, ReportWriter, check_target
@@ -65,11 +68,23 @@ def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
     return notes
 
 
-def landing_context(landing: Landing, source: InputInfo, custom_header_html: str) -> dict[str, Any]:
-    context = base_context_for(source)
-    by_folder = {r.folder: r for r in landing.results}
-    context.update(
+@dataclass(kw_only=True, slots=True)
+class LandingPage(Page):
+    """The multi-rank landing page: whether the ranks agree, and each rank's report."""
+
+    template: ClassVar[str] = "landing.html.j2"
+    custom_header: Any  # the user's --custom-header-html, trusted
+    landing: Landing
+    rows: list[dict[str, Any]]
+    by_folder: dict[str, RankResult]
+    words: Callable[[list[str]], str]
+
+
+def landing_page(landing: Landing, source: InputInfo, custom_header_html: str) -> LandingPage:
+    return LandingPage(
         title="Multi-rank report",
+        source=source,
+        failures_link=False,
         custom_header=trusted_html(custom_header_html),
         landing=landing,
         rows=[
@@ -80,10 +95,18 @@ def landing_context(landing: Landing, source: InputInfo, custom_header_html: str
             }
             for r in sorted(landing.results, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.folder))
         ],
-        by_folder=by_folder,
+        by_folder={r.folder: r for r in landing.results},
         words=words,
     )
-    return context
+
+
+@dataclass(kw_only=True, slots=True)
+class RankFailedPage(Page):
+    """In place of a rank's report: its log, and why it could not be built."""
+
+    template: ClassVar[str] = "rank_failed.html.j2"
+    log: str
+    error: str
 
 
 def outcomes(result: RankResult) -> Counter[tuple[str, str]]:
@@ -94,10 +117,6 @@ def outcomes(result: RankResult) -> Counter[tuple[str, str]]:
         status = compile.get("status", "")
         counts[(status, STATUS_LABELS.get(status, status))] += 1
     return counts
-
-
-def base_context_for(source: InputInfo) -> dict[str, Any]:
-    return {"root": "", "source": source, "compile_id": None, "kind": "", "lineno": None, "compile_page": None, "failures_link": False}
 
 
 def write_all_ranks(
@@ -134,7 +153,7 @@ def _write(
         writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
         landing.summary = load_ranks(summary)
         writer.write("summary.md", summary_markdown(landing.summary))
-        writer.write("index.html", render("landing.html.j2", landing_context(landing, source, options.custom_header_html)))
+        writer.write("index.html", render_page(landing_page(landing, source, options.custom_header_html)))
         writer.commit()
     except BaseException:
         writer.abort()
@@ -147,10 +166,10 @@ def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
     page saying so, so that the landing page's links to it lead somewhere."""
     for r in results:
         if r.error and writer.read(f"{r.folder}/index.html") is None:
-            context = base_context_for(InputInfo(r.log, 0))
             name = f"Rank {r.rank}" if r.rank is not None else r.folder
-            context.update(root="../", title=f"{name}: no report", log=r.log.rpartition("/")[2], error=r.error)
-            writer.write(f"{r.folder}/index.html", render("rank_failed.html.j2", context))
+            page = RankFailedPage(title=f"{name}: no report", root="../", source=InputInfo(r.log, 0), failures_link=False,
+                                  log=r.log.rpartition("/")[2], error=r.error)
+            writer.write(f"{r.folder}/index.html", render_page(page))
 
 
 def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:

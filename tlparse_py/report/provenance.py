@@ -159,7 +159,7 @@ def find_inputs(artifacts: list[Any]) -> dict[str, Any]:
     return chosen
 
 
-def page_context(artifacts: list[Any], read: Any) -> dict[str, Any]:
+def panes(artifacts: list[Any], read: Any) -> dict[str, Any]:
     """Everything the three-pane highlighter page of one compile id shows."""
     inputs = find_inputs(artifacts)
 

@@ -21,7 +21,7 @@ from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure
 from ...model import Record
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from .context import ParseContext
-from .registry import FILE, GLOBAL, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
+from .registry import FILE, GLOBAL, KINDS, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
 
 # --------------------------------------------------------------------------------------------
 # Graphs and code logged as plain text payloads (tlparse parsers 1-11, same order)
@@ -275,12 +275,12 @@ def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
     return []
 
 
-@kind("symbolic_shape_specialization", title="A symbol was specialised to a constant",
+@kind("symbolic_shape_specialization", title="A symbol was specialised to a constant", shape_fact="specializations",
       symbol=lambda m: Symbol("specialised", _text(m.get("symbol")), _text(m.get("value")), "", ", ".join(map(str, m.get("sources") or []))))
-@kind("guard_added_fast", title="A shape guard was added", symbol=lambda m: Symbol("guard", _text(m.get("expr"))))
+@kind("guard_added_fast", title="A shape guard was added", shape_fact="guards_added", symbol=lambda m: Symbol("guard", _text(m.get("expr"))))
 def shape_fact(record: Record, ctx: ParseContext) -> list[Output]:
     if record.compile_id is not None:
-        ctx.analysis.note_shape_fact(ctx.current_kind, record.compile_id, ctx.dict_field(record, ctx.current_kind))
+        ctx.analysis.note_shape_fact(KINDS[ctx.current_kind].shape_fact, record.compile_id, ctx.dict_field(record, ctx.current_kind))
     return []
 
 

@@ -99,6 +99,7 @@ class Kind:
     symbol: SymbolOf | None = None  # a row of the symbols table
     tensor: str = ""  # its part of an input tensor's row: "tensor", "source" or "storage"
     runtime: bool = False  # its `runtime_*` fields are compile overhead paid at run time
+    shape_fact: str = ""  # what it adds to its compile's metrics page: "specializations" or "guards_added"
     collected: bool = False  # its records are gathered into one file of their own (not listed per compile)
     provenance: tuple[str, int] | None = None  # (pane, preference) of the -i provenance page it feeds
     collective: str = ""  # what it is in a cross-rank comparison: "local_state", "sync_decision", "spmd_mismatch"

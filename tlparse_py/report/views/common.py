@@ -58,6 +58,7 @@ class Page:
     kind: str = ""  # the record kind it shows
     lineno: int | None = None  # the record's line in the log
     compile_page: str | None = None
+    failures_link: bool = True  # the top bar links failures_and_restarts.html (a single report has one)
 
     def context(self) -> dict[str, Any]:
         """The template's variables: the model's fields."""

@@ -110,16 +110,16 @@ def metrics_page(build: Builder, pending: PendingPage) -> MetricsPage:
         meta=meta,
         stack=[frame_view(f, inputs) for f in stack or []],
         outputs=[artifact_view(a) for a in analysis.directory.get(key_of(compile_id), [])],
-        specializations=shape_fact_views(inputs, "symbolic_shape_specialization", compile_id),
-        guards_added=shape_fact_views(inputs, "guard_added_fast", compile_id),
+        specializations=shape_fact_views(inputs, "specializations", compile_id),
+        guards_added=shape_fact_views(inputs, "guards_added", compile_id),
         restart_reasons=reasons if isinstance(reasons, list) else [],
     )
 
 
-def shape_fact_views(inputs: Inputs, kind: str, compile_id: CompileId | None) -> list[ShapeFactView]:
+def shape_fact_views(inputs: Inputs, role: str, compile_id: CompileId | None) -> list[ShapeFactView]:
     """Specialisations / fast guards of a frame compile (every attempt), with readable stacks."""
     views = []
-    for fact in inputs.analysis.shape_facts_for(kind, compile_id):
+    for fact in inputs.analysis.shape_facts_for(role, compile_id):
         sources = fact.get("sources")
         views.append(ShapeFactView(
             symbol=format_value(fact.get("symbol")) if fact.get("symbol") is not None else "",
@@ -260,7 +260,7 @@ class ProvenancePage(Page):
 
 def provenance_page(build: Builder, key: CompileId | None) -> ProvenancePage:
     inputs = build.inputs
-    panes = provenance.page_context(inputs.analysis.directory[key], build.read)
+    panes = provenance.panes(inputs.analysis.directory[key], build.read)
     return ProvenancePage(**page_base(inputs, f"Provenance {label(key)}"), compile_id=key, compile_page=compile_page_url(key), **panes)
 
 

@@ -154,7 +154,7 @@ class PageBuilder:
                 section.diff = self._diff(base, section)
             if role == "start" or role in ("pass", "end"):
                 last[scope] = section
-            if section.name == "aot_inference_graph":
+            if stage == "aot" and section.lineage == "inference" and role == "graph":  # what hop passes start from
                 last_inference[section.subgraph] = section
 
     def _diff(self, base: Section, step: Section) -> dict[str, Any]:
@@ -174,7 +174,7 @@ class PageBuilder:
 
 def shown_as(record: RecordSummary) -> kinds.Kind | None:
     """The declaration a record's payload text is shown under (None: it is not shown as a section)."""
-    if record.payload is None or "chromium_event" in record.kinds:
+    if record.payload is None or any(kinds.collected(kind) for kind in record.kinds):
         return None
     declared = kinds.describe(record.kinds, record.meta)
     return kinds.with_lang(declared, record.payload) if declared is not None else None
