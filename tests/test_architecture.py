@@ -25,6 +25,13 @@ def test_layer_contract_holds():
     assert "0 broken" in result.stdout
 
 
+def test_types_check():
+    """mypy over the whole package, the analysis layer strictly (`[tool.mypy]` in pyproject.toml)."""
+    command = shutil.which("mypy") or str(Path(sys.executable).with_name("mypy"))
+    result = subprocess.run([command, "--no-incremental"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def _layered_names() -> dict[str | None, set[str]]:
     """container (None: the top contract) → the module names its layers list."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]

@@ -75,7 +75,7 @@ class Analysis(Store):
         cache = [e for key in attempts for e in self.cache_events_of(key) if mine(e.line)]
         # strings shared where equal: a log may hold 100,000s of compiles
         labels = [display_key(key) for key in attempts]
-        pages = {key: self.page_of(key, generation) for key in attempts}
+        pages: dict[CompileId | None, str | None] = {key: self.page_of(key, generation) for key in attempts}
         breaks = [self._break(b, pages) for key in attempts for b in self.graph_breaks_of(key) if mine(b.line)]
         return CompileSummary(
             key=frame,
@@ -97,7 +97,7 @@ class Analysis(Store):
         )
 
     @staticmethod
-    def _break(logged: LoggedBreak, pages: dict[CompileId, str | None]) -> GraphBreak:
+    def _break(logged: LoggedBreak, pages: dict[CompileId | None, str | None]) -> GraphBreak:
         attempt = logged.compile_id.directory_key() if logged.compile_id is not None else None
         return GraphBreak(logged.reason, logged.location, logged.explanation, display_key(attempt), pages.get(attempt), logged.url)
 

@@ -228,7 +228,7 @@ def hop_subgraphs(graph: str) -> list[HopSubgraph]:
     """
     lines = graph.splitlines()
     calls = [(number, match.group(1), text) for number, text in enumerate(lines, 1) if (match := _HOP_CALL.search(text))]
-    aliases = {}
+    aliases: dict[str, set[str]] = {}
     for text in lines:  # `subgraph_1 = self.subgraph_0`: the call names the alias
         alias = re.match(r"\s*(\w+) = self\.(\w+)\s*$", text)
         if alias:

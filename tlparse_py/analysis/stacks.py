@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..model import CompileId
@@ -40,7 +41,7 @@ def frames_from_json(value: Any) -> list[Frame] | None:
                 filename=filename,
                 line=line if type(line) is int else 0,
                 name=str(item.get("name", "")),
-                loc=item.get("loc") if isinstance(item.get("loc"), str) else "",
+                loc=loc if isinstance(loc := item.get("loc"), str) else "",
             )
         )
     return frames
@@ -79,12 +80,12 @@ _CONVERT_FRAME_TAILS = (
 )
 
 
-def strip_convert_frame(frames: list[Frame], resolve) -> list[Frame]:
+def strip_convert_frame(frames: list[Frame], resolve: Callable[[Any], str | None]) -> list[Frame]:
     """Drop the three Dynamo-internal frames that fbcode stacks end with (tlparse does the same)."""
     if len(frames) < 3:
         return frames
     tail = frames[-3:]
-    files = {simplify_filename(resolve(f.filename)) for f in tail}
+    files = {simplify_filename(resolve(f.filename) or "") for f in tail}
     if files == {"torch/_dynamo/convert_frame.py"} and tuple(f.name for f in tail) in _CONVERT_FRAME_TAILS:
         return frames[:-3]
     return frames

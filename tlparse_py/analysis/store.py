@@ -85,7 +85,7 @@ class FactSpool:
 
     def __init__(self) -> None:
         self._file: Any = None  # opened on the first fact
-        self._where: dict[Any, array] = {}  # key → (offset, size) pairs, flattened
+        self._where: dict[Any, array[int]] = {}  # key → (offset, size) pairs, flattened
         self._buffer = bytearray()  # pickled facts not yet written, from offset `_flushed`
         self._flushed = 0
 
@@ -490,7 +490,7 @@ class Store(Questions):
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
     kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)
-    record_offsets: dict[CompileId | None, array] = field(default_factory=dict)
+    record_offsets: dict[CompileId | None, array[int]] = field(default_factory=dict)
     start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)

@@ -13,7 +13,7 @@ the report was just built from a log or loaded back from its `summary.json`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +151,7 @@ def totals_of(compiles: Sequence[CompileSummary]) -> dict[str, Value]:
     return {total.name: total.compute(compiles) for total in TOTALS}
 
 
-def nested(values: dict[str, Value]) -> dict[str, Any]:
+def nested(values: Mapping[str, Any]) -> dict[str, Any]:
     """summary.json's `totals`: dotted names nested (`cache.hit` → `{"cache": {"hit": ...}}`)."""
     out: dict[str, Any] = {}
     for name, value in values.items():

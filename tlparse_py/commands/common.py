@@ -15,7 +15,7 @@ class CliError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 2):
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; each error has its own
 
     def format_message(self) -> str:
         # messages name paths and log text: no escape sequence reaches the terminal

@@ -268,6 +268,7 @@ def _write_multi_rank(path: Path, out: Path, overwrite: bool, options: Options, 
         echo_err("Ranks diverge: see the landing page for where")
     if not no_browser:
         open_browser(out)
+    assert landing.summary is not None  # set once its summary.json is written
     return landing.summary
 
 

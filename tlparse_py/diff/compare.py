@@ -121,7 +121,8 @@ def compare(base: Summary, new: Summary) -> dict[str, Any]:
 def _totals(base: Summary, new: Summary) -> dict[str, Any]:
     """Every total (analysis.totals), before and after; durations with their ratio."""
     b, n = totals_of(base.compiles), totals_of(new.compiles)
-    return nested({t.name: (timed if t.seconds else pair)(b[t.name], n[t.name]) for t in TOTALS})
+    rows: dict[str, Any] = {t.name: (timed if t.seconds else pair)(b[t.name], n[t.name]) for t in TOTALS}
+    return nested(rows)
 
 
 def _frame_row(key: Frame, b_list: list[CompileSummary], n_list: list[CompileSummary]) -> dict[str, Any]:
@@ -244,7 +245,8 @@ def _ranks(base: RanksSummary, new: RanksSummary) -> list[dict[str, Any]]:
     rows = []
     for folder in order:
         br, nr = b.get(folder), n.get(folder)
-        rank = (br or nr).rank if (br or nr) is not None else None
+        either = br or nr
+        rank = either.rank if either is not None else None
         note = None
         comparison = None
         if br is None or nr is None:

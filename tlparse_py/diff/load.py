@@ -88,10 +88,10 @@ def _ranks(folder: Path) -> RanksSummary:
     for log in candidate_logs(folder):
         by_rank.setdefault(rank_of(log), []).append(log)
     jobs: list[tuple[int | None, str, Path]] = []
-    for rank in sorted(r for r in by_rank if r is not None):
-        ordered = sorted(by_rank[rank], key=lambda p: (-p.stat().st_size, p.name))
-        jobs.append((rank, f"rank_{rank}", ordered[0]))
-        jobs += [(rank, f"rank_{rank}_extra_{i}", log) for i, log in enumerate(ordered[1:], start=1)]
+    for number in sorted(r for r in by_rank if r is not None):
+        ordered = sorted(by_rank[number], key=lambda p: (-p.stat().st_size, p.name))
+        jobs.append((number, f"rank_{number}", ordered[0]))
+        jobs += [(number, f"rank_{number}_extra_{i}", log) for i, log in enumerate(ordered[1:], start=1)]
     jobs += [(None, f"unranked_{i}", log) for i, log in enumerate(sorted(by_rank.get(None, [])), start=1)]
     ranks = []
     for rank, name, log in jobs:

@@ -11,18 +11,21 @@ failed (its `RankResult.error`) and the other ranks' reports are kept. The sched
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..analysis.kinds import load_plugins
 
+class _Job(Protocol):
+    folder: str  # the rank's report folder, which names its task
+
+
 # run.py's RankJob and RankResult; named only as type variables, since run.py imports this module
-RankJob = TypeVar("RankJob")
+RankJob = TypeVar("RankJob", bound=_Job)
 RankResult = TypeVar("RankResult")
 
 CONNECT_TIMEOUT_S = 10.0  # how long to try reaching the scheduler before giving up (exit 2)
@@ -91,11 +94,9 @@ def build_on_cluster(
     client: Any, build: Callable[[RankJob, Path], RankResult], jobs: list[RankJob], root: Path,
     done: Callable[[int, RankResult], None], died: Callable[[RankJob, str], RankResult],
 ) -> None:
-    """Every job as a task; `done(index, result)` as each finishes (once per job)."""
+    """Every job as a task; `done(index, result)` as each finishes (once per job). The workers' current
+    folder is not ours: the jobs' log paths must be absolute."""
     from distributed import as_completed
-
-    # the workers' current folder is not ours: they get absolute log paths
-    jobs = [dataclasses.replace(job, log=job.log.absolute()) for job in jobs]
 
     def submit(index: int) -> Any:
         job = jobs[index]

@@ -22,7 +22,7 @@ CACHE_PRIORITY = {"❌": 3, "✅": 2, "❓": 1}  # miss > hit > bypass, for a co
 
 def primary(results: list[RankResult]) -> list[RankResult]:
     """One result per rank (its main log), in rank order: what cross-rank comparisons use."""
-    return sorted((r for r in results if r.rank is not None and r.folder == f"rank_{r.rank}"), key=lambda r: r.rank)
+    return sorted((r for r in results if r.rank is not None and r.folder == f"rank_{r.rank}"), key=lambda r: r.number)
 
 
 def groups_of(signatures: dict[int, Any]) -> list[tuple[Any, list[int]]]:
@@ -36,20 +36,20 @@ def groups_of(signatures: dict[int, Any]) -> list[tuple[Any, list[int]]]:
 
 def compile_id_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Ranks whose compile ids differ from the majority's: what each is missing and has extra."""
-    sets = {r.rank: [c for c in r.compile_ids if c != "[-/-]"] for r in ranks}
+    sets = {r.number: [c for c in r.compile_ids if c != "[-/-]"] for r in ranks}
     groups = groups_of({rank: sorted(ids) for rank, ids in sets.items()})
     if len(groups) <= 1:
         return []
     reference = set(groups[0][0])
     rows = []
     for r in ranks:
-        mine = set(sets[r.rank])
+        mine = set(sets[r.number])
         if mine != reference:
             rows.append(
                 {
-                    "rank": r.rank,
+                    "rank": r.number,
                     "missing": [c for c in _ordered(reference, ranks) if c not in mine],
-                    "extra": [c for c in sets[r.rank] if c not in reference],
+                    "extra": [c for c in sets[r.number] if c not in reference],
                     "folder": r.folder,
                     "pages": r.pages,
                 }
@@ -89,7 +89,7 @@ def sequence_divergence(sequences: dict[int, list[tuple[str, str]]]) -> list[dic
 
 def cache_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Groups of ranks with the same sequence of cache hits/misses/bypasses, and where each group departs."""
-    rows = sequence_divergence({r.rank: [(c.mark, c.compile_id) for c in r.cache] for r in ranks})
+    rows = sequence_divergence({r.number: [(c.mark, c.compile_id) for c in r.cache] for r in ranks})
     return [{**row, "marks": "".join(mark for mark, _ in row["sequence"])} for row in rows]
 
 
@@ -97,12 +97,12 @@ def schedule_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Groups of ranks issuing the same collectives in the same order (a mismatch hangs the job)."""
     if not any(r.distributed.schedules for r in ranks):
         return []
-    rows = sequence_divergence({r.rank: [(op, s.compile_id) for s in r.distributed.schedules for op in s.ops] for r in ranks})
+    rows = sequence_divergence({r.number: [(op, s.compile_id) for s in r.distributed.schedules for op in s.ops] for r in ranks})
     return [{**row, "count": len(row["sequence"]), "op": row["item"]} for row in rows]
 
 
 def tensor_meta_groups(ranks: list[RankResult]) -> list[dict[str, Any]]:
-    signatures = {r.rank: sorted((e.graph, e.fingerprint) for e in r.distributed.runtime) for r in ranks if r.distributed.runtime}
+    signatures = {r.number: sorted((e.graph, e.fingerprint) for e in r.distributed.runtime) for r in ranks if r.distributed.runtime}
     groups = groups_of(signatures)
     return [] if len(groups) <= 1 else [{"ranks": members} for _, members in groups]
 
@@ -115,7 +115,7 @@ def runtime_estimations(ranks: list[RankResult]) -> list[dict[str, Any]]:
         for estimate in r.distributed.runtime:
             if estimate.ops and estimate.graph not in seen:
                 seen.add(estimate.graph)
-                rows.append({"rank": r.rank, "graph": estimate.graph, "ops": estimate.ops})
+                rows.append({"rank": r.number, "graph": estimate.graph, "ops": estimate.ops})
     return rows
 
 
@@ -133,7 +133,7 @@ def runtime_analysis(estimations: list[dict[str, Any]]) -> dict[str, Any] | None
     graph_sets = {rank: set(graphs) for rank, graphs in totals.items()}
     common = set.intersection(*graph_sets.values())
     uneven = sorted(set.union(*graph_sets.values()) - common)
-    graphs = []
+    graphs: list[dict[str, Any]] = []
     for graph in sorted(common):
         per_rank = {rank: totals[rank][graph] for rank in totals}
         fastest = min(per_rank, key=lambda r: (per_rank[r], -r))  # ties go to the later rank, as in tlparse
@@ -176,7 +176,7 @@ def runtime_trace(estimations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def collective_schedules(ranks: list[RankResult]) -> list[dict[str, Any]]:
-    return [{"rank": r.rank, "graph": s.graph, "ops": s.ops} for r in ranks for s in r.distributed.schedules if s.ops]
+    return [{"rank": r.number, "graph": s.graph, "ops": s.ops} for r in ranks for s in r.distributed.schedules if s.ops]
 
 
 def collectives_parity(result: RankResult) -> dict[str, Any]:
@@ -199,15 +199,15 @@ def collectives_parity(result: RankResult) -> dict[str, Any]:
 
 def execution_order_analysis(ranks: list[RankResult]) -> dict[str, Any] | None:
     """Line up the graphs each rank ran, in order; flag steps where ranks ran different collectives or cache paths."""
-    orders = {r.rank: r.distributed.execution_orders[-1].order for r in ranks if r.distributed.execution_orders}
+    orders = {r.number: r.distributed.execution_orders[-1].order for r in ranks if r.distributed.execution_orders}
     if len(orders) < 2:
         return None
-    schedules = {(r.rank, s.compile_id): s.ops for r in ranks for s in r.distributed.schedules}
+    schedules = {(r.number, s.compile_id): s.ops for r in ranks for s in r.distributed.schedules}
     cache: dict[tuple[int, str], str] = {}
     for r in ranks:
         for c in r.cache:
-            if CACHE_PRIORITY.get(c.mark, 0) > CACHE_PRIORITY.get(cache.get((r.rank, c.compile_id), ""), 0):
-                cache[(r.rank, c.compile_id)] = c.mark
+            if CACHE_PRIORITY.get(c.mark, 0) > CACHE_PRIORITY.get(cache.get((r.number, c.compile_id), ""), 0):
+                cache[(r.number, c.compile_id)] = c.mark
     rows = analyze_execution_order(orders, schedules, cache)
     schedule_ranks = sorted({rank for row in rows if "schedule" in row["issues"] for rank in row["by_rank"]})
     cache_ranks = sorted({rank for row in rows if "cache" in row["issues"] for rank in row["by_rank"]})
@@ -259,7 +259,7 @@ def agreement_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
             if a.role in (LOCAL_STATE, SPMD_MISMATCH):
                 continue
             decision = (sync_decision(a.line) if a.role == SYNC_DECISION else None) or a.digest
-            by_key.setdefault((a.compile_id, a.name), {})[r.rank] = (decision, a.line, f"{r.folder}/{a.url}")
+            by_key.setdefault((a.compile_id, a.name), {})[r.number] = (decision, a.line, f"{r.folder}/{a.url}")
     rows = []
     for (label, name), per_rank in by_key.items():
         groups = groups_of({rank: decision for rank, (decision, _, _) in per_rank.items()})
@@ -279,7 +279,7 @@ def dynamic_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     compiles = sorted({c for r in ranks for c in r.distributed.dynamic_sources})
     rows = []
     for label in compiles:
-        per_rank = {r.rank: sorted(r.distributed.dynamic_sources.get(label, ())) for r in ranks if label in r.compile_ids or label in r.distributed.dynamic_sources}
+        per_rank = {r.number: sorted(r.distributed.dynamic_sources.get(label, ())) for r in ranks if label in r.compile_ids or label in r.distributed.dynamic_sources}
         groups = groups_of(per_rank)
         if len(groups) > 1:
             rows.append({"compile_id": label, "groups": [{"ranks": members, "sources": sources} for sources, members in groups]})
@@ -293,8 +293,8 @@ def spmd_mismatches(ranks: list[RankResult]) -> list[dict[str, Any]]:
         for a in r.distributed.agreements:
             if a.role == SPMD_MISMATCH:
                 row = rows.setdefault(a.compile_id, {"compile_id": a.compile_id, "ranks": [], "line": a.line, "url": f"{r.folder}/{a.url}"})
-                if r.rank not in row["ranks"]:
-                    row["ranks"].append(r.rank)
+                if r.number not in row["ranks"]:
+                    row["ranks"].append(r.number)
     return list(rows.values())
 
 
@@ -328,9 +328,9 @@ def content_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     them, in log order: for each group of ranks departing from the reference (the biggest group;
     on a tie, the one with the lowest rank), what differs and the first differing lines side by side."""
     rows = []
-    by_rank = {r.rank: r for r in ranks}
+    by_rank = {r.number: r for r in ranks}
     for label in log_order(ranks):
-        signatures = {r.rank: content_signature(r, label) for r in ranks if label in r.distributed.fingerprints}
+        signatures = {r.number: content_signature(r, label) for r in ranks if label in r.distributed.fingerprints}
         if len(signatures) < 2:
             continue
         groups = groups_of(signatures)
@@ -369,10 +369,10 @@ def side_by_side(left: RankResult, right: RankResult, label: str, a: dict[str, A
         if a[part] != b[part] and (mine.lines.get(part) or theirs.lines.get(part)):
             rows = differing_lines(mine.lines.get(part, []), theirs.lines.get(part, []))
             if rows:
-                return {"what": name, "left": left.rank, "right": right.rank, "rows": rows}
+                return {"what": name, "left": left.number, "right": right.number, "rows": rows}
     if a["inputs"] != b["inputs"]:
         rows = differing_lines([f"input {i}: {s}" for i, s in enumerate(a["inputs"], 1)], [f"input {i}: {s}" for i, s in enumerate(b["inputs"], 1)])
-        return {"what": "input shapes", "left": left.rank, "right": right.rank, "rows": rows}
+        return {"what": "input shapes", "left": left.number, "right": right.number, "rows": rows}
     return None
 
 
@@ -386,11 +386,11 @@ def compiler_collectives(ranks: list[RankResult], content: list[dict[str, Any]])
         for a in r.distributed.agreements:
             if a.role == LOCAL_STATE:
                 frame = frame_of(a.compile_id)
-                frames.setdefault(frame, {}).setdefault(r.rank, []).append(a.digest)
+                frames.setdefault(frame, {}).setdefault(r.number, []).append(a.digest)
     diverging = {frame_of(row["compile_id"]) for row in content}
     rows = []
     for frame, states in frames.items():
-        dynamic = {r.rank: sorted(r.distributed.dynamic_sources.get(frame, ())) for r in ranks if frame in r.distributed.dynamic_sources or r.rank in states}
+        dynamic = {r.number: sorted(r.distributed.dynamic_sources.get(frame, ())) for r in ranks if frame in r.distributed.dynamic_sources or r.number in states}
         decisions = groups_of(dynamic)
         shared = decisions[0][0] if len(decisions) == 1 else None
         rows.append(

@@ -12,13 +12,14 @@ import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..reading.inputs import InputError, candidate_logs, rank_of
 from ..model import Stats
-from ..pipeline import Options, build_report
+from ..options import Options
+from ..pipeline import build_report
 from ..analysis.store import CacheMark, DistributedFacts, InputInfo
 from ..report.writer import FolderWriter
 from .cluster import build_on_cluster
@@ -90,6 +91,13 @@ class RankResult:
     distributed: DistributedFacts = field(default_factory=DistributedFacts)
 
     @property
+    def number(self) -> int:
+        """Its rank; the results compared across ranks always have one (`compare.primary` keeps those)."""
+        if self.rank is None:
+            raise ValueError(f"{self.folder} holds no rank")
+        return self.rank
+
+    @property
     def compile_ids(self) -> list[str]:
         """Compile ids in first-appearance order (a reused id once)."""
         return list(dict.fromkeys(c["id"] for c in self.summary.get("compiles", [])))
@@ -142,7 +150,8 @@ def build_all(
     build = build_rank  # looked up now: tests replace it with one that kills its worker
     emit = _InOrder(len(jobs), on_done)
     if cluster is not None:
-        build_on_cluster(cluster, build, jobs, root, emit, died)
+        # the workers' current folder is not ours: they get absolute log paths
+        build_on_cluster(cluster, build, [replace(job, log=job.log.absolute()) for job in jobs], root, emit, died)
         return emit.results()
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers <= 1 or len(jobs) == 1:

@@ -94,7 +94,7 @@ def skipped_symlinks(folder: Path) -> list[str]:
         folders = [folder, *sorted(_subfolders(folder))]
     except InputError:
         return []
-    links = []
+    links: list[Path] = []
     for each in folders:
         try:
             links.extend(p for p in _entries(each) if p.is_symlink() and is_trace_name(p.name))
@@ -143,8 +143,8 @@ def rank_of(log: Path) -> int | None:
             head = handle.read(PEEK_BYTES)
     except (OSError, EOFError, zlib.error, GunzipRefused):
         return None
-    match = _RANK_IN_TEXT.search(head)
-    return int(match.group(1)) if match else None
+    found = _RANK_IN_TEXT.search(head)
+    return int(found.group(1)) if found else None
 
 
 def first_record(log: Path) -> LogHead | None:

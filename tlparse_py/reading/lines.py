@@ -303,13 +303,19 @@ def _tab_line_start(buf: bytes, pos: int) -> int:
 
 def _blank_prefix(data: bytes, pos: int = 0) -> int:
     """Where the blank lines (LF or CRLF) that start at `pos` end."""
-    end = _CR_LF_RUN.match(data, pos).end()
+    end = _match_end(_CR_LF_RUN, data, pos)
     if end > pos and data[end - 1] == 0x0D:
         end -= 1  # a CR before something else starts the next line
     run = data[pos:end]
     if b"\r" in run and b"\r" in run.replace(b"\r\n", b""):
-        return _BLANK_LINES.match(data, pos).end()  # a line of lone CRs (not blank): the exact, slow way
+        return _match_end(_BLANK_LINES, data, pos)  # a line of lone CRs (not blank): the exact, slow way
     return end
+
+
+def _match_end(pattern: re.Pattern[bytes], data: bytes, pos: int) -> int:
+    """Where a pattern that matches the empty string, matched at `pos`, ends."""
+    match = pattern.match(data, pos)
+    return match.end() if match is not None else pos
 
 
 def _junk_lines(region: bytes) -> int:

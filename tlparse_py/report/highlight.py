@@ -110,7 +110,7 @@ def cpp_kernels(text: str) -> list[tuple[int, int, int]]:
     """
     if "async_compile.cpp" not in text:  # the fast path: most texts hold no C++
         return []
-    spans = []
+    spans: list[tuple[int, int, int]] = []
     position = 0
     while True:
         match = _CPP_KERNEL_OPEN.search(text, position)
@@ -292,7 +292,7 @@ class Highlighter:
             import pygments
 
             self._disk = HighlightCache.open(f"{pygments.__version__}-{__version__}")
-        return self._disk or None
+        return self._disk if isinstance(self._disk, HighlightCache) else None
 
     def _from_disk(self, key: Key) -> str | None:
         """A result highlighted by an earlier run (only ever asked for a text within the budget)."""
@@ -358,4 +358,4 @@ def _main_is_importable() -> bool:
     """Fork-server workers re-import `__main__`; from a REPL or stdin that fails (noisily)."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    return bool(path) and os.path.isfile(path)
+    return isinstance(path, str) and os.path.isfile(path)

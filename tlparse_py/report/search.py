@@ -134,10 +134,10 @@ def build_index(
         if data is None:
             continue
         body, cut = _cut(data[: 4 * text_chars + 4].decode("utf-8", "replace"), text_chars)  # no more than it keeps
-        entry: list[Any] = [text.kind, text.title, text.url, body]
+        item: list[Any] = [text.kind, text.title, text.url, body]
         if text.prefix is not None or text.alt is not None:
-            entry += [text.prefix, text.alt]
-        if not shards.add(entry):
+            item += [text.prefix, text.alt]
+        if not shards.add(item):
             break
         covered += 1
         partial += cut

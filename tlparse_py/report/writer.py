@@ -154,7 +154,7 @@ class FolderWriter:
 
     def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
-        return tempfile.SpooledTemporaryFile(max_size=in_memory, dir=self.root, prefix=".spool-")
+        return tempfile.SpooledTemporaryFile(max_size=in_memory, mode="w+b", dir=str(self.root), prefix=".spool-")
 
 
 class NullWriter(FolderWriter):

@@ -145,8 +145,9 @@ def artifact(record: Record, ctx: ParseContext) -> list[Output]:
     if name == "inductor_post_grad_graph":  # compared across ranks, like the kind of that name
         _note_fingerprint(record, ctx, "post_grad")
     declared = NAMES.get(name)
-    if declared is not None and declared.facts is not None:
-        output.on_written = lambda url: declared.facts(record, ctx, url)
+    facts_of = declared.facts if declared is not None else None
+    if facts_of is not None:
+        output.on_written = lambda url: facts_of(record, ctx, url)
     return [output]
 
 

@@ -44,13 +44,12 @@ def symbol_views(rows: list[SymbolRow], inputs: Inputs) -> list[SymbolView]:
 
 def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:
     """Compile time split into Dynamo / AOTAutograd / Inductor / codegen, as SVG-ready segments."""
-    entire, backend = fields.get("entire_frame_compile_time_s"), fields.get("backend_compile_time_s")
-    inductor, codegen = fields.get("inductor_compile_time_s"), fields.get("code_gen_time_s")
-    if not _number(entire) or entire <= 0:
+    entire = _seconds(fields.get("entire_frame_compile_time_s"))
+    if entire is None or entire <= 0:
         return None
-    backend = min(backend, entire) if _number(backend) else 0.0
-    inductor = min(inductor, backend) if _number(inductor) else 0.0
-    codegen = min(codegen, inductor) if _number(codegen) else 0.0
+    backend = min(_seconds(fields.get("backend_compile_time_s")) or 0.0, entire)
+    inductor = min(_seconds(fields.get("inductor_compile_time_s")) or 0.0, backend)
+    codegen = min(_seconds(fields.get("code_gen_time_s")) or 0.0, inductor)
     values = (entire - backend, backend - inductor, inductor - codegen, codegen)
     segments, x = [], 0.0
     for (name, css), seconds in zip(PHASES, values, strict=True):
@@ -60,8 +59,8 @@ def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:
     return {"total": entire, "segments": segments}
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
 def pass_timings(report: Analysis, key: CompileId | None) -> dict[str, list[tuple[str, float]]]:
