@@ -253,7 +253,7 @@ def test_run_context_in_summary_json_and_on_the_index(tmp_path, scenario):
     _, out = report(tmp_path, scenario)
     summary = summary_of(out)
     jsonschema.Draft202012Validator(SCHEMA).validate(summary)
-    assert summary["schema_version"] == "1.1"
+    assert summary["schema_version"] == SCHEMA["version"]
     run_ = summary["run"]
     times = glog_times(fixture_log(scenario))
     assert len(times) == summary["stats"]["ok"]

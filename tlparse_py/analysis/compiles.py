@@ -4,15 +4,19 @@ multi-rank, diff).
 `Analysis` is the store the reading pass filled (`store.Store`) plus the questions asked of it: one
 typed `CompileSummary` per compile (generation included), gathered in a `Summary` with the totals
 (`totals.py`), and `to_dict()`, which is exactly what `summary.json` holds (schema:
-`summary.schema.json`, versioned by `SCHEMA_VERSION`). Unknown values are `None`, never guessed.
+`summary.schema.json`, whose `version` it carries). Unknown values are `None`, never guessed.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .._version import __version__
 from ..options import Options
@@ -22,7 +26,15 @@ from .store import LoggedBreak, MetricsEntry, Store
 from .summary import UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak, Summary, distinct_breaks
 from .totals import Value, nested, totals_of
 
-SCHEMA_VERSION = "1.1"  # bump the major part whenever a field changes meaning, the minor when fields are added
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "summary.schema.json"
+
+
+@functools.cache
+def schema_version() -> str:
+    """The schema_version summary.json carries: the `version` of the schema it is written against
+    (bump its major part whenever a field changes meaning, the minor when fields are added)."""
+    version = orjson.loads(SCHEMA_FILE.read_bytes())["version"]
+    return str(version)
 
 
 @dataclass
@@ -160,7 +172,7 @@ class Analysis(Store):
 def summary_dict(summary: Summary) -> dict[str, Any]:
     """A report's summary.json, from its typed summary."""
     data: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
         "inputs": summary.inputs,
         "torch_version": summary.torch_version,
@@ -181,4 +193,4 @@ def _failure(fields: dict[str, Any]) -> Failure | None:
     return Failure(str(fields["fail_type"]), str(reason) if reason is not None else None)
 
 
-__all__ = ["Analysis", "CompileSummary", "CompileTime", "SCHEMA_VERSION", "summary_dict"]
+__all__ = ["Analysis", "CompileSummary", "CompileTime", "schema_version", "summary_dict"]

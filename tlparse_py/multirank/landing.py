@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import orjson
 
 from .._version import __version__
-from ..analysis.compiles import SCHEMA_VERSION
+from ..analysis.compiles import schema_version
 from ..report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
 from ..report.markdown import summary_markdown
 from ..options import Options
@@ -175,7 +175,7 @@ def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
 def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
     """The multi-rank summary.json: every rank's summary, and the divergences between ranks."""
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
         "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
         "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
