@@ -136,6 +136,8 @@ TOTALS: tuple[Total, ...] = (
           involved=lambda cs: [(c, f"({len(c.graph_breaks)})") for c in cs if c.graph_breaks]),
     Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before",
           compute=lambda cs: sum(1 for c in cs if c.is_recompile), involved=lambda cs: [(c, "") for c in cs if c.is_recompile]),
+    Total("restarts", "restarts", "restarts", "times Dynamo restarted the analysis of a frame within a compile",
+          compute=lambda cs: sum(c.restarts for c in cs), involved=lambda cs: [(c, f"({c.restarts})") for c in cs if c.restarts]),
     Total("failed", "failed compiles", "failed", "compiles that failed (their metrics logged an exception)",
           compute=lambda cs: sum(1 for c in cs if c.failed),
           involved=lambda cs: [(c, f"({c.failure.type})") for c in cs if c.failure is not None]),
