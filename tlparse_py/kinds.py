@@ -6,35 +6,7 @@ names on under the stable path plugins use (`from tlparse_py.kinds import declar
 
 from __future__ import annotations
 
-from .analysis.kinds import (
-    FILE,
-    GLOBAL,
-    KINDS,
-    LINK,
-    NAMES,
-    PAYLOAD,
-    REFORMAT,
-    SECTIONS,
-    Kind,
-    Output,
-    ParseContext,
-    Step,
-    Symbol,
-    declare,
-    describe,
-    kind,
-    known,
-    load_plugins,
-    named,
-    parsers_for,
-    payload_name,
-    title_of,
-    undeclare,
-    with_lang,
-)
+from .analysis import kinds as _registry
+from .analysis.kinds import *  # noqa: F403  (the plugin API is the registry's public names)
 
-__all__ = [
-    "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "REFORMAT", "SECTIONS", "Kind", "Output",
-    "ParseContext", "Step", "Symbol", "declare", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
-    "payload_name", "title_of", "undeclare", "with_lang",
-]
+__all__ = list(_registry.__all__)

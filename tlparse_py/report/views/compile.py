@@ -25,21 +25,14 @@ PHASES = (("Dynamo", "dynamo"), ("AOTAutograd", "aot"), ("Inductor", "inductor")
 
 @dataclass(slots=True)
 class SymbolView:
-    """A row of the symbols table, with its user code line as a frame."""
+    """A row of the symbols table, with its user code line as a frame the page can link."""
 
-    event: str
-    kind: str
-    name: str
-    value: str
-    range: str
-    source: str
+    row: SymbolRow
     where: FrameView | None
-    line: int
 
 
 def symbol_views(rows: list[SymbolRow], inputs: Inputs) -> list[SymbolView]:
-    return [SymbolView(r.event, r.kind, r.name, r.value, r.range, r.source, frame_view(r.where, inputs) if r.where else None, r.line)
-            for r in rows]
+    return [SymbolView(r, frame_view(r.where, inputs) if r.where else None) for r in rows]
 
 
 def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:

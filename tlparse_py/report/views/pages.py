@@ -121,16 +121,23 @@ def shape_fact_views(inputs: Inputs, role: str, compile_id: CompileId | None) ->
     views = []
     for fact in inputs.analysis.shape_facts_for(role, compile_id):
         sources = fact.get("sources")
+        user_stack, stack = stacks_of(fact, inputs)
         views.append(ShapeFactView(
             symbol=format_value(fact.get("symbol")) if fact.get("symbol") is not None else "",
             sources=[str(s) for s in sources] if isinstance(sources, list) else [],
             value=format_value(fact.get("value")) if fact.get("value") is not None else "",
             reason=format_value(fact.get("reason")) if fact.get("reason") is not None else "",
             expr=format_value(fact.get("expr")) if fact.get("expr") is not None else "",
-            user_stack=[frame_view(f, inputs) for f in frames_from_json(fact.get("user_stack")) or []],
-            stack=[frame_view(f, inputs) for f in frames_from_json(fact.get("stack")) or []],
+            user_stack=user_stack,
+            stack=stack,
         ))
     return views
+
+
+def stacks_of(meta: dict[str, Any], inputs: Inputs) -> tuple[list[FrameView], list[FrameView]]:
+    """(`user_stack`, `stack`) of a logged fact, as frames a page shows."""
+    user, framework = (frames_from_json(meta.get(name)) or [] for name in ("user_stack", "stack"))
+    return [frame_view(f, inputs) for f in user], [frame_view(f, inputs) for f in framework]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -174,12 +181,13 @@ class GuardInfoPage(Page):
 def guard_info_page(build: Builder, pending: PendingPage) -> GuardInfoPage:
     inputs, meta = build.inputs, pending.data["meta"]
     frame_locals = meta.get("frame_locals") if isinstance(meta.get("frame_locals"), dict) else {}
+    user_stack, stack = stacks_of(meta, inputs)
     return GuardInfoPage(
         **record_page(inputs, pending, "Symbolic shapes information"),
         expr=format_value(meta.get("expr")),
         result=format_value(meta.get("result")) if meta.get("result") is not None else None,
-        user_stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("user_stack")) or []],
-        stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("stack")) or []],
+        user_stack=user_stack,
+        stack=stack,
         locals=_named_values(frame_locals.get("locals")),
         symbols=_named_values(frame_locals.get("symbols")),
         sources=_named_values(meta.get("symbol_to_sources")),
@@ -215,13 +223,14 @@ def expression_tree(inputs: Inputs, root: Any) -> list[ExpressionNode]:
         seen.add(node_id)
         meta = expressions[node_id]
         arguments = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
+        user_stack, stack = stacks_of(meta, inputs)
         nodes.append(ExpressionNode(
             depth=min(depth, 12),
             result=format_value(meta.get("result")),
             method=format_value(meta.get("method")),
             arguments=", ".join(map(str, arguments or [])),
-            user_stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("user_stack")) or []],
-            stack=[frame_view(f, inputs) for f in frames_from_json(meta.get("stack")) or []],
+            user_stack=user_stack,
+            stack=stack,
         ))
         children = meta.get("argument_ids") if isinstance(meta.get("argument_ids"), list) else []
         work.extend((child, depth + 1) for child in reversed(children or []) if isinstance(child, int))
