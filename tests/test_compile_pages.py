@@ -59,10 +59,10 @@ def test_summary_counts(report_of, scenario, expected):
 
 def test_summary_tables_of_graph_breaks_and_recompiles(report_of):
     report, _ = report_of(fixture("graph_break"))
-    groups = [(g.reason, g.user_location, g.count, [brk.attempt for _, brk in g.breaks]) for g in graph_break_groups(report.compiles())]
+    groups = [(g.reason, [s.user_location for s in g.sites], g.count, [brk.attempt for _, brk in g.breaks]) for g in graph_break_groups(report.compiles())]
     assert groups == [
-        ("Failed to trace builtin operator", "/work/scenarios/graph_break.py:23", 2, ["[0/0]", "[1/0]"]),
-        ("Call to `torch._dynamo.graph_break()`", "/work/scenarios/graph_break.py:25", 1, ["[2/0]"]),
+        ("Failed to trace builtin operator", ["/work/scenarios/graph_break.py:23"], 2, ["[0/0]", "[1/0]"]),
+        ("Call to `torch._dynamo.graph_break()`", ["/work/scenarios/graph_break.py:25"], 1, ["[2/0]"]),
     ]
     report, _ = report_of(fixture("recompile"))
     frames = recompiled_frames(report.compiles())

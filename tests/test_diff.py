@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -93,14 +94,17 @@ def test_one_extra_graph_break_is_listed_and_fails_the_gate(gb):
     validate(data)
 
 
-def test_frames_pair_by_name_and_location_not_compile_id(gb):
+def test_frames_pair_by_code_not_compile_id(gb):
     data = read(gb[0] / "out")
-    frames = {(f["frame"], f["user_location"].rsplit("/", 1)[-1]): f for f in data["comparison"]["frames"]}
-    assert frames[("prepare", "gb_program.py:21")]["presence"] == "both"
-    assert frames[("head", "gb_program.py:27")]["presence"] == "new"
-    resume = frames[("torch_dynamo_resume_in_step_at_35", "gb_program.py:35")]
-    assert [(p["base"] and p["base"]["id"], p["new"]["id"]) for p in resume["pairs"]] == [("[3/0]", "[3/0]"), (None, "[6/0]")]
-    assert resume["recompiles"] == {"base": 0, "new": 0, "delta": 0}  # another frame id, not a recompile
+    rows = data["comparison"]["frames"]
+    frames = {(f["frame"], f["user_location"].rsplit("/", 1)[-1], f["presence"]): f for f in rows}
+    assert frames[("prepare", "gb_program.py:21", "both")]["pairing"] == "same"
+    assert frames[("head", "gb_program.py:27", "new")]["pairing"] == "new"
+    # the resume function of `step` is compiled as two frames in NEW (after each break): the first pairs
+    resumes = [f for f in rows if f["frame"] == "torch_dynamo_resume_in_step_at_35"]
+    assert [(f["presence"], [(p["base"] and p["base"]["id"], p["new"]["id"]) for p in f["pairs"]]) for f in resumes] == [
+        ("both", [("[3/0]", "[3/0]")]), ("new", [(None, "[6/0]")])]
+    assert all(f["recompiles"]["new"] == 0 for f in resumes)  # another frame id, not a recompile
     [ops] = [o for o in data["comparison"]["graph_op_counts"] if o["frame"] == "torch_dynamo_resume_in_step_at_35"]
     assert ops["graph_op_count"] == {"base": 4, "new": 0, "delta": -4}
 
@@ -123,7 +127,7 @@ def test_a_trace_diffed_with_itself_is_empty(tmp_path):
     assert result.exit_code == 0, result.output
     data = read(tmp_path / "out")
     c = data["comparison"]
-    assert c["graph_breaks"] == {"new": [], "gone": [], "changed": []}
+    assert c["graph_breaks"] == {"new": [], "gone": [], "changed": [], "moved": []}
     assert c["failures"] == {"new": [], "fixed": []} and c["graph_op_counts"] == []
     assert all(f["presence"] == "both" and not f["new_recompile_reasons"] for f in c["frames"])
     assert data["metrics"] == {"new_graph_breaks": 0, "new_recompiles": 0, "new_failures": 0, "compile_time_ratio": 1.0, "cache_miss_delta": 0}
@@ -267,3 +271,93 @@ def test_gates_parse_and_evaluate():
     for bad in ["", "a", "a=1", "a>x", "d>1", "a>1,,b<2", "a>nan", "a>inf"]:
         with pytest.raises(ConditionError, match="valid names: a, b, c"):
             parse_conditions(bad, names)
+
+
+# ------------------------------------------------------------------------------------------------
+# pairing by code identity, on real traces of one program before and after a pull request's edits
+# (the edit_* harness scenarios: tlparse_py/harness/scenarios/edit_program.py)
+
+EDIT_BASE = TRACES / "edit_base"
+
+
+def edit_diff(tmp_path, variant, *args):
+    out = tmp_path / variant
+    result = run(EDIT_BASE, TRACES / f"edit_{variant}", "-o", out, "--fail-on", "new_graph_breaks>0,new_recompiles>0", *args)
+    return result, read(out)
+
+
+def break_lines(scenario):
+    """Independently of the tool: the user code lines where the log says the graph broke."""
+    text = "".join(open_log_text(p) for p in sorted((TRACES / scenario).glob("dedicated_log*")))
+    return sorted({int(m) for m in re.findall(r"Graph break in user code at \S+/model\.py:(\d+)", text)})
+
+
+def open_log_text(path):
+    import gzip
+
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8", "replace")
+
+
+def test_lines_added_above_the_model_change_nothing(tmp_path):
+    result, data = edit_diff(tmp_path, "shifted")
+    assert result.exit_code == 0, result.output
+    assert data["metrics"]["new_graph_breaks"] == 0 and data["metrics"]["new_recompiles"] == 0
+    (base_line,), (new_line,) = break_lines("edit_base"), break_lines("edit_shifted")
+    assert new_line == base_line + 4  # the edit added four lines above the model
+    breaks = data["comparison"]["graph_breaks"]
+    assert breaks["new"] == [] and breaks["gone"] == [] and breaks["changed"] == []
+    assert [g["moved"] for g in breaks["moved"]] == [{"from": base_line, "to": new_line}]
+    frames = data["comparison"]["frames"]
+    assert {f["pairing"] for f in frames} == {"moved"} and all(f["moved"]["to"] - f["moved"]["from"] == 4 for f in frames)
+    assert "moved (line" in (tmp_path / "shifted" / "index.html").read_text()
+    validate(data)
+
+
+def test_a_renamed_function_is_not_a_new_recompile(tmp_path):
+    result, data = edit_diff(tmp_path, "renamed")
+    assert result.exit_code == 0, result.output
+    assert data["metrics"] == {**data["metrics"], "new_graph_breaks": 0, "new_recompiles": 0}
+    renamed = [(f["base_frame"], f["frame"]) for f in data["comparison"]["frames"] if f["pairing"] == "renamed"]
+    assert ("prepare", "prepare_input") in renamed
+    assert all(f["presence"] == "both" for f in data["comparison"]["frames"])
+
+
+def test_a_removed_graph_break_is_gone(tmp_path):
+    result, data = edit_diff(tmp_path, "fixed")
+    assert result.exit_code == 0, result.output
+    breaks = data["comparison"]["graph_breaks"]
+    assert breaks["new"] == [] and [g["user_location"].rsplit("/", 1)[1] for g in breaks["gone"]] == [f"model.py:{break_lines('edit_base')[0]}"]
+    assert break_lines("edit_fixed") == []  # the log of the fixed program has no graph break at all
+
+
+def test_a_real_new_graph_break_is_new_and_explained(tmp_path):
+    result, data = edit_diff(tmp_path, "newbreak")
+    assert result.exit_code == 3
+    [new] = data["comparison"]["graph_breaks"]["new"]
+    [added] = sorted(set(break_lines("edit_newbreak")) - set(break_lines("edit_base")))  # the prepare break stays where it was
+    assert new["user_location"].endswith(f"model.py:{added}")
+    assert new["registry_id"] == "GB0025" and new["hints"] and new["doc_url"].endswith("/gb0025.html")
+    line = next(line for line in result.stderr.splitlines() if line.startswith("--fail-on new_graph_breaks"))
+    assert "new graph break GB0025: Call to `torch._dynamo.graph_break()`" in line and "Hint: " in line
+    validate(data)
+
+
+def test_unrelated_programs_are_unpaired_and_it_says_so(tmp_path):
+    result = run(TRACES / "graph_break", TRACES / "training", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    data = read(tmp_path / "out")
+    assert all(f["presence"] != "both" for f in data["comparison"]["frames"])
+    assert any("different programs" in note for note in data["notes"]) and "different programs" in result.stderr
+
+
+def test_a_pair_naming_no_file_is_refused_listing_the_files(tmp_path):
+    result = run(EDIT_BASE, TRACES / "edit_shifted", "-o", tmp_path / "out", "--pair", "nope.py=model.py")
+    assert result.exit_code == 2 and "nope.py is not a file of BASE" in result.stderr and "BASE has model.py" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_report_url_must_be_http(tmp_path):
+    result = run(EDIT_BASE, TRACES / "edit_shifted", "-o", tmp_path / "out", "--report-url", "javascript:alert(1)")
+    assert result.exit_code == 2 and "--report-url" in result.stderr
+    assert not (tmp_path / "out").exists()

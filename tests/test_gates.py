@@ -228,7 +228,7 @@ def test_markdown_escapes_log_text():
     assert not [row for row in text.splitlines() if row.startswith("second line")], "no newline from the log"
     assert all(href.startswith("../r/") for href in markdown_links(text))
     for row in (r for r in text.splitlines() if r.startswith("| 1 |") and "click" in r):
-        assert len(re.split(r"(?<!\\)\|", row)) == 6, row  # 4 cells: no | from the log splits one
+        assert len(re.split(r"(?<!\\)\|", row)) == 7, row  # 5 cells: no | from the log splits one
 
 
 # -- run context --------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from tlparse_py.harness.registry import SCENARIOS
 CPU_SCENARIOS = {"inference", "training", "graph_break", "recompile", "failure", "export", "cache",
                  "compiled_autograd", "distributed", "custom_op", "unbacked", "transformer",
                  "reset_reuse", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit",
-                 "gb_base", "gb_extra", "collectives", "collectives_desync", "collectives_gloo_fail", "collectives_shapes"}
+                 "gb_base", "gb_extra", "collectives", "collectives_desync", "collectives_gloo_fail", "collectives_shapes",
+                 "edit_base", "edit_shifted", "edit_renamed", "edit_fixed", "edit_newbreak"}
 CUDA_SCENARIOS = {"triton", "cudagraphs", "autotune"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -134,7 +134,8 @@ def test_a_reused_compile_id_page_and_summary_agree(tmp_path):
     assert raw.count("dynamo_graph_break_reason") == 2
     assert [(c["id"], c["generation"]) for c in summary["compiles"]] == [("[0/0]", 0), ("[0/0]", 1)]
     for compile_ in summary["compiles"]:
-        assert compile_["graph_breaks"] == [{"reason": "Call to `torch._dynamo.graph_break()`", "user_location": "/work/prog.py:12"}]
+        [brk] = compile_["graph_breaks"]
+        assert (brk["reason"], brk["user_location"]) == ("Call to `torch._dynamo.graph_break()`", "/work/prog.py:12")
     assert summary["totals"]["graph_breaks"] == 2
     for page in (out / "-_0_0_0" / "index.html", out / "-_0_0_0" / "generation_1.html"):
         text = page.read_text()
@@ -175,3 +176,40 @@ def test_the_index_model_is_the_analysis_totals(report_of):
     assert [f["frame"] for f in model.recompiles] == ["1", "0"]
     assert sum(len(f["compiles"]) for f in model.recompiles) == len([c for c in analysis.compiles() if c.frame_identity])
     assert re.fullmatch(r"\d+", str(model.records))
+
+
+# -- graph breaks explained: what torch wrote about each, carried to summary.json -----------------
+
+def raw_break_payloads(log: Path) -> list[str]:
+    """Independently of the tool: the text of every dynamo_graph_break_reason record of the log."""
+    import gzip
+
+    data = log.read_bytes()
+    lines = (gzip.decompress(data) if log.suffix == ".gz" else data).decode("utf-8", "replace").split("\n")
+    payloads = []
+    for i, text in enumerate(lines):
+        if '"name": "dynamo_graph_break_reason"' in text:
+            block = []
+            for more in lines[i + 1:]:
+                if not more.startswith("\t"):
+                    break
+                block.append(more[1:])
+            payloads.append("\n".join(block))
+    return payloads
+
+
+@pytest.mark.parametrize("log", [p for p in FIXTURE_LOGS if raw_break_payloads(p)], ids=lambda p: p.parent.name)
+def test_every_explained_graph_break_carries_its_registry_id_hints_and_page(log):
+    explained = {}
+    for payload in raw_break_payloads(log):
+        where = re.search(r"Graph break in user code at (\S+:\d+)", payload)
+        page = re.search(r"(https://meta-pytorch\.github\.io/compile-graph-break-site/gb/(gb\d+)\.html)", payload)
+        if where and page:
+            head = payload.split("User code traceback:", 1)[0]
+            hints = [line.strip()[len("Hint:"):].strip() for line in head.splitlines() if line.strip().startswith("Hint:")]
+            explained[where.group(1)] = (page.group(2).upper(), hints, page.group(1))
+    assert explained, "the fixture's breaks carry torch's registry page"
+    summary = tlparse_py.analyze(log).to_dict()
+    shown = {(b["user_location"], b["registry_id"], tuple(b["hints"]), b["doc_url"]) for c in summary["compiles"] for b in c["graph_breaks"]}
+    for location, (registry_id, hints, url) in explained.items():
+        assert (location, registry_id, tuple(hints), url) in shown, location

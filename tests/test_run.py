@@ -78,3 +78,65 @@ def test_run_a_real_torch_compile_program(tmp_path):
     summary = read_json(tmp_path / "out" / "summary.json")
     assert summary["totals"]["compiles"] == 1 and summary["compiles"][0]["status"] == "ok"
     assert summary["torch_version"] and summary["torch_version"].startswith("2.")
+
+
+# -- the options of a report, checked before the program starts -------------------------------------
+
+MARKER = """
+import pathlib, sys
+pathlib.Path(sys.argv[1]).write_text("ran")
+"""
+
+
+def marker_program(tmp_path: Path) -> tuple[Path, Path]:
+    script = tmp_path / "marks.py"
+    script.write_text(MARKER)
+    return script, tmp_path / "ran.txt"
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--fail-on", "graph_breaks>0,nonsense"], "malformed condition 'nonsense'"),
+    (["--fail-on", "no_such_total>0"], "unknown name 'no_such_total'"),
+    (["--markdown", "missing/folder/summary.md"], "does not exist"),
+    (["--report-url", "ftp://example.com/r"], "--report-url"),
+])
+def test_a_bad_option_stops_run_before_the_program_starts(tmp_path, options, says):
+    script, ran = marker_program(tmp_path)
+    proc = tlparse("run", "-o", "out", "--no-browser", *options, "--", sys.executable, str(script), str(ran), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr and "Traceback" not in proc.stderr
+    assert not ran.exists(), "the program must not have started"
+    assert not (tmp_path / "out").exists() and not [p for p in tmp_path.iterdir() if ".trace-" in p.name]
+
+
+def test_an_existing_output_folder_stops_run_before_the_program_starts(tmp_path):
+    script, ran = marker_program(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("keep")
+    proc = tlparse("run", "-o", "out", "--no-browser", "--", sys.executable, str(script), str(ran), cwd=tmp_path)
+    assert proc.returncode == 2 and "--overwrite" in proc.stderr
+    assert not ran.exists() and (tmp_path / "out" / "mine.txt").read_text() == "keep"
+
+
+def test_run_gates_and_writes_markdown_like_the_report_command(tmp_path):
+    summary = tmp_path / "step_summary.md"
+    proc = tlparse("run", "-o", "out", "--no-browser", "--fail-on", "compiles>0,graph_breaks>0", "--markdown", str(summary),
+                   "--report-url", "https://ci.example.com/artifacts/tl_out", "--", sys.executable, str(fake_program(tmp_path, 0)), cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "--fail-on compiles>0: compiles is 1" in proc.stderr and "graph_breaks>0" not in proc.stderr.split("--fail-on compiles>0")[0]
+    text = summary.read_text()
+    assert "](https://ci.example.com/artifacts/tl_out/index.html)" in text and "Gate failed" in text
+    assert (tmp_path / "out" / "trace" / "dedicated_log_torch_trace_fake.log").is_file()  # the report was written, the trace kept in it
+
+
+def test_a_report_that_cannot_be_written_keeps_the_trace(tmp_path):
+    """The program ran (maybe for hours): when its report cannot be written, the trace is kept and named."""
+    script = tmp_path / "prog.py"
+    # the program itself makes a folder of its own at -o while it runs: the report may not replace it
+    script.write_text(FAKE.format(text=start() + metrics(), status=0).replace("sys.exit(", "os.makedirs('out'); open('out/mine.txt', 'w').write('mine'); sys.exit("))
+    proc = tlparse("run", "-o", "out", "--no-browser", "--", sys.executable, str(script), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "the trace is kept in" in proc.stderr and "Traceback" not in proc.stderr
+    kept = Path(proc.stderr.split("the trace is kept in", 1)[1].split()[0])
+    assert (tmp_path / kept).joinpath("dedicated_log_torch_trace_fake.log").is_file()
+    assert (tmp_path / "out" / "mine.txt").read_text() == "mine"  # never touched

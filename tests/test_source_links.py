@@ -156,3 +156,37 @@ def test_the_cli_flags_reach_the_report(tmp_path):
     result = CliRunner().invoke(main, [str(LOG), "-o", str(out), "--no-browser", "--source-url", URL, "--source-root", "/work/"])
     assert result.exit_code == 0, result.output
     assert any(a["href"].endswith("/scenarios/graph_break.py#L46") for a in source_anchors(out / "index.html", within="trie"))
+
+
+# -- one warning line when the links cannot be what the user meant ---------------------------------
+
+def warnings_of(tmp_path: Path, *args: str) -> list[str]:
+    result = CliRunner().invoke(main, [str(LOG), "-o", str(tmp_path / "out"), "--overwrite", "--no-browser", *args])
+    assert result.exit_code == 0, result.output
+    return [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+
+
+def test_a_source_root_that_matches_no_path_says_so_once(tmp_path):
+    [line] = warnings_of(tmp_path, "--source-url", URL, "--source-root", "/home/ci/repo")
+    assert "--source-root /home/ci/repo is not a prefix of any user file" in line and "/work/scenarios/graph_break.py" in line
+
+
+def test_absolute_machine_paths_without_a_source_root_say_so_once(tmp_path):
+    [line] = warnings_of(tmp_path, "--source-url", URL)
+    assert "absolute paths of the machine that ran the program" in line and "--source-root" in line
+
+
+def test_a_source_root_that_matches_warns_nothing(tmp_path):
+    assert warnings_of(tmp_path, "--source-url", URL, "--source-root", "/work") == []
+    assert warnings_of(tmp_path) == []  # no links asked for: nothing to warn about
+
+
+def test_the_report_command_prints_one_line_of_totals(tmp_path):
+    result = CliRunner().invoke(main, [str(LOG), "-o", str(tmp_path / "out"), "--no-browser"])
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("Report: ")]
+    import json
+
+    totals = json.loads((tmp_path / "out" / "summary.json").read_text())["totals"]
+    for words in (f"compiles {totals['compiles']}", f"graph breaks {totals['graph_breaks']}", f"recompiles {totals['recompiles']}",
+                  f"failed {totals['failed']}", "compile time ", str(tmp_path / "out" / "index.html")):
+        assert words in line, words

@@ -111,7 +111,8 @@ class Analysis(Store):
     @staticmethod
     def _break(logged: LoggedBreak, pages: dict[CompileId | None, str | None]) -> GraphBreak:
         attempt = logged.compile_id.directory_key() if logged.compile_id is not None else None
-        return GraphBreak(logged.reason, logged.location, logged.explanation, display_key(attempt), pages.get(attempt), logged.url)
+        return GraphBreak(logged.reason, logged.location, logged.explanation, logged.source, logged.function, logged.registry_id,
+                          logged.hints, logged.doc_url, display_key(attempt), pages.get(attempt), logged.url)
 
     def in_generation(self, key: CompileId | None, generation: int) -> Callable[[int], bool]:
         """Whether a fact logged at a line belongs to this generation of the compile id."""

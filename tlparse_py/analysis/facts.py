@@ -52,18 +52,32 @@ def _bad_input_reads_as(empty: Any) -> Callable[[Callable[..., Any]], Callable[.
     return wrap
 
 
-def parse_graph_break(text: str) -> tuple[str, str, str]:
-    """(reason headline, explanation, user location) of a `dynamo_graph_break_reason` payload."""
+@dataclass(frozen=True, slots=True)
+class BreakText:
+    """What a `dynamo_graph_break_reason` payload says: why Dynamo broke the graph, where, and the fix
+    torch suggests (its graph-break registry id, explanation, hints and documentation page)."""
+
+    reason: str  # the break's headline (its type), e.g. "Failed to trace builtin operator"
+    explanation: str
+    location: str  # the user code line, "file.py:23"
+    source: str = ""  # that line's text, from the user code traceback
+    function: str = ""  # the function that line is in
+    registry_id: str = ""  # torch's graph-break registry id, "GB0123"
+    hints: tuple[str, ...] = ()
+    doc_url: str = ""  # torch's page about this break
+
+
+_DOC_URL = re.compile(r"(https://\S+/gb/(gb\d+)\.html)")
+# torch's graph-break pages; a page named elsewhere in a log is not linked (a log may name any site)
+GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+
+
+def parse_graph_break(text: str) -> BreakText:
+    """The facts of a `dynamo_graph_break_reason` payload (torch 2.13's layout)."""
     lines = text.splitlines()
-    location = ""
-    match = _USER_CODE_AT.search(text)
-    if match:
-        location = match.group(1)
-    else:
-        user = text.split("User code traceback:", 1)
-        frames = _FILE_LINE.findall(user[1].split("Traceback (most recent call last)", 1)[0]) if len(user) > 1 else []
-        if frames:
-            location = f"{frames[-1][0]}:{frames[-1][1]}"
+    head = text.split("User code traceback:", 1)[0].split("Traceback (most recent call last)", 1)[0]
+    location, source, function = _break_site(text)
     reason = ""
     for index, line in enumerate(lines):
         if line.startswith("Graph Break Reason:"):
@@ -74,7 +88,29 @@ def parse_graph_break(text: str) -> tuple[str, str, str]:
     if not reason:
         reason = next((l.strip() for l in lines if l.strip() and not l.startswith("Graph break in user code")), "(no reason given)")
     explanation = next((l.strip()[len("Explanation:") :].strip() for l in lines if l.strip().startswith("Explanation:")), "")
-    return reason, explanation, location
+    hints = tuple(l.strip()[len("Hint:") :].strip() for l in head.splitlines() if l.strip().startswith("Hint:"))
+    doc = _DOC_URL.search(text)
+    url = doc.group(1) if doc and doc.group(1).startswith(GRAPH_BREAK_SITE) else ""
+    return BreakText(reason, explanation, location, source, function, doc.group(2).upper() if doc else "", hints, url)
+
+
+def _break_site(text: str) -> tuple[str, str, str]:
+    """(`file:line`, its source text, its function) of the user code line where the graph broke."""
+    match = _USER_CODE_AT.search(text)
+    location = match.group(1) if match else ""
+    user = text.split("User code traceback:", 1)
+    if len(user) < 2:
+        return location, "", ""
+    frames = user[1].split("Traceback (most recent call last)", 1)[0].splitlines()
+    last = max((i for i, line in enumerate(frames) if _FILE_LINE.search(line)), default=None)
+    if last is None:
+        return location, "", ""
+    found = _FILE_LINE.search(frames[last])
+    assert found is not None  # found just above
+    file, line = found.groups()
+    function = frames[last].rpartition(", in ")[2].strip() if ", in " in frames[last] else ""
+    after = frames[last + 1].strip() if last + 1 < len(frames) else ""
+    return location or f"{file}:{line}", "" if _CARETS.match(after) or _FILE_LINE.search(after) else after, function
 
 
 @_bad_input_reads_as(list)

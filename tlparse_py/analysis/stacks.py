@@ -144,3 +144,25 @@ class StackTrie:
                     work.append(("children", child))
                     work.append(("row", frame, child, branching))
         return rows
+
+
+# Where library code lives (torch itself, installed packages, the standard library): never the
+# user's code, never linked to the user's repository. `/stdlib/` and `/site-packages/` are also
+# the placeholders the compile harness writes in fixture logs.
+LIBRARY_PATHS = ("/site-packages/", "/dist-packages/", "/torch/", "/lib/python3", "/stdlib/")
+
+
+def is_user_code(path: str) -> bool:
+    """Whether a logged file name is the user's code (not torch, a package or the standard library)."""
+    if not path or path.startswith("<") or path in ("(unknown)", "N/A"):
+        return False
+    probe = "/" + path.replace("\\", "/").lstrip("/")
+    return not any(part in probe for part in LIBRARY_PATHS)
+
+
+def split_location(location: str | None) -> tuple[str, int] | None:
+    """`file.py:23` → ("file.py", 23); None for anything else."""
+    if not location:
+        return None
+    file, _, line = location.rpartition(":")
+    return (file, int(line)) if file and line.isdigit() else None

@@ -187,6 +187,11 @@ class LoggedBreak:
     location: str  # the user code line, "file.py:23"
     url: str  # the artifact with the full text
     line: int = 0  # its line in the log (which generation of a reused compile id logged it)
+    source: str = ""  # the text of the user code line
+    function: str = ""  # the function it is in
+    registry_id: str = ""  # torch's graph-break registry id ("GB0123"), when torch wrote it
+    hints: tuple[str, ...] = ()
+    doc_url: str = ""
 
 
 @dataclass(slots=True)

@@ -58,22 +58,41 @@ UNKNOWN_TIME = CompileTime(None, None, None)
 
 @dataclass(slots=True, frozen=True)
 class GraphBreak:
-    """One graph break of a compile: why, and the user code line where it happened."""
+    """One graph break of a compile: why, where in the user's code, and the fix torch suggests."""
 
-    reason: str
+    reason: str  # its type: torch's headline, e.g. "Failed to trace builtin operator"
     user_location: str
-    explanation: str = ""  # the rest of torch's text (pages only; not in summary.json)
+    explanation: str = ""
+    user_source: str = ""  # the text of the user code line
+    user_function: str = ""  # the function that line is in
+    registry_id: str = ""  # torch's graph-break registry id, "GB0123" ("" when the log does not say)
+    hints: tuple[str, ...] = ()
+    doc_url: str = ""  # torch's page about this break
     attempt: str = ""  # the attempt that logged it (`[0/0]`), and that attempt's page (pages only)
     page: str | None = None
     url: str = ""  # the artifact with the full text (pages only)
 
     @property
     def identity(self) -> tuple[str, str]:
-        """What makes two breaks the same break."""
+        """What makes two breaks of one run the same break: where, and why."""
         return (self.reason, self.user_location)
 
-    def to_dict(self) -> dict[str, str]:
-        return {"reason": self.reason, "user_location": self.user_location}
+    @property
+    def kind(self) -> str:
+        """Its type across the run: the registry id torch gave it, else its headline."""
+        return self.registry_id or self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "user_location": self.user_location,
+            "user_source": self.user_source or None,
+            "user_function": self.user_function or None,
+            "registry_id": self.registry_id or None,
+            "explanation": self.explanation or None,
+            "hints": list(self.hints),
+            "doc_url": self.doc_url or None,
+        }
 
 
 @dataclass(slots=True, frozen=True)
@@ -183,13 +202,16 @@ def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
 
 @dataclass(slots=True)
 class GraphBreakGroup:
-    """One distinct graph break (reason, user location) across the run, and the compiles that broke there."""
+    """One kind of graph break across the run (torch's registry id, else its headline): the fix
+    torch suggests for it, and every compile and user code line where it happened."""
 
-    reason: str
-    user_location: str
-    explanation: str
-    url: str  # one full text of it
+    kind: str  # the registry id ("GB0025"), else the reason
+    first: GraphBreak  # its text, as first logged
     breaks: list[tuple[CompileSummary, GraphBreak]] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return self.first.reason
 
     @property
     def count(self) -> int:
@@ -199,17 +221,27 @@ class GraphBreakGroup:
     def compiles(self) -> list[CompileSummary]:
         return [compile_ for compile_, _ in self.breaks]
 
+    @property
+    def sites(self) -> list[GraphBreak]:
+        """Each user code line it happened at, once, most frequent first."""
+        counts: dict[str, int] = {}
+        first: dict[str, GraphBreak] = {}
+        for _, brk in self.breaks:
+            counts[brk.user_location] = counts.get(brk.user_location, 0) + 1
+            first.setdefault(brk.user_location, brk)
+        return [first[location] for location in sorted(counts, key=lambda loc: (-counts[loc], loc))]
+
 
 def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
-    """Distinct graph breaks, most frequent first (then by reason and location)."""
-    groups: dict[tuple[str, str], GraphBreakGroup] = {}
+    """Graph breaks grouped by kind (registry id, else headline), most frequent first."""
+    groups: dict[str, GraphBreakGroup] = {}
     for compile_ in compiles:
         for brk in compile_.graph_breaks:
-            group = groups.get(brk.identity)
+            group = groups.get(brk.kind)
             if group is None:
-                group = groups[brk.identity] = GraphBreakGroup(brk.reason, brk.user_location, brk.explanation, brk.url)
+                group = groups[brk.kind] = GraphBreakGroup(brk.kind, brk)
             group.breaks.append((compile_, brk))
-    return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.user_location))
+    return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.kind))
 
 
 @dataclass(slots=True)
@@ -379,10 +411,8 @@ def _load_compile(data: dict[str, Any], where: str) -> CompileSummary:
         user_location=_text_or_none(data.get("user_location"), f"{where}.user_location"),
         status=_text(data.get("status", STATUS_MISSING), f"{where}.status"),
         compile_time_s=CompileTime(*(_seconds(times.get(part), f"{where}.compile_time_s.{part}") for part in ("forward", "backward", "total"))),
-        graph_breaks=[
-            GraphBreak(_text(b.get("reason"), f"{where}.graph_breaks.reason"), _text(b.get("user_location"), f"{where}.graph_breaks.user_location"))
-            for b in (_object(b, f"{where}.graph_breaks") for b in _list(data.get("graph_breaks", []), f"{where}.graph_breaks"))
-        ],
+        graph_breaks=[_load_break(_object(b, f"{where}.graph_breaks"), f"{where}.graph_breaks")
+                      for b in _list(data.get("graph_breaks", []), f"{where}.graph_breaks")],
         recompile_reasons=[_text(r, f"{where}.recompile_reasons") for r in _list(data.get("recompile_reasons", []), f"{where}.recompile_reasons")],
         cache=[
             CacheLookup(_text(c.get("cache"), f"{where}.cache.cache"), _text(c.get("result"), f"{where}.cache.result"), _text(c.get("reason", ""), f"{where}.cache.reason"))
@@ -391,6 +421,20 @@ def _load_compile(data: dict[str, Any], where: str) -> CompileSummary:
         graph_op_count=_int_or_none(data.get("graph_op_count"), f"{where}.graph_op_count"),
         failure=Failure(_text(failure.get("type"), f"{where}.failure.type"), _text_or_none(failure.get("reason"), f"{where}.failure.reason")) if failure else None,
         pages=[(label, _text_or_none(data.get("url"), f"{where}.url"))],
+    )
+
+
+def _load_break(data: dict[str, Any], where: str) -> GraphBreak:
+    """A graph break of summary.json (its torch registry fields since schema 1.3)."""
+    return GraphBreak(
+        _text(data.get("reason"), f"{where}.reason"),
+        _text(data.get("user_location"), f"{where}.user_location"),
+        _text_or_none(data.get("explanation"), f"{where}.explanation") or "",
+        _text_or_none(data.get("user_source"), f"{where}.user_source") or "",
+        _text_or_none(data.get("user_function"), f"{where}.user_function") or "",
+        _text_or_none(data.get("registry_id"), f"{where}.registry_id") or "",
+        tuple(_text(h, f"{where}.hints") for h in _list(data.get("hints", []), f"{where}.hints")),
+        _text_or_none(data.get("doc_url"), f"{where}.doc_url") or "",
     )
 
 

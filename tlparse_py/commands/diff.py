@@ -7,6 +7,7 @@ Exit codes: 0 diff written; 2 an input or the output cannot be used, or `--fail-
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,7 @@ from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
 from ..report.writer import OutputError, ReportKeptElsewhere
 from .common import CliError, echo_err, open_browser
+from .request import report_url_option
 
 _NAMES = ", ".join(f"{name} ({what})" for name, what in compare.METRICS.items())
 
@@ -40,12 +42,19 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
               help="Also write a compact GitHub-flavoured Markdown summary (for a PR comment or CI job summary).")
 @click.option("--overwrite", is_flag=True, help="Replace the output folder if it exists (only once the new diff is complete).")
 @click.option("--no-browser", is_flag=True, help="Do not open the diff in a web browser.")
-def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown_file: Path | None, overwrite: bool, no_browser: bool) -> None:
+@click.option("--pair", "pairs", multiple=True, metavar="FILE_A=FILE_B", callback=lambda ctx, param, value: _pairs(value),
+              help="BASE's user file FILE_A is NEW's FILE_B (renamed or moved); files are named relative to the run's root. Repeatable.")
+@click.option("--source-root", default="", metavar="DIR",
+              help="Files are compared relative to DIR (default: the common folder of each run's user files).")
+@report_url_option
+def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown_file: Path | None, overwrite: bool, no_browser: bool,
+         pairs: tuple[tuple[str, str], ...], source_root: str, report_url: str) -> None:
     """Compare two runs: what got better or worse between BASE and NEW.
 
     BASE and NEW are each a trace log, a TORCH_TRACE folder or a tlparse-py report folder (read
-    through its summary.json). Frames are paired by function name and user location, compiles in
-    order within a frame. Writes OUT/index.html and OUT/diff.json.
+    through its summary.json). Frames are paired by code identity (file, function, the source
+    text that anchors them), so an edit elsewhere in the file is no change; compiles in order
+    within a frame. Writes OUT/index.html and OUT/diff.json.
     """
     sides = []
     for role, path in (("BASE", base), ("NEW", new)):
@@ -57,8 +66,8 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
             echo_err(f"{role}: {side.note}")
         sides.append(side)
     try:
-        result = compare.diff(sides[0].summary, sides[1].summary, str(base), str(new))
-    except ValueError as exc:
+        result = compare.diff(sides[0].summary, sides[1].summary, str(base), str(new), compare.Pairing(pairs, source_root))
+    except ValueError as exc:  # one side multi-rank and not the other, or a --pair naming no file
         raise CliError(str(exc)) from None
     for note in result["notes"]:
         echo_err(f"warning: {note}")
@@ -76,7 +85,7 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
         raise CliError(f"could not write the diff ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
     if markdown_file is not None:
         try:
-            write_markdown(result, markdown_file, out, failed)
+            write_markdown(result, markdown_file, out, failed, report_url)
         except OSError as exc:
             raise CliError(f"could not write {markdown_file}: {exc.strerror or exc}", 1) from None
     echo_err(_headline(result))
@@ -89,13 +98,23 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
         click.get_current_context().exit(3)
 
 
-def _describe(result: dict, condition: Condition, value: float) -> str:
+def _pairs(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for value in values:
+        a, sep, b = value.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise click.BadParameter(f"{value!r}: expected FILE_A=FILE_B", param_hint="'--pair'")
+        pairs.append((a.strip(), b.strip()))
+    return tuple(pairs)
+
+
+def _describe(result: dict[str, Any], condition: Condition, value: float) -> str:
     shown = f"{value:g}" if isinstance(value, float) else str(value)
     what = compare.details(result, condition.name)
     return f"{condition}: {condition.name} = {shown}" + (f" ({'; '.join(what)})" if what else "")
 
 
-def _headline(result: dict) -> str:
+def _headline(result: dict[str, Any]) -> str:
     m = result["metrics"]
     ratio = m["compile_time_ratio"]
     parts = [

@@ -13,13 +13,16 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..reading.inputs import trace_logs
 from .common import CliError, echo_err
-from .report import report
+from .report import write_and_check
+from .request import ReportRequest, report_options
 
 NO_TRACE = (
     "{command} wrote no TORCH_TRACE log: it did not run torch.compile (or torch.export), or it stopped "
@@ -28,40 +31,70 @@ NO_TRACE = (
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True})
-@click.option("-o", "--out", default="tl_out", show_default=True, type=click.Path(path_type=Path), help="Output folder (the trace is kept in it as trace/).")
-@click.option("--overwrite", is_flag=True, help="Replace the output folder if it holds a report.")
-@click.option("--no-browser", is_flag=True, help="Do not open the report in a web browser.")
-@click.option("--fail-on", "fail_on", default=None, metavar="CONDITIONS", help="Exit 3 when a condition on the report holds (see `tlparse-py report --help`).")
-@click.option("--markdown", default=None, type=click.Path(path_type=Path), metavar="FILE", help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
+@report_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx: click.Context, out: Path, overwrite: bool, no_browser: bool, fail_on: str | None, markdown: Path | None, command: tuple[str, ...]) -> None:
+def run(ctx: click.Context, command: tuple[str, ...], **params: Any) -> None:
     """Run COMMAND with TORCH_TRACE set, then write the report of what it compiled.
 
-    Put `--` before the command: `tlparse-py run -o tl_out -- python train.py --steps 10`.
+    Put `--` before the command: `tlparse-py run -o tl_out -- python train.py --steps 10`. Takes
+    every option of `tlparse-py PATH` (see `tlparse-py report --help`); they are all checked before
+    COMMAND starts. The trace is kept in the report as trace/.
     """
+    request = ReportRequest.parse(params)  # a malformed gate or Markdown path: exit 2, COMMAND never runs
+    request.check_output()  # so is an -o that cannot take the report
+    out = request.out
     trace = Path(tempfile.mkdtemp(prefix=f".{out.name}.trace-", dir=out.absolute().parent if out.absolute().parent.exists() else None))
+    keep = False
     try:
         status = _run_traced(list(command), trace)
         if not trace_logs(trace):
             raise CliError(NO_TRACE.format(command=command[0], status=status), status or 2)
-        extra = {name: value for name, value in (("fail_on", fail_on), ("markdown", markdown)) if value is not None}
-        try:
-            ctx.invoke(report, path=trace, out=out, overwrite=overwrite, no_browser=True, **extra)
-        except click.ClickException as exc:
+        held = _report(trace, request)
+        if held is not None and held.exit_code != 3:  # the report could not be written: the trace is all there is
+            keep = True
+            kept = _keep_aside(trace, out)
             if status == 0:
-                raise
-            exc.show()  # the report's own problem, then the program's status, which matters more
+                echo_err(f"the trace is kept in {kept}")
+                raise held
+            held.show()
+            echo_err(f"the report could not be written; the trace is kept in {kept}")
+            echo_err(f"{command[0]} exited with status {status}")
+            ctx.exit(status)
         _keep_trace(trace, out)
         if status != 0:
             echo_err(f"{command[0]} exited with status {status}; its report is in {out}")
             ctx.exit(status)
-        if not no_browser:
+        if held is not None:
+            raise held
+        if not request.no_browser:
             from .common import open_browser
 
             open_browser(out)
     finally:
-        shutil.rmtree(trace, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(trace, ignore_errors=True)
+
+
+def _report(trace: Path, request: ReportRequest) -> CliError | None:
+    """Write the report of the trace; the error it ended with (exit 3: written, a gate held), if any."""
+    try:
+        write_and_check(trace, replace(request, no_browser=True))
+    except CliError as exc:
+        return exc
+    return None
+
+
+def _keep_aside(trace: Path, out: Path) -> Path:
+    """The trace of a run whose report failed, under a name that says what it is (`OUT.trace`)."""
+    kept = out.absolute().parent / f"{out.name}.trace"
+    if not kept.exists():
+        try:
+            os.replace(trace, kept)
+            return kept
+        except OSError:
+            pass
+    return trace
 
 
 def _run_traced(command: list[str], trace: Path) -> int:

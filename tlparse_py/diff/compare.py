@@ -2,33 +2,46 @@
 
 Pure: no I/O. The summaries are the analysis' typed objects (`analysis.summary`), built from a log or
 loaded back from a report's summary.json; every word (a recompile, a failure, a graph break, the
-totals) is theirs. Compiles are paired by what survives between runs, not by compile id (ids shift
-when a frame is compiled earlier or later): a frame is its function name and user location
-(`frame`, `user_location`), and within a frame the 1st compile pairs with the 1st, the 2nd with the
-2nd, and so on. Graph breaks are compared as the analysis groups them: distinct (reason, user
-location). A value that either side does not tell is None (null), never guessed.
+totals) is theirs. Compiles are paired by what survives between runs, not by compile id or line
+number (`pairing.py`): a frame by its file, function and the source text that anchors it, a graph
+break by its kind (torch's registry id, else its headline) and the text of its line; within a frame
+the 1st compile pairs with the 1st, the 2nd with the 2nd, and so on. A value that either side does
+not tell is None (null), never guessed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._version import __version__
-from ..analysis.summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, graph_break_groups, load_summary
+from ..analysis.summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
 from ..analysis.totals import TOTALS, nested, totals_of
+from .pairing import (
+    BreakKey, BreakSite, Files, Frame, FramePair, break_sites, file_map, frames_of, pair_frames, renamed_functions, user_files, user_paths,
+)
 
-SCHEMA_VERSION = "1.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
+SCHEMA_VERSION = "1.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 
 # the names `--fail-on` accepts, and what each measures
 METRICS = {
-    "new_graph_breaks": "distinct graph breaks (reason, user location) in NEW that BASE did not have",
+    "new_graph_breaks": "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved)",
     "new_recompiles": "recompiles NEW has beyond BASE's, summed over frames",
     "new_failures": "compiles that fail in NEW but did not in BASE",
     "compile_time_ratio": "total compile time, NEW / BASE",
     "cache_miss_delta": "cache misses, NEW - BASE",
 }
+DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
+                      "and graph break is listed as gone or new")
 
-Frame = tuple[str | None, str | None]
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """How to tell the same code in two runs: `--pair` file pairs and `--source-root`."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+    source_root: str = ""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -62,10 +75,6 @@ def _sum(values: list[Any]) -> float | None:
     return round(sum(known), 6) if known else None
 
 
-def frame_of(compile_: CompileSummary) -> Frame:
-    return (compile_.frame, compile_.user_location)
-
-
 def _total(compile_: CompileSummary | None) -> float | None:
     return compile_.compile_time_s.total if compile_ is not None else None
 
@@ -76,13 +85,6 @@ def _ref(compile_: CompileSummary | None) -> dict[str, Any] | None:
     return {"id": compile_.id, "generation": compile_.generation, "status": compile_.status}
 
 
-def _frames(summary: Summary) -> dict[Frame, list[CompileSummary]]:
-    frames: dict[Frame, list[CompileSummary]] = {}
-    for c in summary.compiles:
-        frames.setdefault(frame_of(c), []).append(c)
-    return frames
-
-
 def _nth(items: list[CompileSummary], i: int) -> CompileSummary | None:
     return items[i] if i < len(items) else None
 
@@ -91,14 +93,20 @@ def _nth(items: list[CompileSummary], i: int) -> CompileSummary | None:
 # one report against another
 
 
-def compare(base: Summary, new: Summary) -> dict[str, Any]:
+def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> dict[str, Any]:
     """The comparison of two single-process summaries."""
-    base_frames, new_frames = _frames(base), _frames(new)
-    order = list(base_frames) + [f for f in new_frames if f not in base_frames]
+    base_files, new_files = Files.of(user_paths(base), how.source_root), Files.of(user_paths(new), how.source_root)
+    base_frames, new_frames = frames_of(base, base_files), frames_of(new, new_files)
+    files = file_map(user_files(base_frames), user_files(new_frames), how.pairs)
+    pairs = pair_frames(base_frames, new_frames, files)
     frames, failures_new, failures_fixed, op_counts = [], [], [], []
-    for key in order:
-        b_list, n_list = base_frames.get(key, []), new_frames.get(key, [])
-        frames.append(_frame_row(key, b_list, n_list))
+    for frame_pair in pairs:
+        b_list = frame_pair.base.compiles if frame_pair.base else []
+        n_list = frame_pair.new.compiles if frame_pair.new else []
+        frames.append(_frame_row(frame_pair, b_list, n_list))
+        shown = frame_pair.new or frame_pair.base
+        assert shown is not None
+        key = (shown.raw_name, shown.location)
         for i in range(max(len(b_list), len(n_list))):
             b, n = _nth(b_list, i), _nth(n_list, i)
             b_fail, n_fail = (b.failure if b else None), (n.failure if n else None)
@@ -109,12 +117,14 @@ def compare(base: Summary, new: Summary) -> dict[str, Any]:
             if b is not None and n is not None and b.graph_op_count != n.graph_op_count:
                 op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(b), "new": _ref(n),
                                   "graph_op_count": pair(b.graph_op_count, n.graph_op_count)})
+    notes = [DIFFERENT_PROGRAMS] if base_frames and new_frames and all(p.base is None or p.new is None for p in pairs) else []
     return {
         "totals": _totals(base, new),
-        "graph_breaks": _graph_breaks(base, new),
+        "graph_breaks": _graph_breaks(break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files)),
         "frames": frames,
         "failures": {"new": failures_new, "fixed": failures_fixed},
         "graph_op_counts": op_counts,
+        "notes": notes,
     }
 
 
@@ -125,7 +135,7 @@ def _totals(base: Summary, new: Summary) -> dict[str, Any]:
     return nested(rows)
 
 
-def _frame_row(key: Frame, b_list: list[CompileSummary], n_list: list[CompileSummary]) -> dict[str, Any]:
+def _frame_row(frame_pair: FramePair, b_list: list[CompileSummary], n_list: list[CompileSummary]) -> dict[str, Any]:
     b_reasons = {r for c in b_list for r in c.recompile_reasons}
     new_reasons: list[str] = []
     for c in n_list:
@@ -141,11 +151,17 @@ def _frame_row(key: Frame, b_list: list[CompileSummary], n_list: list[CompileSum
             "compile_time_s": timed(_total(b), _total(n)),
             "graph_op_count": pair(b.graph_op_count if b else None, n.graph_op_count if n else None),
         })
-    presence = "both" if b_list and n_list else ("new" if n_list else "gone")
+    base, new = frame_pair.base, frame_pair.new
+    shown = new or base
+    assert shown is not None
     return {
-        "frame": key[0],
-        "user_location": key[1],
-        "presence": presence,
+        "frame": shown.raw_name,
+        "user_location": shown.location,
+        "presence": "both" if base and new else ("new" if new else "gone"),
+        "pairing": frame_pair.how,
+        "base_frame": base.raw_name if base else None,
+        "base_user_location": base.location if base else None,
+        "moved": _moved(base, new),
         "compiles": pair(len(b_list), len(n_list)),
         "recompiles": pair(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
         "new_recompile_reasons": new_reasons,
@@ -155,32 +171,41 @@ def _frame_row(key: Frame, b_list: list[CompileSummary], n_list: list[CompileSum
     }
 
 
-def _failure_row(key: Frame, b: CompileSummary | None, n: CompileSummary | None, failure: Failure) -> dict[str, Any]:
+def _moved(base: Frame | BreakSite | None, new: Frame | BreakSite | None) -> dict[str, int] | None:
+    """{"from", "to"}: the line it moved from and to, when only its line changed."""
+    if base is None or new is None or base.line is None or new.line is None or base.line == new.line:
+        return None
+    return {"from": base.line, "to": new.line}
+
+
+def _failure_row(key: tuple[str | None, str | None], b: CompileSummary | None, n: CompileSummary | None, failure: Failure) -> dict[str, Any]:
     return {"frame": key[0], "user_location": key[1], "base": _ref(b), "new": _ref(n), "type": failure.type, "reason": failure.reason}
 
 
-def _graph_breaks(base: Summary, new: Summary) -> dict[str, Any]:
-    def distinct(summary: Summary) -> dict[tuple[str, str], dict[str, Any]]:
-        found = {}
-        for group in graph_break_groups(summary.compiles):
-            compiles = group.compiles
-            found[(group.reason, group.user_location)] = {
-                "count": group.count,
-                "frames": list(dict.fromkeys(c.frame for c in compiles)),
-                "compiles": list(dict.fromkeys(c.id for c in compiles)),
-            }
-        return found
+def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite]) -> dict[str, Any]:
+    """Graph breaks new in NEW, gone since BASE, logged a different number of times, and moved."""
 
-    b, n = distinct(base), distinct(new)
-
-    def row(key: tuple[str, str], side: dict[str, Any]) -> dict[str, Any]:
-        return {"reason": key[0], "user_location": key[1], "count": pair(b.get(key, {}).get("count", 0), n.get(key, {}).get("count", 0)),
-                "frames": side["frames"], "compiles": side["compiles"]}
+    def row(key: BreakKey, side: BreakSite) -> dict[str, Any]:
+        brk = side.brk
+        return {
+            "reason": brk.reason,
+            "user_location": brk.user_location,
+            "user_source": brk.user_source or None,
+            "registry_id": brk.registry_id or None,
+            "explanation": brk.explanation or None,
+            "hints": list(brk.hints),
+            "doc_url": brk.doc_url or None,
+            "count": pair(len(base[key].breaks) if key in base else 0, len(new[key].breaks) if key in new else 0),
+            "frames": list(dict.fromkeys(c.frame for c, _ in side.breaks)),
+            "compiles": list(dict.fromkeys(c.id for c, _ in side.breaks)),
+            "moved": _moved(base.get(key), new.get(key)),
+        }
 
     return {
-        "new": [row(k, v) for k, v in n.items() if k not in b],
-        "gone": [row(k, v) for k, v in b.items() if k not in n],
-        "changed": [row(k, v) for k, v in n.items() if k in b and b[k]["count"] != v["count"]],
+        "new": [row(k, v) for k, v in new.items() if k not in base],
+        "gone": [row(k, v) for k, v in base.items() if k not in new],
+        "changed": [row(k, v) for k, v in new.items() if k in base and len(base[k].breaks) != len(v.breaks)],
+        "moved": [row(k, v) for k, v in new.items() if k in base and _moved(base[k], v) is not None],
     }
 
 
@@ -199,7 +224,8 @@ def torch_versions(summary: Side) -> list[str]:
     return sorted({v for v in found if isinstance(v, str)})
 
 
-def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str = "BASE", new_path: str = "NEW") -> dict[str, Any]:
+def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str = "BASE", new_path: str = "NEW",
+         how: Pairing = Pairing()) -> dict[str, Any]:
     """The whole diff of two summaries: of two reports, or rank by rank of two multi-rank reports.
     A summary may also be given as the dict summary.json holds (`Analysis.to_dict()`).
 
@@ -227,9 +253,10 @@ def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str
         "ranks": [],
     }
     if isinstance(base, RanksSummary) and isinstance(new, RanksSummary):
-        out["ranks"] = _ranks(base, new)
+        out["ranks"] = _ranks(base, new, how)
     elif isinstance(base, Summary) and isinstance(new, Summary):
-        out["comparison"] = compare(base, new)
+        out["comparison"] = compare(base, new, how)
+    out["notes"] += sorted({note for c in comparisons(out) for note in c.pop("notes")})
     out["metrics"] = metrics(out)
     return out
 
@@ -238,7 +265,7 @@ def _one(versions: list[str]) -> str | None:
     return versions[0] if len(versions) == 1 else (" / ".join(versions) if versions else None)
 
 
-def _ranks(base: RanksSummary, new: RanksSummary) -> list[dict[str, Any]]:
+def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[dict[str, Any]]:
     b = {r.folder: r for r in base.ranks}
     n = {r.folder: r for r in new.ranks}
     order = list(b) + [f for f in n if f not in b]
@@ -255,7 +282,7 @@ def _ranks(base: RanksSummary, new: RanksSummary) -> list[dict[str, Any]]:
             side, entry = ("BASE", br) if br.summary is None else ("NEW", nr)
             note = f"{side} could not be read" + (f": {entry.error}" if entry.error else "")
         else:
-            comparison = compare(br.summary, nr.summary)
+            comparison = compare(br.summary, nr.summary, how)
         rows.append({"rank": rank, "folder": str(folder), "note": note, "comparison": comparison})
     return rows
 
@@ -297,7 +324,7 @@ def details(diff_: dict[str, Any], name: str, limit: int = 5) -> list[str]:
     for folder, c in sections:
         where = f"{folder}: " if folder else ""
         if name == "new_graph_breaks":
-            items += [f"{where}{g['reason']} at {g['user_location']}" for g in c["graph_breaks"]["new"]]
+            items += [f"{where}{break_line(g)}" for g in c["graph_breaks"]["new"]]
         elif name == "new_recompiles":
             items += [f"{where}{f['frame']} ({f['user_location']}): {f['recompiles']['base']} → {f['recompiles']['new']}"
                       for f in c["frames"] if (f["recompiles"]["delta"] or 0) > 0]
@@ -312,6 +339,13 @@ def details(diff_: dict[str, Any], name: str, limit: int = 5) -> list[str]:
     if len(items) > limit:
         items = items[:limit] + [f"and {len(items) - limit} more"]
     return items
+
+
+def break_line(row: dict[str, Any]) -> str:
+    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (one line of a diff's graph-break row)."""
+    kind = f"{row['registry_id']}: " if row.get("registry_id") else ""
+    hint = f" Hint: {row['hints'][0]}" if row.get("hints") else ""
+    return f"new graph break {kind}{row['reason']} at {row['user_location']}.{hint}"
 
 
 def _s(value: float | None) -> str:

@@ -36,9 +36,13 @@ def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violati
     return out
 
 
-def write_markdown(diff: dict[str, Any], file: Path, out: Path, violations: list[str] | None = None) -> None:
-    """The Markdown summary at `file`, linking to `out/index.html` by a path relative to the file."""
-    page = Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix()
+def write_markdown(diff: dict[str, Any], file: Path, out: Path, violations: list[str] | None = None, report_url: str = "") -> None:
+    """The Markdown summary at `file`, linking to `out/index.html`: at `report_url` (where the diff
+    folder is uploaded) when given, else by a path relative to the file."""
+    if report_url:
+        page = report_url.rstrip("/") + "/index.html"
+    else:
+        page = Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix()
     text = markdown(diff, page, violations)
     file.absolute().parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.absolute().parent)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..analysis.totals import TOTALS, value_at
+from .compare import break_line, comparisons
 from ..report.views.common import Page
 from ..units import format_seconds
 
@@ -46,8 +47,23 @@ def change(values: dict[str, Any], better: str = "lower", seconds: bool = False)
     }
 
 
-def _where(frame: Any, location: Any) -> dict[str, str]:
-    return {"frame": frame if frame is not None else "(unknown frame)", "location": location or ""}
+def _where(frame: Any, location: Any, row: dict[str, Any] | None = None) -> dict[str, str]:
+    """How a frame is named on the page, with how it was found in NEW when it moved or was renamed."""
+    shown = {"frame": frame if frame is not None else "(unknown frame)", "location": location or "", "pairing": ""}
+    if row is not None:
+        shown["pairing"] = pairing_words(row)
+    return shown
+
+
+def pairing_words(row: dict[str, Any]) -> str:
+    """`moved (line 17 → 18)`, `renamed from head`, ... ("" for the same code at the same line)."""
+    moved = row.get("moved")
+    how = row.get("pairing")
+    if how == "renamed":
+        return f"renamed from {row.get('base_frame')}" + (f", line {moved['from']} → {moved['to']}" if moved else "")
+    if moved:
+        return f"moved (line {moved['from']} → {moved['to']})" + (", its anchoring line edited" if how == "edited" else "")
+    return "its anchoring line edited" if how == "edited" else ""
 
 
 def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -59,12 +75,12 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
     ]
     frames = comparison["frames"]
     recompiles = [
-        {**_where(f["frame"], f["user_location"]), "recompiles": change(f["recompiles"]), "compiles": change(f["compiles"], "none"),
+        {**_where(f["frame"], f["user_location"], f), "recompiles": change(f["recompiles"]), "compiles": change(f["compiles"], "none"),
          "reasons": f["new_recompile_reasons"], "presence": f["presence"]}
         for f in frames if f["recompiles"]["base"] or f["recompiles"]["new"] or f["new_recompile_reasons"]
     ]
     times = [
-        {**_where(f["frame"], f["user_location"]), "time": change(f["compile_time_s"], seconds=True), "presence": f["presence"],
+        {**_where(f["frame"], f["user_location"], f), "time": change(f["compile_time_s"], seconds=True), "presence": f["presence"],
          "compiles": change(f["compiles"], "none"),
          "pairs": [{"base": p["base"]["id"] if p["base"] else None, "new": p["new"]["id"] if p["new"] else None} for p in f["pairs"]]}
         for f in frames
@@ -81,6 +97,7 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "new_graph_breaks": [_gb(g) for g in graph_breaks["new"]],
         "gone_graph_breaks": [_gb(g) for g in graph_breaks["gone"]],
         "changed_graph_breaks": [_gb(g) for g in graph_breaks["changed"]],
+        "moved_graph_breaks": [_gb(g) for g in graph_breaks.get("moved", [])],
         "recompiles": recompiles,
         "times": times,
         "total_time": change(totals["compile_time_s"], seconds=True),
@@ -98,7 +115,9 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
 
 def _gb(g: dict[str, Any]) -> dict[str, Any]:
     return {"reason": g["reason"], "location": g["user_location"], "count": change(g["count"]),
-            "frames": [f if f is not None else "(unknown frame)" for f in g["frames"]], "compiles": g["compiles"]}
+            "frames": [f if f is not None else "(unknown frame)" for f in g["frames"]], "compiles": g["compiles"],
+            "registry_id": g.get("registry_id"), "doc_url": g.get("doc_url"), "hints": g.get("hints") or [],
+            "source": g.get("user_source"), "moved": g.get("moved")}
 
 
 def _failure(f: dict[str, Any]) -> dict[str, Any]:
@@ -147,11 +166,9 @@ def diff_page(diff: dict[str, Any], violations: list[str] | None = None) -> Diff
 
 def is_empty(diff: dict[str, Any]) -> bool:
     """Nothing to report: no graph break, recompile, failure, op count or cache change (times always move)."""
-    from .compare import comparisons
-
     for c in comparisons(diff):
         t = c["totals"]
-        if c["graph_breaks"]["new"] or c["graph_breaks"]["gone"] or c["graph_breaks"]["changed"]:
+        if c["graph_breaks"]["new"] or c["graph_breaks"]["gone"] or c["graph_breaks"]["changed"] or c["graph_breaks"].get("moved"):
             return False
         if c["failures"]["new"] or c["failures"]["fixed"] or c["graph_op_counts"]:
             return False
@@ -174,8 +191,6 @@ def _md(text: Any) -> str:
 
 def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = None, limit: int = 5) -> str:
     """A compact GitHub-flavoured summary; `page` is the diff page's path relative to the Markdown file."""
-    from .compare import comparisons
-
     lines = [f"### torch.compile diff: `{_md(diff['base']['path'])}` → `{_md(diff['new']['path'])}`", ""]
     for note in diff.get("notes") or []:
         lines += [f"> ⚠️ {_md(note)}", ""]
@@ -195,7 +210,7 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     gbs = [g for c in parts for g in c["graph_breaks"]["new"]]
     if gbs:
         lines.append(f"**New graph breaks ({len(gbs)})** — [details]({page}{'#graph-breaks' if single else ''})")
-        lines += [f"- {_md(g['reason'])} at `{_md(g['user_location'])}`" for g in gbs[:limit]]
+        lines += [f"- {_md(break_line(g))}" for g in gbs[:limit]]
         if len(gbs) > limit:
             lines.append(f"- … and {len(gbs) - limit} more")
         lines.append("")

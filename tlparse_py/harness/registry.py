@@ -253,6 +253,31 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
     ),
     Scenario(
+        "edit_base",
+        "the base of the edit_* programs: a graph break in prepare, a recompile of step",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_prepare", '"frame_compile_id": 1'),
+    ),
+    Scenario(
+        "edit_shifted",
+        "edit_base with four lines added above the model, checked out elsewhere: every line moves, no code changes",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_prepare_at_14"),
+    ),
+    Scenario(
+        "edit_renamed",
+        "edit_base with prepare renamed prepare_input",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_prepare_input"),
+    ),
+    Scenario(
+        "edit_fixed",
+        "edit_base with its graph break removed",
+        expect=(_kind("compilation_metrics"), '"frame_compile_id": 1'),
+    ),
+    Scenario(
+        "edit_newbreak",
+        "edit_base with one more graph break, in head",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
+    ),
+    Scenario(
         "collectives",
         "2 CPU ranks, compiler collectives on, f32[4] vs f32[5]: one dynamic graph on both",
         min_logs=2,

@@ -40,7 +40,9 @@ def text(value: Any, limit: int = TEXT_CHARS) -> str:
 
 
 def link(label: str, url: str, prefix: str = "") -> str:
-    return f"[{text(label)}]({quote(prefix + url, safe='/#')})"
+    """A link into the report: `prefix` is the report folder, a relative path or an http(s) URL."""
+    base = prefix if prefix.startswith(("http://", "https://")) else quote(prefix, safe="/")
+    return f"[{text(label)}]({base}{quote(url, safe='/#')})"
 
 
 def time_span(first: str | None, last: str | None) -> str:
@@ -145,10 +147,15 @@ def _graph_breaks(compiles: list[CompileSummary], prefix: str) -> list[str]:
     groups = graph_break_groups(compiles)
     if not groups:
         return []
-    lines = ["", f"**{link('Graph breaks', 'index.html#graph-breaks', prefix)}** (top {min(ROWS, len(groups))} of {len(groups)} distinct)", ""]
-    lines += ["| count | reason | user code | compiles |", "|---:|---|---|---|"]
+    lines = ["", f"**{link('Graph breaks', 'index.html#graph-breaks', prefix)}** (top {min(ROWS, len(groups))} of {len(groups)} kinds)", ""]
+    lines += ["| count | graph break | user code | hint | compiles |", "|---:|---|---|---|---|"]
     for group in groups[:ROWS]:
-        lines.append(f"| {group.count} | {text(group.reason)} | {text(group.user_location, 60)} | {_ids(group.compiles, prefix)} |")
+        first = group.first
+        kind = f"{text(first.registry_id)} " if first.registry_id else ""
+        sites = group.sites
+        where = text(sites[0].user_location, 60) + (f" +{len(sites) - 1} more" if len(sites) > 1 else "")
+        hint = text(first.hints[0], 80) if first.hints else ""
+        lines.append(f"| {group.count} | {kind}{text(group.reason)} | {where} | {hint} | {_ids(list({id(c): c for c in group.compiles}.values()), prefix)} |")
     return lines + _more(len(groups) - ROWS, "graph-breaks", prefix)
 
 

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from . import cache
 from .._version import __version__
+from ..analysis.stacks import is_user_code
 from ..analysis.summary import STATUS_LABELS
 from ..units import format_seconds
 from .highlight import LANGUAGES, Lines
@@ -190,7 +191,6 @@ def safe_href(url: str) -> str | None:
 
 
 # Frames in these places are torch's or Python's, never the user's repository: they are not linked.
-LIBRARY_PATHS = ("/site-packages/", "/dist-packages/", "/torch/", "/lib/python3")
 _LOCATION = re.compile(r"(.+?):(\d+)")
 
 
@@ -212,10 +212,7 @@ class SourceLinks:
 
     def href(self, filename: str, line: int) -> str | None:
         """The link to `filename:line`, or None (no --source-url, torch or library code, outside the root)."""
-        if not self.url or line <= 0 or not filename or filename.startswith("<") or filename in ("(unknown)", "N/A"):
-            return None
-        probe = "/" + filename.lstrip("/")
-        if any(part in probe for part in LIBRARY_PATHS):
+        if not self.url or line <= 0 or not is_user_code(filename):
             return None
         path = filename
         if self.root:

@@ -171,8 +171,9 @@ def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
 
 @named("dynamo_graph_break_reason", title="Why Dynamo broke the graph, with the user code line", section="graph_breaks")
 def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
-    reason, explanation, location = facts.parse_graph_break(record.payload_text())
-    ctx.analysis.graph_breaks.append(LoggedBreak(record.compile_id, reason, explanation, location, url, record.lineno))
+    text = facts.parse_graph_break(record.payload_text())
+    ctx.analysis.graph_breaks.append(LoggedBreak(record.compile_id, text.reason, text.explanation, text.location, url, record.lineno,
+                                                 text.source, text.function, text.registry_id, text.hints, text.doc_url))
 
 
 @named("recompile_reasons", "compiled_autograd_compile_reasons", title="The guards that failed, making Dynamo recompile", section="recompiles")

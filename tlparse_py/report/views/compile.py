@@ -315,7 +315,8 @@ def graph_breaks_of_page(report: Analysis, key: CompileId | None, generation: in
     compile_ = report.compile_of(key, generation) if key is not None else None
     if compile_ is not None:
         return compile_.graph_breaks
-    return [GraphBreak(b.reason, b.location, b.explanation, url=b.url) for b in report.graph_breaks_of(key) if report.generation_at(key, b.line) == generation]
+    return [GraphBreak(b.reason, b.location, b.explanation, b.source, b.function, b.registry_id, b.hints, b.doc_url, url=b.url)
+            for b in report.graph_breaks_of(key) if report.generation_at(key, b.line) == generation]
 
 
 def _unspooled_counts(report: Analysis, key: CompileId | None, generation: int) -> Counter[str]:

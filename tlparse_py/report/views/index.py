@@ -181,7 +181,8 @@ def index_page(inputs: Inputs) -> IndexPage:
         compile_rows=rows,
         no_stack=[row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)],
         graph_breaks=[
-            {"reason": g.reason, "location": g.user_location, "explanation": g.explanation, "url": g.url, "count": g.count,
+            {"reason": g.reason, "registry_id": g.first.registry_id, "doc_url": g.first.doc_url, "explanation": g.first.explanation,
+             "hints": g.first.hints, "url": g.first.url, "count": g.count, "sites": g.sites,
              "compile_ids": [{"label": brk.attempt, "page": brk.page} for _, brk in g.breaks]}
             for g in groups
         ],

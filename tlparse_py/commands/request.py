@@ -1,0 +1,179 @@
+"""One report, as asked for on the command line: its options, declared once, and checked before any work.
+
+`tlparse-py PATH` and `tlparse-py run -- CMD` take the same report options (`report_options`) and
+turn them into the same `ReportRequest`; `diff` shares `--report-url` (`report_url_option`).
+Everything that can be wrong with a request is found by `ReportRequest.parse` and
+`check_output`, before a log is read or a program is run: a malformed gate, a Markdown file whose
+folder is missing, an output folder that cannot be used, a URL that is not http(s).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+import click
+
+from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
+from ..options import Options
+from ..report.render import check_source_url
+from ..report.writer import OutputError, check_target
+from .common import CliError
+from .gates import HELP as GATES_HELP
+from .gates import parse_gates
+
+if TYPE_CHECKING:
+    from ..diff.gates import Condition
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _check_source_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--source-url must be an http(s) template with {path}: a usage error (exit 2) otherwise."""
+    problem = check_source_url(value) if value else None
+    if problem:
+        raise click.BadParameter(problem, param_hint="'--source-url'")
+    return value
+
+
+def _check_single_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    from .pack import check_single_file_target
+
+    problem = check_single_file_target(value) if value is not None else None
+    if problem:
+        raise click.BadParameter(problem, param_hint="'--single-file'")
+    return value
+
+
+def _check_report_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--report-url is where the report is published: an http(s) URL, or a usage error (exit 2)."""
+    if not value:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c in value for c in "\r\n\t <>\"'"):
+        raise click.BadParameter(f"{value!r} is not an http(s) URL", param_hint="'--report-url'")
+    return value.rstrip("/")
+
+
+report_url_option = click.option(
+    "--report-url", default="", metavar="URL", callback=_check_report_url,
+    help="Where the report folder will be published (e.g. a CI artifact's URL): --markdown links go there. "
+         "Without it they are relative to the Markdown file's folder.")
+
+# Every option of a report, in --help order; `tlparse-py PATH` and `run -- CMD` both take them.
+REPORT_OPTIONS: list[Callable[[F], F]] = [
+    click.option("-o", "--out", default="tl_out", show_default=True, type=click.Path(path_type=Path), help="Output folder."),
+    click.option("--overwrite", is_flag=True, help="Replace the output folder if it exists (only once the new report is complete)."),
+    click.option("--latest", is_flag=True, help="PATH is a folder: read its most recently modified log."),
+    click.option("--strict", is_flag=True, help="Exit 1 if any line or payload could not be read (the report is still written)."),
+    click.option("--strict-compile-id", is_flag=True, help="Exit 1 if some record has a malformed compile id."),
+    click.option("--no-browser", is_flag=True, help="Do not open the report in a web browser."),
+    click.option("--custom-header-html", default="", metavar="HTML", help="HTML inserted at the top of the index page."),
+    click.option("-v", "--verbose", is_flag=True, help="Name every skipped or damaged line on stderr."),
+    click.option("-p", "--plain-text", is_flag=True, help="Write inductor output code as plain .txt instead of highlighted HTML."),
+    click.option("-e", "--export", is_flag=True, help="Export report: what torch.export/draft_export ran into, a page per guard."),
+    click.option("-i", "--inductor-provenance", is_flag=True, help="Provenance-tracking pages: pre-grad ↔ post-grad graph ↔ generated code."),
+    click.option("--all-ranks-html", is_flag=True, help="PATH is a folder of rank logs: a report per rank and a landing page of what diverges."),
+    click.option("--dask-scheduler", default=None, metavar="ADDRESS",
+                 help="With --all-ranks-html: build the rank reports on this Dask cluster (e.g. tcp://host:8786), which must see the same "
+                      "filesystem; needs pip install 'tlparse-py[dask]'."),
+    click.option("--highlight-mb", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="MB",
+                 help="Text highlighted with Pygments when the report is written (cached across runs); "
+                      "the rest, by default all, is coloured by the page's script when shown."),
+    click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
+                 help="Text shown inline on compile-id pages per report; beyond it sections link to their files."),
+    click.option("--max-line-mb", type=click.FloatRange(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
+                 help="A longer line is skipped and counted (fail_line_too_long) instead of being held in memory."),
+    click.option("--max-gunzip-ratio", type=click.FloatRange(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
+                 help=f"Refuse a .gz that expands more than N times over (past {GUNZIP_GRACE_MB} MB): a decompression bomb."),
+    click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0)."),
+    click.option("--max-raw-log-mb", type=click.FloatRange(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
+                 help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log."),
+    click.option("--fail-on", "fail_on", multiple=True, metavar="CONDITIONS", help=GATES_HELP),
+    click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+                 help="Also write a compact Markdown summary (GitHub-flavoured, links into the report) to FILE."),
+    report_url_option,
+    click.option("--source-url", default="", metavar="TEMPLATE", callback=_check_source_url,
+                 help="Link user-code locations to your repository, e.g. 'https://github.com/org/repo/blob/SHA/{path}#L{line}'."),
+    click.option("--source-root", default="", metavar="DIR", help="Stripped from logged file names to make {path} for --source-url."),
+    click.option("--single-file", "single_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE.html", callback=_check_single_file,
+                 help=f"Also write the report as one self-contained HTML file (pages, then linked files up to {SINGLE_FILE_MB:g} MB; "
+                      "see `tlparse-py pack`)."),
+]
+
+
+def report_options(command: F) -> F:
+    """Decorate a command with every report option (they reach it as keyword arguments)."""
+    for option in reversed(REPORT_OPTIONS):
+        command = option(command)
+    return command
+
+
+@dataclass
+class ReportRequest:
+    """What to write and check once the log is read: the report's options, parsed and validated."""
+
+    out: Path
+    overwrite: bool
+    options: Options
+    conditions: list[Condition]
+    markdown_file: Path | None
+    report_url: str
+    single_file: Path | None
+    latest: bool = False
+    strict: bool = False
+    strict_compile_id: bool = False
+    no_browser: bool = False
+    verbose: bool = False
+    all_ranks_html: bool = False
+    dask_scheduler: str | None = None
+
+    @classmethod
+    def parse(cls, params: dict[str, Any]) -> ReportRequest:
+        """The request of `report_options`' values; CliError (exit 2) for any that cannot be used,
+        before anything is read or run."""
+        conditions = parse_gates(params["fail_on"])
+        _check_markdown_target(params["markdown_file"])
+        if params["latest"] and params["all_ranks_html"]:
+            raise CliError("--latest cannot be used with --all-ranks-html")
+        if params["dask_scheduler"] is not None and not params["all_ranks_html"]:
+            raise CliError("--dask-scheduler builds the rank reports of --all-ranks-html: use it with --all-ranks-html")
+        limits = Limits(params["max_line_mb"], 0 if params["no_gunzip_limit"] else params["max_gunzip_ratio"], params["max_raw_log_mb"])
+        options = Options(params["plain_text"], params["custom_header_html"], params["export"], params["inductor_provenance"],
+                          highlight_mb=params["highlight_mb"], inline_mb=params["inline_mb"], limits=limits,
+                          source_url=params["source_url"], source_root=params["source_root"])
+        return cls(
+            out=params["out"], overwrite=params["overwrite"], options=options, conditions=conditions,
+            markdown_file=params["markdown_file"], report_url=params["report_url"], single_file=params["single_file"],
+            latest=params["latest"], strict=params["strict"], strict_compile_id=params["strict_compile_id"],
+            no_browser=params["no_browser"], verbose=params["verbose"], all_ranks_html=params["all_ranks_html"],
+            dask_scheduler=params["dask_scheduler"],
+        )
+
+    def check_output(self) -> None:
+        """Whether `-o` can take the report (exists without --overwrite, not a report...): CliError (exit 2)."""
+        try:
+            check_target(self.out, self.overwrite)
+        except OutputError as exc:
+            raise CliError(str(exc)) from None
+
+    def markdown_prefix(self) -> str:
+        """How --markdown links into the report: at --report-url, else relative to the Markdown file's folder."""
+        if self.report_url:
+            return self.report_url + "/"
+        assert self.markdown_file is not None
+        prefix = Path(os.path.relpath(os.path.abspath(self.out), os.path.abspath(self.markdown_file.parent))).as_posix()
+        return "" if prefix == "." else prefix + "/"
+
+
+def _check_markdown_target(markdown_file: Path | None) -> None:
+    if markdown_file is None:
+        return
+    if markdown_file.is_dir():
+        raise CliError(f"--markdown: {markdown_file} is a folder; give a file name")
+    if not markdown_file.parent.is_dir():
+        raise CliError(f"--markdown: the folder {markdown_file.parent} does not exist")

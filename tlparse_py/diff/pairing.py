@@ -1,0 +1,225 @@
+"""Which frame of BASE is which frame of NEW: pairing by code identity, not by line number.
+
+An edit above a function shifts every line number under it, and a checkout at another path
+changes every file name; neither changes what the code is. A frame is known by:
+
+- its file, relative to `--source-root` (or to the common folder of the run's user files);
+- its function, with Dynamo's resume functions named by what they resume
+  (`torch_dynamo_resume_in_forward_at_17` is "resume in forward");
+- the source text that anchors it: for a resume function, the line of the graph break it resumes
+  after (from the log's user code traceback).
+
+Frames with the same identity pair (in order, when a function is compiled as several frames).
+The rest are aligned per file, in log order (difflib): a frame whose anchor text was edited still
+pairs by its function, and a function renamed in place pairs with its new name. A frame that only
+moved says so ("moved, line 17 → 18"); one with nothing to pair with is new or gone.
+
+Two runs whose files have different names pair them when each run has one user file; otherwise
+`--pair FILE_A=FILE_B` says which file of BASE is which of NEW.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..analysis.stacks import is_user_code, split_location
+from ..analysis.summary import CompileSummary, GraphBreak, Summary
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(.+?)_at_\d+$")
+
+
+class PairingError(ValueError):
+    """A `--pair` that names a file neither run has; the message lists each run's files."""
+
+
+def function_name(name: str | None) -> str:
+    """A frame's function as the user knows it: `torch_dynamo_resume_in_forward_at_17` → "resume in forward"."""
+    if not name:
+        return ""
+    match = _RESUME.match(name)
+    return f"resume in {match.group(1)}" if match else name
+
+
+@dataclass(slots=True)
+class Files:
+    """A run's user files, relative to its root."""
+
+    root: str
+
+    def relative(self, path: str) -> str:
+        path = path.replace("\\", "/")
+        if self.root and (path == self.root or path.startswith(self.root.rstrip("/") + "/")):
+            return posixpath.relpath(path, self.root)
+        return path
+
+    @classmethod
+    def of(cls, paths: Iterable[str], source_root: str = "") -> Files:
+        """The root of a run: `--source-root` when given, else the common folder of its user files."""
+        if source_root:
+            return cls(source_root.replace("\\", "/").rstrip("/") or "/")
+        folders = sorted({posixpath.dirname(p.replace("\\", "/")) for p in paths if is_user_code(p)})
+        if not folders:
+            return cls("")
+        try:
+            return cls(posixpath.commonpath(folders) if len(folders) > 1 else folders[0])
+        except ValueError:  # relative and absolute paths mixed
+            return cls("")
+
+
+@dataclass(slots=True)
+class Frame:
+    """One frame of one run, with its compiles in log order."""
+
+    file: str  # relative to its run's root
+    name: str  # its function, resume functions normalised
+    raw_name: str | None
+    location: str | None
+    line: int | None
+    anchor: str  # the source text that anchors it ("" when the log gives none)
+    compiles: list[CompileSummary] = field(default_factory=list)
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        return (self.file, self.name, self.anchor)
+
+
+@dataclass(slots=True)
+class FramePair:
+    base: Frame | None
+    new: Frame | None
+    how: str  # "same", "moved", "edited" (its anchor text changed), "renamed", "new" or "gone"
+
+
+def frames_of(summary: Summary, files: Files) -> list[Frame]:
+    """The run's frames (a frame id in one generation), in log order."""
+    anchors = _break_texts(summary.compiles)
+    frames: dict[object, Frame] = {}
+    for compile_ in summary.compiles:
+        identity: object = compile_.frame_identity if compile_.frame_identity is not None else ("compile", compile_.key, compile_.generation)
+        frame = frames.get(identity)
+        if frame is None:
+            site = split_location(compile_.user_location)
+            frame = frames[identity] = Frame(
+                files.relative(site[0]) if site else "", function_name(compile_.frame), compile_.frame, compile_.user_location,
+                site[1] if site else None, anchors.get(compile_.user_location or "", ""),
+            )
+        frame.compiles.append(compile_)
+    return list(frames.values())
+
+
+def _break_texts(compiles: Sequence[CompileSummary]) -> dict[str, str]:
+    """user location → the source text of a graph break there (what a resume function resumes after)."""
+    return {b.user_location: b.user_source for c in compiles for b in c.graph_breaks if b.user_source}
+
+
+def user_files(frames: Iterable[Frame]) -> list[str]:
+    return sorted({f.file for f in frames if f.file})
+
+
+def file_map(base: list[str], new: list[str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """BASE file → NEW file, for files named differently: `--pair`, or each run's only user file."""
+    mapping: dict[str, str] = {}
+    listing = f"BASE has {', '.join(base) or 'no user file'}; NEW has {', '.join(new) or 'no user file'}"
+    for a, b in pairs:
+        missing = [f"{a} is not a file of BASE"] * (a not in base) + [f"{b} is not a file of NEW"] * (b not in new)
+        if missing:
+            raise PairingError(f"--pair {a}={b}: {' and '.join(missing)} ({listing})")
+        mapping[a] = b
+    if not mapping and len(base) == 1 and len(new) == 1 and base != new:
+        mapping[base[0]] = new[0]
+    return mapping
+
+
+def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> list[FramePair]:
+    """Every frame of either run, paired where their code is the same: BASE's order, then NEW's new ones."""
+    pairs: dict[int, FramePair] = {}  # by id() of the BASE frame
+    taken: set[int] = set()  # id() of paired NEW frames
+
+    def link(b: Frame, n: Frame, how: str) -> None:
+        pairs[id(b)] = FramePair(b, n, how)
+        taken.add(id(n))
+
+    by_identity: dict[tuple[str, str, str], list[Frame]] = {}
+    for n in new:
+        by_identity.setdefault(n.identity, []).append(n)
+    for b in base:
+        candidates = by_identity.get((files.get(b.file, b.file), b.name, b.anchor))
+        if candidates:
+            n = candidates.pop(0)
+            link(b, n, "same" if b.line == n.line else "moved")
+    for file in sorted({b.file for b in base}):
+        in_base = [b for b in base if b.file == file]
+        in_new = [n for n in new if n.file == files.get(file, file)]
+        _align(in_base, in_new, lambda b, n, how: link(b, n, how) if id(b) not in pairs and id(n) not in taken else None)
+    rows = [pairs.get(id(b), FramePair(b, None, "gone")) for b in base]
+    return rows + [FramePair(None, n, "new") for n in new if id(n) not in taken]
+
+
+def _align(base: list[Frame], new: list[Frame], link: Callable[[Frame, Frame, str], None]) -> None:
+    """Frames of one file (all of them, in log order) that kept their function pair in order; a block
+    replaced one for one between kept frames is renamed. `link` pairs only frames not yet paired."""
+    if not base or not new:
+        return
+    matcher = difflib.SequenceMatcher(a=[f.name for f in base], b=[f.name for f in new], autojunk=False)
+    for op, b0, b1, n0, n1 in matcher.get_opcodes():
+        if op == "equal":
+            for b, n in zip(base[b0:b1], new[n0:n1], strict=True):
+                link(b, n, "edited")
+        elif op == "replace" and b1 - b0 == n1 - n0 and (b0 > 0 or b1 < len(base)):  # renamed in place, between kept frames
+            for b, n in zip(base[b0:b1], new[n0:n1], strict=True):
+                link(b, n, "renamed")
+
+
+def renamed_functions(pairs: Iterable[FramePair]) -> dict[str, str]:
+    """BASE's function name → NEW's, for frames paired as renamed."""
+    return {p.base.name: p.new.name for p in pairs if p.how == "renamed" and p.base is not None and p.new is not None}
+
+
+@dataclass(slots=True)
+class BreakSite:
+    """One kind of graph break at one place in the code, on one side: every compile that broke there."""
+
+    brk: GraphBreak
+    file: str
+    line: int | None
+    breaks: list[tuple[CompileSummary, GraphBreak]] = field(default_factory=list)
+
+
+BreakKey = tuple[str, str, str, str, int]
+
+
+def break_sites(summary: Summary, files: Files, file_of: dict[str, str] | None = None,
+                function_of: dict[str, str] | None = None) -> dict[BreakKey, BreakSite]:
+    """Graph breaks by identity: their file and function, their kind (registry id, else headline)
+    and the text of their line (its line number when the log gives no text); the same text twice in
+    one function is told apart by its order there. `file_of` and `function_of` rename BASE's files
+    and functions as NEW names them (`--pair`, frames paired as renamed)."""
+    by_line: dict[tuple[str, str, str, str, int | None], BreakSite] = {}
+    for compile_ in summary.compiles:
+        for brk in compile_.graph_breaks:
+            site = split_location(brk.user_location)
+            file = files.relative(site[0]) if site else brk.user_location
+            file = (file_of or {}).get(file, file)
+            line = site[1] if site else None
+            function = function_name(brk.user_function)
+            key = (file, (function_of or {}).get(function, function), brk.kind, brk.user_source or f"line {line}", line)
+            by_line.setdefault(key, BreakSite(brk, file, line)).breaks.append((compile_, brk))
+    sites: dict[BreakKey, BreakSite] = {}
+    ordinal: dict[tuple[str, str, str, str], int] = {}
+    for key in sorted(by_line, key=lambda k: (k[:4], k[4] if k[4] is not None else -1)):
+        identity = key[:4]
+        ordinal[identity] = ordinal.get(identity, -1) + 1
+        sites[(*identity, ordinal[identity])] = by_line[key]
+    return sites
+
+
+def user_paths(summary: Summary) -> list[str]:
+    """Every user-code file path the run names (frames and graph breaks)."""
+    paths = [site[0] for c in summary.compiles if (site := split_location(c.user_location))]
+    paths += [site[0] for c in summary.compiles for b in c.graph_breaks if (site := split_location(b.user_location))]
+    return [p for p in paths if is_user_code(p)]
+
