@@ -278,6 +278,42 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
     ),
     Scenario(
+        "skipped_frame",
+        "a compiler.disable'd submodule and a graph break in a loop: Dynamo skips the frame, which runs eagerly",
+        expect=(_artifact("dynamo_graph_break_reason"), "Failed to handle graph break gracefully", "frame skipped"),
+    ),
+    Scenario(
+        "retry_fullgraph",
+        "fullgraph=True fails on a graph break; the same function then compiles without it as [0/1] (a retry)",
+        expect=('"fail_type": "Unsupported"', '"frame_compile_id": 1', _artifact("dynamo_graph_break_reason")),
+    ),
+    Scenario(
+        "tensorify_restart",
+        "a float argument recompiles, then Dynamo restarts that compile to specialise it (TensorifyScalarRestartAnalysis)",
+        expect=("TensorifyScalarRestartAnalysis", '"attempt": 1'),
+    ),
+    Scenario(
+        "dynamic_backward",
+        "training with a dynamic-shape recompile whose backward Inductor compiles inside the forward compile",
+        expect=('"is_backward": true', '"frame_compile_id": 1', _kind("bwd_compilation_metrics")),
+    ),
+    Scenario(
+        "export_compile",
+        "torch.export with Dim and Dim.AUTO succeeds, then torch.compile of ep.module()",
+        expect=(_kind("create_symbol"), _artifact("fx_graph_cache_miss")),
+    ),
+    Scenario(
+        "export_nonstrict_fail",
+        "a non-strict export fails: the model branches on a dimension declared dynamic (no exported program logged)",
+        expect=(_kind("create_symbol"), _kind("guard_added_fast")),
+    ),
+    Scenario(
+        "ddp_cache_race",
+        "2 ranks, gloo, DDP with optimize_ddp, one cache: rank 0 misses, rank 1 (started later) hits",
+        min_logs=2,
+        expect=('"rank": 0', '"rank": 1', _artifact("fx_graph_cache_hit"), _artifact("fx_graph_cache_miss")),
+    ),
+    Scenario(
         "collectives",
         "2 CPU ranks, compiler collectives on, f32[4] vs f32[5]: one dynamic graph on both",
         min_logs=2,
