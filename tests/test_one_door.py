@@ -20,7 +20,7 @@ from logs import cid, line, metrics, start, write_log
 import tlparse_py
 from tlparse_py.analysis.summary import graph_break_groups, load_summary
 from tlparse_py.analysis.totals import TOTALS, nested, totals_of, value_at
-from tlparse_py.pipeline import Options, write_report
+from tlparse_py.pipeline import write_report
 from tlparse_py.report.views.common import Inputs
 from tlparse_py.report.views.compile import page_refs
 from tlparse_py.report.views.index import index_page
@@ -90,7 +90,11 @@ def test_headline_numbers_agree_everywhere(tmp_path, log):
     assert headline[f"{'frame' if totals['frames'] == 1 else 'frames'}"] == str(totals["frames"])
     assert headline[f"{'compile' if totals['compiles'] == 1 else 'compiles'}"] == str(totals["compiles"])
     groups = graph_break_groups(load_summary(summary_json).compiles)
-    assert headline[f"graph breaks ({len(groups)} distinct)"] == str(totals["graph_breaks"])
+    assert headline[f"graph break{'' if totals['graph_breaks'] == 1 else 's'} ({len(groups)} distinct)"] == str(totals["graph_breaks"])
+    if totals["retries"]:
+        assert headline[f"{'retry' if totals['retries'] == 1 else 'retries'} after a failed compile"] == str(totals["retries"])
+    if totals["skipped"]:
+        assert headline[f"skipped frame{'' if totals['skipped'] == 1 else 's'} (ran eagerly)"] == str(totals["skipped"])
     assert headline["recompiles"] == str(totals["recompiles"])
     assert headline[f"failed {'compile' if totals['failed'] == 1 else 'compiles'}"] == str(totals["failed"])
     cache = totals["cache"]
@@ -198,6 +202,18 @@ def raw_break_payloads(log: Path) -> list[str]:
     return payloads
 
 
+def nearest_user_line(payload, logged):
+    """The break's line in the user's code: torch's own when it is one, else the innermost user frame
+    of the user code traceback (the harness writes library paths as /site-packages/ and /stdlib/)."""
+    def library(path):
+        return path.startswith(("/site-packages/", "/stdlib/", "<"))
+    if not library(logged):
+        return logged
+    traceback = payload.split("User code traceback:", 1)[1].split("Traceback (most recent call last)", 1)[0]
+    frames = [(f, n) for f, n in re.findall(r'File "([^"]+)", line (\d+)', traceback) if not library(f)]
+    return f"{frames[-1][0]}:{frames[-1][1]}"
+
+
 @pytest.mark.parametrize("log", [p for p in FIXTURE_LOGS if raw_break_payloads(p)], ids=lambda p: p.parent.name)
 def test_every_explained_graph_break_carries_its_registry_id_hints_and_page(log):
     explained = {}
@@ -205,9 +221,9 @@ def test_every_explained_graph_break_carries_its_registry_id_hints_and_page(log)
         where = re.search(r"Graph break in user code at (\S+:\d+)", payload)
         page = re.search(r"(https://meta-pytorch\.github\.io/compile-graph-break-site/gb/(gb\d+)\.html)", payload)
         if where and page:
-            head = payload.split("User code traceback:", 1)[0]
+            head = payload.split("User code traceback:", 1)[0].split("*** While handling", 1)[0]  # not a chained break's hints
             hints = [line.strip()[len("Hint:"):].strip() for line in head.splitlines() if line.strip().startswith("Hint:")]
-            explained[where.group(1)] = (page.group(2).upper(), hints, page.group(1))
+            explained[nearest_user_line(payload, where.group(1))] = (page.group(2).upper(), hints, page.group(1))
     assert explained, "the fixture's breaks carry torch's registry page"
     summary = tlparse_py.analyze(log).to_dict()
     shown = {(b["user_location"], b["registry_id"], tuple(b["hints"]), b["doc_url"]) for c in summary["compiles"] for b in c["graph_breaks"]}

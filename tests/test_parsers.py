@@ -9,7 +9,7 @@ import pytest
 from conftest import read_json
 from logs import cid, line, metrics, start, write_log
 from tlparse_py.model import CompileId
-from tlparse_py.analysis.summary import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
+from tlparse_py.analysis.summary import STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK, STATUS_RESTART
 
 K00 = CompileId(None, 0, 0, 0)
 
@@ -162,7 +162,8 @@ def test_compilation_metrics_status_and_failures(tmp_path, report_of):
     ]
     report, out = report_of(write_log(tmp_path / "a.log", lines))
     statuses = [report.status_of(CompileId(None, f, 0, 0)) for f in range(5)]
-    assert statuses == [STATUS_OK, STATUS_BREAK, STATUS_ERROR, STATUS_EMPTY, STATUS_MISSING]
+    # [1/0] restarted, but logged no graph break: a restart, not a break
+    assert statuses == [STATUS_OK, STATUS_RESTART, STATUS_ERROR, STATUS_EMPTY, STATUS_MISSING]
     rows = [(str(r.compile_id), r.failure_type, r.description, r.source) for r in report.failures]
     assert rows == [
         ("[1/0_1]", "RestartAnalysis", "graph break in f", ""),

@@ -124,7 +124,7 @@ def test_unknown_values_are_null(tmp_path):
     validate(data)
     (compile_,) = data["compiles"]
     assert compile_["status"] == "missing"
-    assert compile_["compile_time_s"] == {"forward": None, "backward": None, "total": None}
+    assert compile_["compile_time_s"] == {"forward": None, "backward": None, "total": None, "backward_in_forward": None}
     assert compile_["graph_op_count"] is None and compile_["failure"] is None
     assert data["totals"]["compile_time_s"] is None
     assert data["torch_version"] is None

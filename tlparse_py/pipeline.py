@@ -120,7 +120,12 @@ class Pipeline:
             try:
                 outputs = list(declared.parse(record, self.ctx))
                 if self.options.export and not declared.in_export:
-                    outputs = []  # export mode numbers only exported programs and guard pages, as tlparse does
+                    # export mode numbers only exported programs and guard pages, as tlparse does; the
+                    # facts an output notes once written (cache results, metrics) are noted all the same
+                    for dropped in outputs:
+                        if dropped.on_written is not None:
+                            dropped.on_written("")
+                    outputs = []
                 for output in outputs:
                     url = self.outputs.emit(output, record, key, folder)
                     refs.append(OutputRef(url, output.kind == LINK))

@@ -22,8 +22,12 @@ from .._version import __version__
 from ..options import Options
 from ..model import CompileId, display_key
 from . import questions
-from .store import LoggedBreak, MetricsEntry, Store
-from .summary import UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak, Summary, distinct_breaks
+from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
+from .summary import (
+    CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING,
+    STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
+    Summary, distinct_breaks,
+)
 from .totals import Value, nested, totals_of
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "summary.schema.json"
@@ -61,11 +65,19 @@ class Analysis(Store):
         for key in self.directory:
             if key is not None and questions.is_compile(key):
                 frames.setdefault(key.frame_key(), []).append(key)
-        compiles = [
-            self._compile(frame, attempts, generation)
-            for frame, attempts in frames.items()
-            for generation in self.generations_of(frame)
-        ]
+        compiles = []
+        previous: dict[tuple[int | None, int | None, int], CompileSummary] = {}  # the frame's latest compile
+        for frame, attempts in frames.items():
+            for generation in self.generations_of(frame):
+                compile_ = self._compile(frame, attempts, generation)
+                identity = compile_.frame_identity
+                if identity is not None:
+                    before = previous.get(identity)
+                    compile_.cause = _cause(compile_, before)
+                    if compile_.is_retry and before is not None:
+                        compile_.headline = "; ".join(filter(None, [f"retry after {before.label} failed", compile_.headline]))
+                    previous[identity] = compile_
+                compiles.append(compile_)
         self.__dict__["_compiles_memo"] = (stamp, compiles)
         return list(compiles)
 
@@ -88,7 +100,11 @@ class Analysis(Store):
         # strings shared where equal: a log may hold 100,000s of compiles
         labels = [display_key(key) for key in attempts]
         pages: dict[CompileId | None, str | None] = {key: self.page_of(key, generation) for key in attempts}
-        breaks = [self._break(b, pages) for key in attempts for b in self.graph_breaks_of(key) if mine(b.line)]
+        logged_breaks = [b for key in attempts for b in self.graph_breaks_of(key) if mine(b.line)]
+        breaks = [self._break(b, pages) for b in logged_breaks]
+        restart_reasons = [questions.first_line(r) for m in metrics for r in m.get("restart_reasons") or () if not str(r).startswith(BY_DESIGN)]
+        status = _status(metrics, logged_breaks, restart_reasons)
+        headline = questions.headline(self, frame, fields, generation)
         return CompileSummary(
             key=frame,
             id=labels[0] if attempts[0] == frame else display_key(frame),
@@ -97,22 +113,42 @@ class Analysis(Store):
             attempts=labels,
             frame=frame_name,
             user_location=sys.intern(location) if location else location,
-            status=self.status_of(frame, generation),
+            status=status,
             compile_time_s=self.compile_time(attempts, metrics, generation),
             graph_breaks=distinct_breaks(breaks),
             recompile_reasons=[r for key in attempts for r in self.recompile_reasons_of(key, generation)],
             cache=[CacheLookup(e.cache, e.state, e.reason) for e in sorted(cache, key=lambda e: e.line)],
             graph_op_count=fields.get("graph_op_count") if type(fields.get("graph_op_count")) is int else None,
             failure=_failure(fields),
-            headline=questions.headline(self, frame, fields, generation),
+            headline=f"ran eagerly, as torch chose: {headline}" if status == STATUS_SKIPPED else headline,
             pages=[(name, pages[key]) for name, key in zip(labels, attempts)],
+            cause=CAUSE_RECOMPILE if frame.frame_compile_id else CAUSE_FIRST,
+            restart_reasons=list(dict.fromkeys(restart_reasons)),
         )
+
+    def status_of(self, key: CompileId | None, generation: int | None = None) -> str:
+        """The status of the compile a compile id names (its compile summary's); every generation's,
+        the most severe first, when no generation is given (the files-by-compile-id listing)."""
+        if key is None:
+            return STATUS_MISSING
+        generations = self.generations_of(key) if generation is None else [generation]
+        found = [c.status for g in generations if (c := self.compile_of(key, g)) is not None]
+        return min(found, key=STATUS_SEVERITY.index) if found else STATUS_MISSING
+
+    def graph_breaks_under(self, key: CompileId | None, generation: int = 0) -> list[GraphBreak]:
+        """The graph breaks of the compile a compile id names (every attempt's, each once); for an id
+        outside any compile, those logged under it."""
+        compile_ = self.compile_of(key, generation) if key is not None else None
+        if compile_ is not None:
+            return compile_.graph_breaks
+        mine = self.in_generation(key, generation)
+        return [self._break(b, {}) for b in self.graph_breaks_of(key) if mine(b.line)]
 
     @staticmethod
     def _break(logged: LoggedBreak, pages: dict[CompileId | None, str | None]) -> GraphBreak:
         attempt = logged.compile_id.directory_key() if logged.compile_id is not None else None
         return GraphBreak(logged.reason, logged.location, logged.explanation, logged.source, logged.function, logged.registry_id,
-                          logged.hints, logged.doc_url, display_key(attempt), pages.get(attempt), logged.url)
+                          logged.hints, logged.doc_url, logged.library_location, display_key(attempt), pages.get(attempt), logged.url)
 
     def in_generation(self, key: CompileId | None, generation: int) -> Callable[[int], bool]:
         """Whether a fact logged at a line belongs to this generation of the compile id."""
@@ -127,9 +163,17 @@ class Analysis(Store):
         known = [t for t in backward_times if t is not None]
         backward = sum(known) if known else None
         total = None if forward is None else forward + (backward or 0.0)
+        inside = self.backward_inside_forward(attempts[0].frame_key(), generation) if forward is not None else None
         if forward is None and backward is None:
             return UNKNOWN_TIME  # shared: most compiles of a log with 100,000s of them logged no time
-        return CompileTime(forward, backward, total)
+        return CompileTime(forward, backward, total, inside)
+
+    def backward_inside_forward(self, frame: CompileId, generation: int) -> float | None:
+        """Seconds the forward compile spent compiling the backward graph: AOTAutograd compiles it
+        at once, not lazily, when it cannot defer it (dynamic shapes); no bwd_compilation_metrics
+        is logged then, only the chromium `bw_compiler` span inside `entire_frame_compile`."""
+        microseconds = self.backward_spans.get((frame, generation))
+        return round(microseconds / 1e6, 6) if microseconds is not None else None
 
     def backward_metrics_of(self, key: CompileId) -> list[tuple[int, dict[str, Any]]]:
         """(log line, bwd_compilation_metrics) logged under exactly this compile id."""
@@ -161,7 +205,7 @@ class Analysis(Store):
             self.torch_version,
             dict(self.stats.counts),
             self.run_context(),
-            questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None else None,
+            questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None or questions.export_inferred(self) else None,
             __version__,
         )
 
@@ -185,6 +229,39 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
     if summary.export is not None:
         data["export"] = summary.export
     return data
+
+
+def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reasons: list[str]) -> str:
+    """What happened to a compile, from its metrics (all attempts) and the graph breaks it logged.
+
+    A failed compile that logged torch's "Skipping the function and falling back to eager" wrapper
+    (or whose failure says so) was skipped on purpose: the frame ran eagerly. A graph break comes
+    before an empty graph (a frame that breaks at once compiles nothing before the break); a restart
+    counts only when no graph break explains it (e.g. TensorifyScalarRestartAnalysis).
+    """
+    if not metrics:
+        return STATUS_MISSING
+    if any(m.get("fail_type") for m in metrics):
+        reasons = " ".join(str(m.get("fail_reason") or "") for m in metrics)
+        skipped = any(b.skips_frame for b in breaks) or "Skipping the frame and falling back to eager" in reasons
+        return STATUS_SKIPPED if skipped else STATUS_ERROR
+    if breaks:
+        return STATUS_BREAK
+    if any(not m.get("graph_op_count") for m in metrics):
+        return STATUS_EMPTY
+    if restart_reasons:
+        return STATUS_RESTART
+    return STATUS_OK
+
+
+def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:
+    """Why a compile happened: its frame's first, a recompile after a guard failed, or a retry
+    right after the frame's previous compile failed with no guard failure logged."""
+    if previous is None:
+        return CAUSE_FIRST if not compile_.key.frame_compile_id else CAUSE_RECOMPILE
+    if previous.failure is not None and not compile_.recompile_reasons:
+        return CAUSE_RETRY
+    return CAUSE_RECOMPILE
 
 
 def _failure(fields: dict[str, Any]) -> Failure | None:

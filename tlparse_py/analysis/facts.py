@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import CompileId
+from .stacks import is_user_code
 from .store import CacheEvent
 
 CACHES = ("fx_graph_cache", "aotautograd_cache")
 _USER_CODE_AT = re.compile(r"Graph break in user code at (.+?:\d+)")
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 _ENCOUNTERED = re.compile(r"^Encountered graph break when attempting to trace .*:\s*$")
+# torch's wrapper around a break it could not resume from: the frame then runs eagerly (symbolic_convert.py)
+SKIPPED_FRAME = "Failed to handle graph break gracefully. Skipping the function and falling back to eager."
 _COMPILE_ID = re.compile(r"^(?:!(\d+))?(?:/?(\d+)/(\d+))?$")
 _NOT_READ = object()
 
@@ -59,12 +62,14 @@ class BreakText:
 
     reason: str  # the break's headline (its type), e.g. "Failed to trace builtin operator"
     explanation: str
-    location: str  # the user code line, "file.py:23"
+    location: str  # the user code line, "file.py:23" ("" when the traceback names no user code)
     source: str = ""  # that line's text, from the user code traceback
     function: str = ""  # the function that line is in
     registry_id: str = ""  # torch's graph-break registry id, "GB0123"
     hints: tuple[str, ...] = ()
     doc_url: str = ""  # torch's page about this break
+    library_location: str = ""  # where it broke when that is inside torch or another library, "file.py:23"
+    skips_frame: bool = False  # torch gave up on the frame: it runs eagerly (SKIPPED_FRAME)
 
 
 _DOC_URL = re.compile(r"(https://\S+/gb/(gb\d+)\.html)")
@@ -74,16 +79,25 @@ _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 
 
 def parse_graph_break(text: str) -> BreakText:
-    """The facts of a `dynamo_graph_break_reason` payload (torch 2.13's layout)."""
+    """The facts of a `dynamo_graph_break_reason` payload (torch 2.13's layout).
+
+    The headline is the break's own: torch's preambles ("Encountered graph break when attempting to
+    trace ...:", and the wrapper of a frame it skips) are read through to the line after them."""
     lines = text.splitlines()
     head = text.split("User code traceback:", 1)[0].split("Traceback (most recent call last)", 1)[0]
-    location, source, function = _break_site(text)
+    head = head.split("*** While handling this graph break", 1)[0]  # the hints of the break itself, not of a chained one
+    site = _break_site(text)
     reason = ""
+    skips_frame = False
     for index, line in enumerate(lines):
         if line.startswith("Graph Break Reason:"):
             reason = line[len("Graph Break Reason:") :].strip()
-            if _ENCOUNTERED.match(reason) or not reason:
-                reason = next((l.strip() for l in lines[index + 1 :] if l.strip()), reason)
+            skips_frame = reason.startswith(SKIPPED_FRAME)
+            following = (l.strip() for l in lines[index + 1 :] if l.strip())
+            while not reason or skips_frame and reason.startswith(SKIPPED_FRAME) or _ENCOUNTERED.match(reason):
+                reason = next(following, "")
+                if not reason:
+                    break
             break
     if not reason:
         reason = next((l.strip() for l in lines if l.strip() and not l.startswith("Graph break in user code")), "(no reason given)")
@@ -91,26 +105,68 @@ def parse_graph_break(text: str) -> BreakText:
     hints = tuple(l.strip()[len("Hint:") :].strip() for l in head.splitlines() if l.strip().startswith("Hint:"))
     doc = _DOC_URL.search(text)
     url = doc.group(1) if doc and doc.group(1).startswith(GRAPH_BREAK_SITE) else ""
-    return BreakText(reason, explanation, location, source, function, doc.group(2).upper() if doc else "", hints, url)
+    return BreakText(reason, explanation, site.user, site.source, site.function, doc.group(2).upper() if doc else "", hints, url,
+                     site.library, skips_frame)
 
 
-def _break_site(text: str) -> tuple[str, str, str]:
-    """(`file:line`, its source text, its function) of the user code line where the graph broke."""
+@dataclass(frozen=True, slots=True)
+class _Site:
+    user: str  # the user code line, "file.py:23"
+    source: str
+    function: str
+    library: str  # where it broke, when that is not the user's code
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    file: str
+    line: str
+    function: str
+    source: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _break_site(text: str) -> _Site:
+    """Where the graph broke: the user code line, and the library line when torch names one.
+
+    torch writes "Graph break in user code at" even for a line inside torch (DDP's `distributed.py`)
+    or the standard library (`contextlib.py`); the break is then attributed to the nearest frame of
+    the user's own code in the user code traceback, and the library line is kept beside it."""
     match = _USER_CODE_AT.search(text)
-    location = match.group(1) if match else ""
+    logged = match.group(1) if match else ""
+    frames = _traceback_frames(text)
+    innermost = logged or (frames[-1].location if frames else "")
+    if not innermost:
+        return _Site("", "", "", "")
+    if is_user_code(innermost.rpartition(":")[0]):
+        last = frames[-1] if frames else None
+        return _Site(innermost, last.source if last else "", last.function if last else "", "")
+    user = next((f for f in reversed(frames) if is_user_code(f.file)), None)
+    if user is None:
+        return _Site("", "", "", innermost)
+    return _Site(user.location, user.source, user.function, innermost)
+
+
+def _traceback_frames(text: str) -> list[_Frame]:
+    """The frames of a payload's "User code traceback:", outermost first."""
     user = text.split("User code traceback:", 1)
     if len(user) < 2:
-        return location, "", ""
-    frames = user[1].split("Traceback (most recent call last)", 1)[0].splitlines()
-    last = max((i for i, line in enumerate(frames) if _FILE_LINE.search(line)), default=None)
-    if last is None:
-        return location, "", ""
-    found = _FILE_LINE.search(frames[last])
-    assert found is not None  # found just above
-    file, line = found.groups()
-    function = frames[last].rpartition(", in ")[2].strip() if ", in " in frames[last] else ""
-    after = frames[last + 1].strip() if last + 1 < len(frames) else ""
-    return location or f"{file}:{line}", "" if _CARETS.match(after) or _FILE_LINE.search(after) else after, function
+        return []
+    lines = user[1].split("Traceback (most recent call last)", 1)[0].splitlines()
+    frames = []
+    for index, line in enumerate(lines):
+        found = _FILE_LINE.search(line)
+        if found is None:
+            continue
+        file, number = found.groups()
+        function = line.rpartition(", in ")[2].strip() if ", in " in line else ""
+        after = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        source = "" if _CARETS.match(after) or _FILE_LINE.search(after) else after
+        frames.append(_Frame(file, number, function, source))
+    return frames
 
 
 @_bad_input_reads_as(list)

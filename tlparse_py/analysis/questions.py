@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..model import CompileId, display_key
+from .export_shapes import inferred_failure
 from .stacks import simplify_filename
 from .store import MetricsEntry, Store
 
@@ -101,6 +102,22 @@ _GUARD = re.compile(r"satisfy the generated guard (.+?)\.?$", re.M)
 _FIX = re.compile(r"Suggested fixes:\s*\n\s*(.+)")
 
 
+# The only kinds draft_export's own trace file keeps (export/_draft_export.py's CaptureStructuredTrace)
+DRAFT_EXPORT_KINDS = frozenset({"str", "exported_program", "propagate_real_tensors_provenance", "guard_added", "missing_fake_kernel",
+                                "mismatched_fake_kernel", "expression_created", "create_unbacked_symbol"})
+
+
+def is_draft_export(report: Store) -> bool:
+    """Whether the log comes from torch.export's draft_export: its stacks pass through
+    `torch/export/_draft_export.py` (an interned file name), or it is draft_export's capture file,
+    whose every record is of a kind that file keeps (a main trace file holds others, such as its
+    torch_version artifact)."""
+    if any(name.replace("\\", "/").endswith("/torch/export/_draft_export.py") for name in report.strings.strings.values()):
+        return True
+    seen = {kind for counts in report.kinds.values() for kind in counts}
+    return bool(seen) and seen <= DRAFT_EXPORT_KINDS
+
+
 def export_error(report: Store) -> dict[str, str | None] | None:
     """The exception that ended an export, when the log holds it: `{type, reason, guard, fix}`.
 
@@ -124,8 +141,10 @@ def export_error(report: Store) -> dict[str, str | None] | None:
 
 
 def export_verdict(report: Store) -> dict[str, Any]:
-    """`{status, error, issues}` of an export: "failed" when the log holds the exception that ended it,
-    "issues" when draft_export found some, "ok" when it produced a program and found none, else "unknown"."""
+    """`{status, basis, error, issues, ...}` of an export: "failed" when the log holds the exception
+    that ended it, "issues" when draft_export found some, "ok" when it produced a program and found
+    none, else "unknown". With none of these logged, a failed non-strict export may be inferred from
+    its shape facts (`export_shapes`): `basis` is then "inferred", with the evidence."""
     issues = [
         {"type": f.failure_type, "compile_id": display_key(f.compile_id), "line": f.lineno}
         for f in report.export_failures
@@ -136,5 +155,19 @@ def export_verdict(report: Store) -> dict[str, Any]:
     else:
         status = "issues" if issues else ("ok" if report.exported_programs else "unknown")
     message = f"{error['type']}: {first_line(error['reason'])}".rstrip(": ") if error else None
-    return {"status": status, "error": message, "issues": issues, "guard": error["guard"] if error else None,
-            "suggested_fix": error["fix"] if error else None}
+    verdict: dict[str, Any] = {"status": status, "basis": "logged", "error": message, "issues": issues,
+                               "guard": error["guard"] if error else None, "suggested_fix": error["fix"] if error else None}
+    inferred = inferred_failure(report.export_shapes) if status == "unknown" else None
+    if inferred is not None:
+        verdict["evidence"] = inferred["evidence"]
+        if inferred["status"] == "failed":
+            verdict.update(status="failed", basis="inferred", error=inferred["error"], guard=inferred["evidence"]["guard"],
+                           suggested_fix=inferred["fix"])
+        else:
+            verdict["missing"] = inferred["missing"]
+    return verdict
+
+
+def export_inferred(report: Store) -> bool:
+    """Whether the log's shape facts say something of an export (a verdict is then shown without -e)."""
+    return inferred_failure(report.export_shapes) is not None

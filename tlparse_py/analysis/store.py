@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 
 from ..model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
 from ..paths import compile_page_url
+from .export_shapes import ExportShapes
 from .stacks import Frame, StackTrie
-from .summary import STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING, STATUS_OK
 
 # Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective
 # restarts happen by design on every rank (Dynamo traces again with the decisions all ranks agreed
@@ -192,6 +192,8 @@ class LoggedBreak:
     registry_id: str = ""  # torch's graph-break registry id ("GB0123"), when torch wrote it
     hints: tuple[str, ...] = ()
     doc_url: str = ""
+    library_location: str = ""  # where it broke, when that is inside torch or another library
+    skips_frame: bool = False  # torch gave up on the frame, which then ran eagerly
 
 
 @dataclass(slots=True)
@@ -457,20 +459,6 @@ class Questions:
         """Log line → lineage of each graph and output code of a compile."""
         return {step.line: step.lineage for step in self.graphs.get(key, [])}
 
-    def status_of(self, compile_id: CompileId | None, generation: int | None = None) -> str:
-        """ok / break / empty / error / missing, pooled over every attempt of the frame compile (in one generation)."""
-        key = compile_id.frame_key() if compile_id is not None else None
-        entries = [e for e in self.metrics.get(key, []) if generation is None or e.generation == generation]
-        if not entries:
-            return STATUS_MISSING
-        if any(e.get("fail_type") for e in entries):
-            return STATUS_ERROR
-        if any(not e.get("graph_op_count") for e in entries):
-            return STATUS_EMPTY
-        if any(not reason.startswith(BY_DESIGN) for e in entries for reason in e.get("restart_reasons")):
-            return STATUS_BREAK
-        return STATUS_OK
-
     def shape_facts_for(self, role: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
         if compile_id is None:
             return []
@@ -511,6 +499,7 @@ class Store(Questions):
     exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
     expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes
     distributed: DistributedFacts = field(default_factory=DistributedFacts)
+    export_shapes: ExportShapes = field(default_factory=ExportShapes)  # a non-strict export's symbols and guards
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]] = field(default_factory=dict)  # (log line, reason)
     cache_events: list[CacheEvent] = field(default_factory=list)
     # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
@@ -518,6 +507,8 @@ class Store(Questions):
     # (frame compile, generation) → span path (outermost first) → total microseconds: the nesting of B/E spans
     phase_trees: SpanTotals = field(init=False)
     chromium_events: int = 0
+    # (frame compile, generation) → microseconds of backward compiles inside its forward compile
+    backward_spans: dict[tuple[CompileId, int], float] = field(default_factory=dict)
     records: int = 0
     # compile ids listed without a page: nothing but a dynamo_start, beyond limits.PAGED_START_ONLY of them
     pageless: set[CompileId | None] = field(default_factory=set)
@@ -585,6 +576,8 @@ class Store(Questions):
     def note_span(self, frame: CompileId, generation: int, name: str, path: tuple[str, ...], duration: float) -> None:
         """A finished chromium B/E span of a frame compile (`phase_times`, `phase_trees`)."""
         self.facts.add(("span", frame), (generation, name, path, duration))
+        if name.endswith("bw_compiler") and "entire_frame_compile" in path[:-1]:
+            self.backward_spans[(frame, generation)] = self.backward_spans.get((frame, generation), 0.0) + duration
 
     def note_expression(self, kind: str, meta: dict[str, Any]) -> None:
         """A node of the symbolic-expression graph that guard pages walk (export mode only)."""

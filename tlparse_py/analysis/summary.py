@@ -9,8 +9,14 @@ same in prose). Every view and command asks these objects, whether they were bui
 - a *restart* is Dynamo tracing the frame again within one compile (each extra attempt);
 - a *graph break* is a `dynamo_graph_break_reason` a compile logged; one (reason, user location)
   counts once per compile, however often torch logged it;
-- a *recompile* is a compile of a frame that had compiled before (`[0/1]`, `[0/2]`, ...);
-- a *failure* is a compile whose metrics logged an exception (`fail_type`);
+- a *recompile* is a compile of a frame that had compiled before, because a guard of the earlier
+  compile failed (`[0/1]`, `[0/2]`, ...);
+- a *retry* is a compile of a frame right after its compile failed, with no guard failure logged
+  (the program caught the error and called the function again, e.g. without `fullgraph=True`);
+- a *failure* is a compile whose metrics logged an exception (`fail_type`), unless torch skipped
+  the frame on purpose;
+- a *skipped* frame is one torch gave up on and ran eagerly, as it was designed to ("Skipping the
+  function and falling back to eager"): the program ran correctly, without this frame compiled;
 - a *frame* is a compiled function: its frame id in one generation (an id reused after
   `torch._dynamo.reset()` names another frame).
 
@@ -26,19 +32,29 @@ from typing import Any
 
 from ..model import CompileId
 
-# Status of a compile, as the stack trie colours it (summary.json `status`).
-STATUS_OK = "ok"
-STATUS_BREAK = "break"  # compiled, with restarts (graph breaks)
-STATUS_EMPTY = "empty"  # compiled to an empty graph
-STATUS_ERROR = "error"  # the compile failed
+# Status of a compile: what happened to it (summary.json `status`), first match wins.
 STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
+STATUS_SKIPPED = "skipped"  # torch gave up on the frame and ran it eagerly, as designed
+STATUS_ERROR = "error"  # the compile failed
+STATUS_BREAK = "break"  # compiled, with graph breaks
+STATUS_EMPTY = "empty"  # compiled to an empty graph
+STATUS_RESTART = "restart"  # compiled after Dynamo restarted its analysis for another reason than a graph break
+STATUS_OK = "ok"
 STATUS_LABELS = {
     STATUS_OK: "Success",
-    STATUS_BREAK: "Success with restart (e.g. graph break)",
+    STATUS_BREAK: "Success with graph breaks",
+    STATUS_RESTART: "Success after a restart",
     STATUS_EMPTY: "Empty graph",
+    STATUS_SKIPPED: "Skipped: ran eagerly",
     STATUS_ERROR: "Error",
     STATUS_MISSING: "Metrics were missing",
 }
+# most severe first: how tables sort statuses, and which one a compile id with several compiles shows
+STATUS_SEVERITY = (STATUS_ERROR, STATUS_MISSING, STATUS_SKIPPED, STATUS_BREAK, STATUS_RESTART, STATUS_EMPTY, STATUS_OK)
+# Why a compile happened (summary.json `cause`).
+CAUSE_FIRST = "first"  # the frame's first compile
+CAUSE_RECOMPILE = "recompile"  # a guard of the frame's earlier compile failed
+CAUSE_RETRY = "retry"  # the frame's previous compile failed, and no guard failure was logged
 CACHE_RESULTS = ("hit", "miss", "bypass")
 RECOMPILE_LIMIT = "recompile limit"  # in the failure reason of the compile that hit torch's recompile limit
 
@@ -48,9 +64,12 @@ class CompileTime:
     forward: float | None  # entire_frame_compile_time_s: Dynamo, AOTAutograd and the forward compile
     backward: float | None  # the lazy backward compile (bwd_compilation_metrics.inductor_compile_time_s)
     total: float | None
+    # the backward compiled inside the forward compile (chromium `bw_compiler` spans within
+    # `entire_frame_compile`, as under dynamic shapes): part of `forward`, never added again
+    backward_in_forward: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
-        return {"forward": self.forward, "backward": self.backward, "total": self.total}
+        return {"forward": self.forward, "backward": self.backward, "total": self.total, "backward_in_forward": self.backward_in_forward}
 
 
 UNKNOWN_TIME = CompileTime(None, None, None)
@@ -68,14 +87,20 @@ class GraphBreak:
     registry_id: str = ""  # torch's graph-break registry id, "GB0123" ("" when the log does not say)
     hints: tuple[str, ...] = ()
     doc_url: str = ""  # torch's page about this break
+    library_location: str = ""  # where it broke when that is inside torch or another library ("" when in user code)
     attempt: str = ""  # the attempt that logged it (`[0/0]`), and that attempt's page (pages only)
     page: str | None = None
     url: str = ""  # the artifact with the full text (pages only)
 
     @property
-    def identity(self) -> tuple[str, str]:
+    def identity(self) -> tuple[str, str, str]:
         """What makes two breaks of one run the same break: where, and why."""
-        return (self.reason, self.user_location)
+        return (self.reason, self.user_location, self.library_location)
+
+    @property
+    def inside(self) -> str:
+        """What the library line is in ("torch", "the standard library", "a library"); "" in user code."""
+        return library_name(self.library_location)
 
     @property
     def kind(self) -> str:
@@ -92,7 +117,20 @@ class GraphBreak:
             "explanation": self.explanation or None,
             "hints": list(self.hints),
             "doc_url": self.doc_url or None,
+            "library_location": self.library_location or None,
         }
+
+
+def library_name(location: str) -> str:
+    """Which library a logged file is in, in words; "" for none."""
+    if not location:
+        return ""
+    path = "/" + location.replace("\\", "/").lstrip("/")
+    if "/torch/" in path:
+        return "torch"
+    if "/site-packages/" in path or "/dist-packages/" in path:
+        return "a library"
+    return "the standard library"
 
 
 @dataclass(slots=True, frozen=True)
@@ -134,6 +172,8 @@ class CompileSummary:
     failure: Failure | None = None
     headline: str = ""  # why it failed, restarted or recompiled, in one line (pages only)
     pages: list[tuple[str, str | None]] = field(default_factory=list)  # (attempt id, its page) (pages only)
+    cause: str = CAUSE_FIRST  # why it happened: CAUSE_FIRST, CAUSE_RECOMPILE or CAUSE_RETRY
+    restart_reasons: list[str] = field(default_factory=list)  # why Dynamo restarted its analysis, in words
 
     @property
     def label(self) -> str:
@@ -142,12 +182,22 @@ class CompileSummary:
 
     @property
     def is_recompile(self) -> bool:
-        """A compile of a frame that had compiled before."""
-        return bool(self.key.frame_compile_id)
+        """A compile of a frame that had compiled before, because a guard failed (not a retry)."""
+        return self.cause == CAUSE_RECOMPILE
+
+    @property
+    def is_retry(self) -> bool:
+        """A compile of a frame whose previous compile failed, with no guard failure logged."""
+        return self.cause == CAUSE_RETRY
 
     @property
     def failed(self) -> bool:
-        return self.failure is not None
+        """The compile failed: an exception, not a frame torch skipped on purpose."""
+        return self.failure is not None and self.status != STATUS_SKIPPED
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == STATUS_SKIPPED
 
     @property
     def restarts(self) -> int:
@@ -179,6 +229,8 @@ class CompileSummary:
             "frame": self.frame,
             "user_location": self.user_location,
             "status": self.status,
+            "cause": self.cause,
+            "restart_reasons": self.restart_reasons,
             "compile_time_s": self.compile_time_s.to_dict(),
             "graph_breaks": [b.to_dict() for b in self.graph_breaks],
             "recompile_reasons": self.recompile_reasons,
@@ -191,7 +243,7 @@ class CompileSummary:
 def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
     """A compile's graph breaks, each (reason, user location) once: torch may log the same break
     twice for one compile (pytorch/pytorch#153669), or again in a restart attempt."""
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     result = []
     for brk in breaks:
         if brk.identity not in seen:
@@ -223,13 +275,14 @@ class GraphBreakGroup:
 
     @property
     def sites(self) -> list[GraphBreak]:
-        """Each user code line it happened at, once, most frequent first."""
-        counts: dict[str, int] = {}
-        first: dict[str, GraphBreak] = {}
+        """Each place it happened at (user code line, and library line inside it), once, most frequent first."""
+        counts: dict[tuple[str, str], int] = {}
+        first: dict[tuple[str, str], GraphBreak] = {}
         for _, brk in self.breaks:
-            counts[brk.user_location] = counts.get(brk.user_location, 0) + 1
-            first.setdefault(brk.user_location, brk)
-        return [first[location] for location in sorted(counts, key=lambda loc: (-counts[loc], loc))]
+            site = (brk.user_location, brk.library_location)
+            counts[site] = counts.get(site, 0) + 1
+            first.setdefault(site, brk)
+        return [first[site] for site in sorted(counts, key=lambda site: (-counts[site], site))]
 
 
 def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
@@ -266,6 +319,11 @@ class FrameRecompiles:
         return [(c, reason) for c in self.compiles for reason in c.recompile_reasons]
 
     @property
+    def retries(self) -> list[tuple[CompileSummary, CompileSummary]]:
+        """(retry, the failed compile before it)."""
+        return [(c, before) for before, c in zip(self.compiles, self.compiles[1:]) if c.is_retry]
+
+    @property
     def hit_limit(self) -> bool:
         return any(c.hit_recompile_limit for c in self.compiles)
 
@@ -277,7 +335,7 @@ def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompile
         identity = compile_.frame_identity
         if identity is not None:
             frames.setdefault(identity, []).append(compile_)
-    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items() if any(c.is_recompile for c in cs)]
+    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items() if any(c.is_recompile or c.is_retry for c in cs)]
     return sorted(found, key=lambda f: -len(f.compiles))
 
 
@@ -326,6 +384,7 @@ class RanksSummary:
     divergences: list[dict[str, Any]] = field(default_factory=list)  # {kind, compile_id, ranks, detail}
     inputs: list[dict[str, Any]] = field(default_factory=list)
     generator_version: str = ""
+    notes: list[dict[str, Any]] = field(default_factory=list)  # differences that are no divergence (cache results)
 
     @property
     def read(self) -> list[RankEntry]:
@@ -353,8 +412,8 @@ def load_summary(data: Any) -> Summary | RanksSummary:
     """A report's or a multi-rank landing's summary.json (parsed), as typed objects."""
     if not isinstance(data, dict):
         raise SummaryError("not a JSON object")
-    if not str(data.get("schema_version", "")).startswith("1."):
-        raise SummaryError("not a tlparse-py summary.json (schema 1.x)")
+    if not str(data.get("schema_version", "")).startswith(("1.", "2.")):
+        raise SummaryError("not a tlparse-py summary.json (schema 1.x or 2.x)")
     if isinstance(data.get("ranks"), list):
         return _load_ranks(data)
     if isinstance(data.get("compiles"), list):
@@ -375,7 +434,8 @@ def _load_ranks(data: dict[str, Any]) -> RanksSummary:
             _load_report(_object(summary, f"{where}.summary"), f"{where}.summary.") if summary is not None else None,
         ))
     divergences = [_object(d, f"divergences[{i}]") for i, d in enumerate(_list(data.get("divergences", []), "divergences"))]
-    return RanksSummary(entries, divergences, _inputs(data), _generator(data))
+    notes = [_object(d, f"notes[{i}]") for i, d in enumerate(_list(data.get("notes", []), "notes"))]
+    return RanksSummary(entries, divergences, _inputs(data), _generator(data), notes)
 
 
 def _load_report(data: dict[str, Any], where: str = "") -> Summary:
@@ -410,7 +470,7 @@ def _load_compile(data: dict[str, Any], where: str) -> CompileSummary:
         frame=_text_or_none(data.get("frame"), f"{where}.frame"),
         user_location=_text_or_none(data.get("user_location"), f"{where}.user_location"),
         status=_text(data.get("status", STATUS_MISSING), f"{where}.status"),
-        compile_time_s=CompileTime(*(_seconds(times.get(part), f"{where}.compile_time_s.{part}") for part in ("forward", "backward", "total"))),
+        compile_time_s=CompileTime(*(_seconds(times.get(part), f"{where}.compile_time_s.{part}") for part in ("forward", "backward", "total", "backward_in_forward"))),
         graph_breaks=[_load_break(_object(b, f"{where}.graph_breaks"), f"{where}.graph_breaks")
                       for b in _list(data.get("graph_breaks", []), f"{where}.graph_breaks")],
         recompile_reasons=[_text(r, f"{where}.recompile_reasons") for r in _list(data.get("recompile_reasons", []), f"{where}.recompile_reasons")],
@@ -421,6 +481,9 @@ def _load_compile(data: dict[str, Any], where: str) -> CompileSummary:
         graph_op_count=_int_or_none(data.get("graph_op_count"), f"{where}.graph_op_count"),
         failure=Failure(_text(failure.get("type"), f"{where}.failure.type"), _text_or_none(failure.get("reason"), f"{where}.failure.reason")) if failure else None,
         pages=[(label, _text_or_none(data.get("url"), f"{where}.url"))],
+        # schema 1.x wrote no cause: every later compile of a frame was counted a recompile
+        cause=_text(data.get("cause", CAUSE_RECOMPILE if key.frame_compile_id else CAUSE_FIRST), f"{where}.cause"),
+        restart_reasons=[_text(r, f"{where}.restart_reasons") for r in _list(data.get("restart_reasons", []), f"{where}.restart_reasons")],
     )
 
 
@@ -435,6 +498,7 @@ def _load_break(data: dict[str, Any], where: str) -> GraphBreak:
         _text_or_none(data.get("registry_id"), f"{where}.registry_id") or "",
         tuple(_text(h, f"{where}.hints") for h in _list(data.get("hints", []), f"{where}.hints")),
         _text_or_none(data.get("doc_url"), f"{where}.doc_url") or "",
+        _text_or_none(data.get("library_location"), f"{where}.library_location") or "",
     )
 
 

@@ -40,7 +40,7 @@ def _show(value: Value, seconds: bool) -> str:
 
 
 def summed(values: Sequence[Value], seconds: bool) -> Combined:
-    """Ranks add up (graph breaks, failures, cache lookups); unknown when any rank's is unknown."""
+    """Ranks add up (failures, cache lookups: each rank's are its own); unknown when any rank's is unknown."""
     if any(v is None for v in values):
         return Combined(None, "unknown", " summed over ranks")
     total: int | float = sum(v for v in values if v is not None)
@@ -50,7 +50,8 @@ def summed(values: Sequence[Value], seconds: bool) -> Combined:
 
 
 def per_rank(values: Sequence[Value], seconds: bool) -> Combined:
-    """Every rank runs the same program: the frames of one rank, not the sum ("6 on every rank")."""
+    """Every rank runs the same program: what one rank did, not the sum ("6 on every rank", "5–6 per
+    rank"); a gate compares the rank with the most."""
     known = [v for v in values if v is not None]
     if not known or len(known) < len(values):
         return Combined(None, "unknown", " on the rank with the most")
@@ -128,19 +129,26 @@ def _cache(result: str) -> Total:
 
 TOTALS: tuple[Total, ...] = (
     Total("compiles", "compiles", "compiles", "compiles: a frame compile with all its attempts, once per generation of its id",
-          compute=len, involved=lambda cs: [(c, "") for c in cs], better="none"),
+          compute=len, involved=lambda cs: [(c, "") for c in cs], over_ranks=per_rank, better="none"),
     Total("frames", "frames", "frames", "compiled functions (a frame id reused after torch._dynamo.reset() is another frame)",
           compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none"),
     Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile",
           compute=lambda cs: sum(len(c.graph_breaks) for c in cs),
-          involved=lambda cs: [(c, f"({len(c.graph_breaks)})") for c in cs if c.graph_breaks]),
-    Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before",
-          compute=lambda cs: sum(1 for c in cs if c.is_recompile), involved=lambda cs: [(c, "") for c in cs if c.is_recompile]),
+          involved=lambda cs: [(c, f"({len(c.graph_breaks)})") for c in cs if c.graph_breaks], over_ranks=per_rank),
+    Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before, after a guard failed",
+          compute=lambda cs: sum(1 for c in cs if c.is_recompile), involved=lambda cs: [(c, "") for c in cs if c.is_recompile],
+          over_ranks=per_rank),
+    Total("retries", "retries", "retries", "compiles of a frame right after its compile failed, with no guard failure logged",
+          compute=lambda cs: sum(1 for c in cs if c.is_retry), involved=lambda cs: [(c, "") for c in cs if c.is_retry], over_ranks=per_rank),
     Total("restarts", "restarts", "restarts", "times Dynamo restarted the analysis of a frame within a compile",
-          compute=lambda cs: sum(c.restarts for c in cs), involved=lambda cs: [(c, f"({c.restarts})") for c in cs if c.restarts]),
+          compute=lambda cs: sum(c.restarts for c in cs), involved=lambda cs: [(c, f"({c.restarts})") for c in cs if c.restarts],
+          over_ranks=per_rank),
     Total("failed", "failed compiles", "failed", "compiles that failed (their metrics logged an exception)",
           compute=lambda cs: sum(1 for c in cs if c.failed),
-          involved=lambda cs: [(c, f"({c.failure.type})") for c in cs if c.failure is not None]),
+          involved=lambda cs: [(c, f"({c.failure.type})") for c in cs if c.failed and c.failure is not None]),
+    Total("skipped", "skipped frames", "skipped", "compiles torch gave up on on purpose: the frame ran eagerly",
+          compute=lambda cs: sum(1 for c in cs if c.skipped), involved=lambda cs: [(c, "") for c in cs if c.skipped],
+          over_ranks=per_rank, better="none"),
     Total("compile_time_s", "compile time", "compile time", "seconds of compile time: each compile's forward plus its lazy backward compile",
           compute=_compile_time, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest"),
     *(_cache(result) for result in CACHE_RESULTS),

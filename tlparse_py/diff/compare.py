@@ -11,7 +11,6 @@ not tell is None (null), never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ from .pairing import (
     BreakKey, BreakSite, Files, Frame, FramePair, break_sites, file_map, frames_of, pair_frames, renamed_functions, user_files, user_paths,
 )
 
-SCHEMA_VERSION = "1.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
+SCHEMA_VERSION = "1.2"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 
 # the names `--fail-on` accepts, and what each measures
 METRICS = {

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..analysis.facts import differing_lines, input_signature, normalise_collective, sync_decision
 from ..analysis.summary import RanksSummary
+from ..analysis.totals import value_at
 from ..model import CompileId
 from .run import RankResult
 
@@ -91,6 +92,62 @@ def cache_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
     """Groups of ranks with the same sequence of cache hits/misses/bypasses, and where each group departs."""
     rows = sequence_divergence({r.number: [(c.mark, c.compile_id) for c in r.cache] for r in ranks})
     return [{**row, "marks": "".join(mark for mark, _ in row["sequence"])} for row in rows]
+
+
+CACHE_WORDS = {"✅": "a hit", "❌": "a miss", "❓": "a bypass"}
+# torch.distributed's default collective timeouts: a rank waits this long for the others at a collective
+NCCL_TIMEOUT_S = 600.0
+OTHER_TIMEOUT_S = 1800.0
+
+
+def against(groups: list[dict[str, Any]]) -> str:
+    """Who a departing group is compared with: "the majority (ranks 0, 2 and 3)" when the first group
+    holds more than half of the ranks, else just "rank 0" (two ranks have no majority)."""
+    reference = groups[0]["ranks"]
+    total = sum(len(g["ranks"]) for g in groups)
+    names = words([str(r) for r in reference])
+    who = f"rank{'s' if len(reference) > 1 else ''} {names}"
+    return f"the majority ({who})" if len(reference) * 2 > total else who
+
+
+def rank_names(ranks: list[int]) -> str:
+    return f"rank{'s' if len(ranks) > 1 else ''} {words([str(r) for r in ranks])}"
+
+
+def cache_note(landing_cache: list[dict[str, Any]], ranks: list[RankResult]) -> dict[str, Any] | None:
+    """Ranks that differ only in cache results (their graphs, shapes and collectives agree): a note,
+    not a divergence. A cache difference cannot make ranks compute differently; it costs the slower
+    rank compile time, which the others spend waiting at their next collective. That wait is a hang
+    only when it nears the collective timeout, so the note gives the compile-time spread beside it."""
+    if not landing_cache:
+        return None
+    times = {r.number: value_at(r.summary.get("totals", {}), "compile_time_s") for r in ranks}
+    known = {rank: t for rank, t in times.items() if isinstance(t, (int, float))}
+    spread = round(max(known.values()) - min(known.values()), 6) if len(known) == len(times) and known else None
+    first = landing_cache[1]
+    reference = landing_cache[0]
+    return {
+        "kind": "cache",
+        "compile_id": first["compile_id"],
+        "ranks": first["ranks"],
+        "detail": (f"{rank_names(first['ranks'])} took different cache results from {against(landing_cache)}: lookup {first['at'] + 1}"
+                   f"{' in ' + first['compile_id'] if first['compile_id'] else ''} was {CACHE_WORDS.get(first['item'] or '', 'missing')} "
+                   f"where {rank_names(reference['ranks'])} had {CACHE_WORDS.get(first['expected'] or '', 'none')}") if first["at"] is not None else "",
+        "compile_time_s": {str(rank): times[rank] for rank in sorted(times)},
+        "spread_s": spread,
+        "timeout": timeout_risk(spread),
+    }
+
+
+def timeout_risk(spread: float | None) -> str:
+    """What a compile-time spread between ranks means for a collective timeout, in words."""
+    if spread is None:
+        return "unknown: a rank's compile time was not logged"
+    if spread >= NCCL_TIMEOUT_S:
+        return "at least NCCL's default collective timeout (10 min): a rank waiting at a collective can time out"
+    if spread >= 60:
+        return "under the default collective timeouts (10 min with NCCL, 30 min with other backends), but a job with a shorter timeout could hit it"
+    return "far under the default collective timeouts (10 min with NCCL, 30 min with other backends)"
 
 
 def schedule_divergence(ranks: list[RankResult]) -> list[dict[str, Any]]:
@@ -437,10 +494,18 @@ class Landing:
 
     @property
     def diverges(self) -> bool:
+        """The ranks compiled or communicate differently: a job can hang or time out on that. Cache
+        results alone are no divergence (`notes`)."""
         return bool(
-            self.compile_ids or self.cache or self.schedules or self.tensor_meta or self.agreements or self.dynamic
+            self.compile_ids or self.schedules or self.tensor_meta or self.agreements or self.dynamic
             or self.content or self.spmd
         )
+
+    @property
+    def notes(self) -> list[dict[str, Any]]:
+        """Differences between ranks that are not divergences: cache results, with the compile time they cost."""
+        note = cache_note(self.cache, self.ranks)
+        return [note] if note is not None else []
 
     @property
     def first(self) -> dict[str, Any] | None:
@@ -490,10 +555,11 @@ def divergences(landing: Landing) -> list[dict[str, Any]]:
         detail = f"missing {', '.join(row['missing']) or 'nothing'}; extra {', '.join(row['extra']) or 'nothing'}"
         first = (row["missing"] or row["extra"] or [None])[0]
         rows.append({"kind": "compile_ids", "compile_id": first, "ranks": [row["rank"]], "detail": detail})
-    for kind, items, what in (("cache", landing.cache, "cache results"), ("collective_schedule", landing.schedules, "collectives")):
-        for row in items[1:]:  # the first group is the majority
-            rows.append({"kind": kind, "compile_id": row["compile_id"], "ranks": row["ranks"],
-                         "detail": f"{what} depart from the majority at position {row['at']}: {row['item']} instead of {row['expected']}"})
+    for row in landing.schedules[1:]:  # the first group is the biggest
+        where = f"collective {row['at'] + 1} is {row['item'] or 'missing'}" if row["at"] is not None else "the collectives differ"
+        rows.append({"kind": "collective_schedule", "compile_id": row["compile_id"], "ranks": row["ranks"],
+                     "detail": f"{rank_names(row['ranks'])} differ from {against(landing.schedules)}: {where} "
+                               f"where {rank_names(landing.schedules[0]['ranks'])} issue {row['expected'] or 'nothing'}"})
     for row in landing.tensor_meta[1:]:
         rows.append({"kind": "tensor_meta", "compile_id": None, "ranks": row["ranks"], "detail": "different tensor metadata"})
     for row in landing.agreements:

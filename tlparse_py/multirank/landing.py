@@ -180,5 +180,6 @@ def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
         "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
         "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
         "divergences": divergences(landing),
+        "notes": landing.notes,
         "compiler_collectives": landing.collectives,
     }

@@ -153,7 +153,9 @@ def _graph_breaks(compiles: list[CompileSummary], prefix: str) -> list[str]:
         first = group.first
         kind = f"{text(first.registry_id)} " if first.registry_id else ""
         sites = group.sites
-        where = text(sites[0].user_location, 60) + (f" +{len(sites) - 1} more" if len(sites) > 1 else "")
+        site = sites[0]
+        where = (text(site.user_location, 60) if site.user_location else "unknown") + (f" (inside {site.inside})" if site.inside else "")
+        where += f" +{len(sites) - 1} more" if len(sites) > 1 else ""
         hint = text(first.hints[0], 80) if first.hints else ""
         lines.append(f"| {group.count} | {kind}{text(group.reason)} | {where} | {hint} | {_ids(list({id(c): c for c in group.compiles}.values()), prefix)} |")
     return lines + _more(len(groups) - ROWS, "graph-breaks", prefix)
@@ -168,6 +170,9 @@ def _recompiles(compiles: list[CompileSummary], prefix: str) -> list[str]:
         name = frame.name
         reason = next((r for _, r in frame.reasons), None)
         why = f"; first reason: {text(reason, 70)}" if reason else ""
+        if frame.retries:
+            retry, failed = frame.retries[0]
+            why += f"; {text(retry.label)} retried after {text(failed.label)} failed"
         lines.append(f"- frame {text(frame.frame)}{' ' + text(name, 40) if name else ''}: {len(frame.compiles)} compiles {_ids(frame.compiles, prefix)}{why}")
     return lines + _more(len(frames) - ROWS, "recompiles", prefix)
 
@@ -205,6 +210,9 @@ def _landing(summary: RanksSummary, prefix: str) -> list[str]:
         lines += ["", f"**{link('Ranks diverge', 'index.html', prefix)}** ({len(divergences)}):"]
         lines += [f"- {text(d.get('kind'))} {text(d.get('compile_id') or '')}: {text(d.get('detail'), 80)}" for d in divergences[:ROWS]]
         lines += _more(len(divergences) - ROWS, "", prefix)
+    for note in summary.notes:
+        lines += ["", f"**{link('Ranks differ in cache results only', 'index.html#cache-note', prefix) if not divergences else 'Ranks also differ in cache results'}**: "
+                      f"{text(note.get('detail'), 160)}; compile-time spread {format_seconds(note.get('spread_s'))}, {text(note.get('timeout'), 120)}"]
     return lines
 
 

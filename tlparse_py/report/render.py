@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 from . import cache
 from .._version import __version__
 from ..analysis.stacks import is_user_code
-from ..analysis.summary import STATUS_LABELS
+from ..analysis.summary import STATUS_LABELS, STATUS_SEVERITY
 from ..units import format_seconds
 from .highlight import LANGUAGES, Lines
 
@@ -105,6 +105,7 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
     env.globals["version"] = __version__
     env.globals["plural"] = plural
     env.globals["status_labels"] = STATUS_LABELS
+    env.globals["status_rank"] = {status: rank for rank, status in enumerate(STATUS_SEVERITY)}
     env.filters["safe_href"] = safe_href
     env.filters["seconds"] = format_seconds
     env.globals["code_html"] = code_html
@@ -128,8 +129,8 @@ def render_page(page: Model) -> str:
     return render(page.template, page.context())
 
 
-def plural(count: int, word: str) -> str:
-    return f"{word}" if count == 1 else f"{word}s"
+def plural(count: int, word: str, words: str | None = None) -> str:
+    return word if count == 1 else (words or f"{word}s")
 
 
 def template_names() -> list[str]:

@@ -19,6 +19,7 @@ import orjson
 from .. import facts
 from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, LoggedBreak, RuntimeEstimate, graph_of, label_of
 from ...model import Record
+from ..export_shapes import ExportGuard, ExportSymbol, export_call
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from .context import ParseContext
 from .registry import FILE, GLOBAL, KINDS, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
@@ -173,7 +174,8 @@ def compilation_metrics(record: Record, ctx: ParseContext) -> list[Output]:
 def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
     text = facts.parse_graph_break(record.payload_text())
     ctx.analysis.graph_breaks.append(LoggedBreak(record.compile_id, text.reason, text.explanation, text.location, url, record.lineno,
-                                                 text.source, text.function, text.registry_id, text.hints, text.doc_url))
+                                                 text.source, text.function, text.registry_id, text.hints, text.doc_url,
+                                                 text.library_location, text.skips_frame))
 
 
 @named("recompile_reasons", "compiled_autograd_compile_reasons", title="The guards that failed, making Dynamo recompile", section="recompiles")
@@ -271,19 +273,39 @@ def chromium_event(record: Record, ctx: ParseContext) -> list[Output]:
 @kind("create_symbol", title="A backed symbol was created: a dynamic dimension appeared",
       symbol=lambda m: Symbol("created", _text(m.get("symbol")), _text(m.get("val")), _text(m.get("vr")), _text(m.get("source"))))
 def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
-    source = ctx.dict_field(record, "create_symbol").get("source")
+    meta = ctx.dict_field(record, "create_symbol")
+    source = meta.get("source")
     if record.compile_id is not None and isinstance(source, str):
         ctx.analysis.distributed.dynamic_sources.setdefault(str(record.compile_id.frame_key()), set()).add(source)
+    if _outside_compiles(record):
+        _note_export_symbol(record, ctx, meta)
     return []
+
+
+def _note_export_symbol(record: Record, ctx: ParseContext, meta: dict[str, Any]) -> None:
+    """A symbol a non-strict export created (outside any compile, its stack through torch.export)."""
+    frames = frames_from_json(meta.get("stack")) or []
+    call = export_call([(ctx.resolve_filename(f.filename), f.line, f.loc) for f in frames])
+    symbol, vr, source = meta.get("symbol"), meta.get("vr"), meta.get("source")
+    if call is not None and isinstance(symbol, str) and isinstance(vr, str) and isinstance(source, str):
+        ctx.analysis.export_shapes.note_symbol(ExportSymbol(symbol, vr, source, call[0], call[1], record.lineno))
 
 
 @kind("symbolic_shape_specialization", title="A symbol was specialised to a constant", shape_fact="specializations",
       symbol=lambda m: Symbol("specialised", _text(m.get("symbol")), _text(m.get("value")), "", ", ".join(map(str, m.get("sources") or []))))
 @kind("guard_added_fast", title="A shape guard was added", shape_fact="guards_added", symbol=lambda m: Symbol("guard", _text(m.get("expr"))))
 def shape_fact(record: Record, ctx: ParseContext) -> list[Output]:
+    meta = ctx.dict_field(record, ctx.current_kind)
     if record.compile_id is not None:
-        ctx.analysis.note_shape_fact(KINDS[ctx.current_kind].shape_fact, record.compile_id, ctx.dict_field(record, ctx.current_kind))
+        ctx.analysis.note_shape_fact(KINDS[ctx.current_kind].shape_fact, record.compile_id, meta)
+    if _outside_compiles(record) and ctx.current_kind == "guard_added_fast" and isinstance(meta.get("expr"), str):
+        ctx.analysis.export_shapes.note_guard(ExportGuard(meta["expr"], record.lineno))
     return []
+
+
+def _outside_compiles(record: Record) -> bool:
+    """Logged outside any Dynamo frame compile (as a non-strict export logs its shapes)."""
+    return record.compile_id is not None and record.compile_id.frame_id is None
 
 
 def _no_files(record: Record, ctx: ParseContext) -> list[Output]:

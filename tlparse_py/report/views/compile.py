@@ -205,6 +205,7 @@ class CompilePage(Page):
     artifacts: list[dict[str, Any]]
     metrics: list[dict[str, Any]]
     backward: list[float]
+    backward_in_forward: float | None
     other_attempts: list[dict[str, Any]]
     reuses: list[PageRef]
     generation: int
@@ -283,6 +284,7 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         artifacts=[artifact_view(a) for a in report.directory[key]],
         metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(m.fields)} for m in metrics],
         backward=_backward_times(report, key, mine),
+        backward_in_forward=_backward_in_forward(report, key, generation) if page.is_compile else None,
         other_attempts=[
             {"label": label(m.compile_id), "page": compile_page_url(m.compile_id, generation)} for m in pooled if m not in metrics
         ],
@@ -312,11 +314,7 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
 def graph_breaks_of_page(report: Analysis, key: CompileId | None, generation: int) -> list[GraphBreak]:
     """The graph breaks a page lists: its compile's (every attempt's page shows them all, each once);
     outside any compile, those logged under the id."""
-    compile_ = report.compile_of(key, generation) if key is not None else None
-    if compile_ is not None:
-        return compile_.graph_breaks
-    return [GraphBreak(b.reason, b.location, b.explanation, b.source, b.function, b.registry_id, b.hints, b.doc_url, url=b.url)
-            for b in report.graph_breaks_of(key) if report.generation_at(key, b.line) == generation]
+    return report.graph_breaks_under(key, generation)
 
 
 def _unspooled_counts(report: Analysis, key: CompileId | None, generation: int) -> Counter[str]:
@@ -326,6 +324,11 @@ def _unspooled_counts(report: Analysis, key: CompileId | None, generation: int) 
     if len(report.generations_of(key)) == 1:
         return counts
     return Counter({kind: n for kind, n in counts.items() if kinds.collected(kind)}) if generation == 0 else Counter()
+
+
+def _backward_in_forward(report: Analysis, key: CompileId | None, generation: int) -> float | None:
+    compile_ = report.compile_of(key, generation) if key is not None else None
+    return compile_.compile_time_s.backward_in_forward if compile_ is not None else None
 
 
 def _backward_times(report: Analysis, key: CompileId | None, mine: Callable[[int], bool]) -> list[float]:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from ... import limits
 from ...analysis import kinds
 from ...analysis.compiles import Analysis
-from ...analysis.questions import export_verdict, first_line, is_compile
+from ...analysis.questions import export_verdict, first_line, is_compile, is_draft_export
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
 from ...analysis.summary import CACHE_RESULTS, CompileSummary, graph_break_groups, recompiled_frames, slowest
@@ -112,6 +112,8 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     split = ""
     if times.backward is not None and times.forward is not None:
         split = f"forward {times.forward:.2f} s + backward {times.backward:.2f} s"
+    elif times.backward_in_forward is not None and times.forward is not None:
+        split = f"forward {times.forward:.2f} s, of which {times.backward_in_forward:.2f} s compiled the backward"
     return {
         "label": compile_.label,
         "page": compile_.url,
@@ -156,6 +158,7 @@ class IndexPage(Page):
     run: dict[str, Any]
     time_span: str
     export_mode: bool
+    draft_export: bool  # the log is draft_export's own trace file (the export report's title says so)
     provenance_pages: list[dict[str, Any]]
     export_rows: list[dict[str, Any]]
     export: dict[str, Any]
@@ -192,6 +195,8 @@ def index_page(inputs: Inputs) -> IndexPage:
                 "name": f.name,
                 "compiles": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiles],
                 "reasons": [{"label": c.label, "page": c.pages[0][1], "reason": first_line(r)} for c, r in f.reasons],
+                "retries": [{"label": c.label, "page": c.pages[0][1], "failed": failed.label, "failed_page": failed.pages[0][1],
+                             "failure": failed.failure.type if failed.failure else ""} for c, failed in f.retries],
                 "hit_limit": f.hit_limit,
             }
             for f in recompiled_frames(compiles)
@@ -210,6 +215,7 @@ def index_page(inputs: Inputs) -> IndexPage:
         run=report.run_context(),
         time_span=time_span(report.first_timestamp, report.last_timestamp),
         export_mode=inputs.settings.export,
+        draft_export=is_draft_export(report),
         provenance_pages=[{"label": label(k), "url": url, "has_data": has_data} for k, url, has_data in inputs.provenance_pages],
         export_rows=export_rows(report),
         export=summary.export if summary.export is not None else export_verdict(report),
