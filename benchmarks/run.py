@@ -2,6 +2,13 @@
 
     python benchmarks/run.py --sizes 50 200 1000 [--json results.json] [--work /tmp/tlparse-bench]
     python benchmarks/run.py --small [--repeat 5] [--json small.json]
+    python benchmarks/run.py --quiet-check ...    refuse to publish a ratio taken on a busy machine
+
+Every figure carries the machine's load average before and after it was taken, and tlparse's own
+time beside ours: a ratio from a busy stretch (tlparse slower than usual, a load average above
+QUIET_LOAD) shows as one. With `--quiet-check` the script waits up to a minute for the machine
+to be quiet before it starts, and exits 3 without writing `--json` when the load average was
+above QUIET_LOAD at the start or the end of any figure.
 
 `--small` is the set people actually open: every harness fixture log (0.01-4 MB, gzipped ones
 decompressed first since tlparse reads only plain files), each run as a whole process by both
@@ -89,6 +96,33 @@ def _pss_kb(pid: int, fallback: int) -> int:
     return fallback
 
 
+QUIET_LOAD = 0.5  # the 1-minute load average above which a machine is busy (2 cores: a quarter of one in use)
+
+
+def load_average() -> float:
+    """The 1-minute load average (0.0 where the OS does not tell)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return 0.0
+
+
+def wait_for_quiet(limit_s: float = 60.0) -> float:
+    """Wait until the load average is at most QUIET_LOAD (or `limit_s` passed); the last reading."""
+    deadline = time.monotonic() + limit_s
+    load = load_average()
+    while load > QUIET_LOAD and time.monotonic() < deadline:
+        time.sleep(5)
+        load = load_average()
+    return load
+
+
+def busy(figures: list[dict]) -> list[str]:
+    """The figures taken on a busy machine, named."""
+    return [f"{f.get('name', '?')}: load {f['load_before']} → {f['load_after']}" for f in figures
+            if max(f["load_before"], f["load_after"]) > QUIET_LOAD]
+
+
 def measure(command: list[str], out: Path) -> dict[str, float]:
     if out.exists():
         shutil.rmtree(out)
@@ -153,6 +187,7 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
     first run ever (an empty cache folder each time). Run it from the Python of the install to time.
     """
     logs = small_logs(work)
+    load_before = load_average()
     out = work / "small_out"
     first_run = "tlparse-py (first run, empty cache)"
     variants = {**tools, first_run: tools["tlparse-py"]}
@@ -197,9 +232,12 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
             ratios["logs of 1 MB and more"] = {"logs": len(big), "wall": round(ours / tl, 3)}
             print(f"logs of 1 MB and more ({len(big)}): tlparse-py / tlparse wall {ours / tl:.2f}x")
     floor = [timed([sys.executable, "-c", "import click, jinja2, orjson, markupsafe"], env)[0] for _ in range(repeat)]
+    load_after = load_average()
     print(f"Python start-up with click, jinja2, orjson and markupsafe imported: {statistics.median(floor):.3f} s per process")
+    print(f"load average: {load_before} before, {load_after} after")
     return {"machine": machine(), "install": install(tools["tlparse-py"]), "logs": len(rows), "repeat": repeat, "rows": rows,
-            "totals": totals, "ratios": ratios, "python_floor_s": round(statistics.median(floor), 4)}
+            "totals": totals, "ratios": ratios, "python_floor_s": round(statistics.median(floor), 4),
+            "load_before": load_before, "load_after": load_after, "name": "small set"}
 
 
 def install(command: list[str]) -> str:
@@ -228,7 +266,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=None, help="runs per tool and size (alternating); the median is reported "
                         "(default 1, or 5 with --small)")
     parser.add_argument("--small", action="store_true", help="the small-log set: every fixture log, whole process, both tools")
+    parser.add_argument("--quiet-check", action="store_true", help=f"wait for a quiet machine, and publish nothing (exit 3) when the "
+                        f"load average was above {QUIET_LOAD} at the start or end of a figure")
     args = parser.parse_args()
+    if args.quiet_check:
+        print(f"waiting for a quiet machine (load average ≤ {QUIET_LOAD}): now {wait_for_quiet()}", flush=True)
     args.work.mkdir(parents=True, exist_ok=True)
     tools = {"tlparse-py": [sys.executable, "-m", "tlparse_py"]}
     if shutil.which("tlparse"):
@@ -238,6 +280,9 @@ def main() -> int:
     if args.small:
         print(f"tlparse-py install: {install(tools['tlparse-py'])}")
         small = run_small(tools, args.work, args.repeat or 5)
+        if args.quiet_check and busy([small]):
+            print(f"not published: taken on a busy machine ({'; '.join(busy([small]))})", file=sys.stderr)
+            return 3
         if args.json:
             args.json.write_text(json.dumps(small, indent=2))
         return 0
@@ -248,6 +293,7 @@ def main() -> int:
         if not log.exists():
             build(size, log)
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
+        load_before = load_average()
         for attempt in range(args.repeat):
             for name, command in tools.items():
                 out = args.work / f"out_{size:g}mb_{name.split()[0]}"
@@ -263,6 +309,7 @@ def main() -> int:
                    "all_seconds": [r["seconds"] for r in measured], "all_cpu_seconds": [r["cpu_seconds"] for r in measured]}
             row.update(median)
             row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in measured)
+            row.update(load_before=load_before, load_after=load_average(), name=f"{size:g} MB {name}")
             results.append(row)
         if not args.keep:
             log.unlink()
@@ -282,13 +329,18 @@ def main() -> int:
                      "paired_wall_ratio": round(paired["seconds"], 3), "paired_cpu_ratio": round(paired["cpu_seconds"], 3),
                      "rss_ratio": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3)}
             ratios.append(ratio)
+            ratio.update(tlparse_seconds=theirs["all_seconds"], load_before=ours["load_before"], load_after=theirs["load_after"])
             print(f"{size:>6g}MB  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x (median of paired runs {ratio['paired_wall_ratio']:.2f}x), "
-                  f"CPU {ratio['paired_cpu_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x")
+                  f"CPU {ratio['paired_cpu_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x; tlparse took {theirs['all_seconds']} s; "
+                  f"load average {ratio['load_before']} → {ratio['load_after']}")
     ours_rows = [r for r in results if r["tool"] == "tlparse-py"]
     if len(ours_rows) >= 2:
         first, last = ours_rows[0], ours_rows[-1]
         print(f"tlparse-py from {first['size_mb']:g} MB to {last['size_mb']:g} MB: RSS x{last['peak_rss_mb'] / first['peak_rss_mb']:.2f}, "
               f"wall x{last['seconds'] / first['seconds']:.2f} (size x{last['size_mb'] / first['size_mb']:.1f})")
+    if args.quiet_check and busy(results):
+        print(f"not published: taken on a busy machine ({'; '.join(busy(results))})", file=sys.stderr)
+        return 3
     if args.json:
         args.json.write_text(json.dumps({"machine": machine(), "results": results, "ratios": ratios}, indent=2))
     return 0 if all(r["exit"] == 0 for r in results) else 1
