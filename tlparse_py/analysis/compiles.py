@@ -41,7 +41,7 @@ def schema_version() -> str:
     return str(version)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # one per log: never compared or printed
 class Analysis(Store):
     """The typed analysis of one log (or of one process's logs read together).
 

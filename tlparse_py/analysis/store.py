@@ -380,7 +380,7 @@ class FailureRow:
     source: str  # "file:line" of the user frame, for failures
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # one per log: never compared or printed
 class InputInfo:
     path: str
     size: int
@@ -473,7 +473,7 @@ class Questions:
         return name if name is not None else "(unknown)"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # one per log: never compared or printed
 class Store(Questions):
     source: InputInfo
     stats: Stats

@@ -45,7 +45,7 @@ class Inputs:
         return SourceLinks(self.settings.source_url, self.settings.source_root)
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class Page:
     """What every report page shows around its content; each page kind's model extends it."""
 

@@ -193,7 +193,7 @@ def page_records(report: Analysis, page: PageRef, records: list[RecordSummary]) 
     return [r for r in records if report.generation_at(page.key, r.line) == page.generation]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class CompilePage(Page):
     """The page of one compile id in one generation: everything logged about it, in pipeline order."""
 

@@ -130,7 +130,7 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     }
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class IndexPage(Page):
     """The index: what happened and what went wrong, every compile and every compile id."""
 
@@ -223,7 +223,7 @@ def index_page(inputs: Inputs) -> IndexPage:
     )
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class FailuresPage(Page):
     template: ClassVar[str] = "failures.html.j2"
     rows: list[dict[str, Any]]

@@ -61,7 +61,7 @@ def record_page(inputs: Inputs, pending: PendingPage, title: str) -> dict[str, A
     }
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class CodePage(Page):
     template: ClassVar[str] = "code.html.j2"
     lines: Lines
@@ -86,7 +86,7 @@ class ShapeFactView:
     stack: list[FrameView]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class MetricsPage(Page):
     template: ClassVar[str] = "metrics.html.j2"
     fields: str  # every field, as indented JSON
@@ -140,7 +140,7 @@ def stacks_of(meta: dict[str, Any], inputs: Inputs) -> tuple[list[FrameView], li
     return [frame_view(f, inputs) for f in user], [frame_view(f, inputs) for f in framework]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class GuardsPage(Page):
     template: ClassVar[str] = "guards.html.j2"
     guards: list[str]
@@ -163,7 +163,7 @@ class ExpressionNode:
     stack: list[FrameView]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class GuardInfoPage(Page):
     """A symbolic_guard_information page: the guard, where it came from, locals, provenance."""
 
@@ -237,7 +237,7 @@ def expression_tree(inputs: Inputs, root: Any) -> list[ExpressionNode]:
     return nodes
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class StackTracesPage(Page):
     template: ClassVar[str] = "stack_traces.html.j2"
     kernels: list[tuple[str, list[str]]]
@@ -252,7 +252,7 @@ def stack_traces_page(build: Builder, pending: PendingPage) -> StackTracesPage:
     return StackTracesPage(**record_page(build.inputs, pending, "Kernel stack traces"), kernels=kernels)
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
 class ProvenancePage(Page):
     """-i: the three-pane highlighter of one compile id (pre-grad graph, post-grad graph, generated code)."""
 
