@@ -18,17 +18,20 @@ class CliError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; each error has its own
 
     def format_message(self) -> str:
-        # messages name paths and log text: no escape sequence reaches the terminal
-        return sanitize(self.message, keep_newlines=True)
+        # messages name paths and log text: no escape sequence reaches the terminal, and no line
+        # can be started from a log (a CI system reads `::error ...` at the start of a line)
+        return sanitize(self.message)
 
 
 def echo_err(message: str) -> None:
-    """Every line we print on stderr: sanitized here, so no caller can forget (log text, file names)."""
-    click.echo(sanitize(message, keep_newlines=True), err=True)
+    """One line on stderr, sanitized here so no caller can forget (log text, file names): a newline
+    inside it is written as an escape, so log text can never start a line of its own."""
+    click.echo(sanitize(message), err=True)
 
 
 def echo_out(message: str) -> None:
-    click.echo(sanitize(message, keep_newlines=True))
+    """One line on stdout, sanitized as `echo_err`."""
+    click.echo(sanitize(message))
 
 
 def echo_diagnostic(diagnostic: Diagnostic) -> None:

@@ -200,7 +200,8 @@ def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None 
         raise CliError(f"could not write the report ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
     for note in notes:
         echo_out(note)
-    echo_out(f"Multi-rank report generated under {out}\nIndividual pages: rank_*/index.html")
+    echo_out(f"Multi-rank report generated under {out}")
+    echo_out("Individual pages: rank_*/index.html")
     if landing.diverges:
         echo_err("Ranks diverge: see the landing page for where")
     if not request.no_browser:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from ..analysis.totals import TOTALS, value_at
 from .compare import break_line, comparisons
+from ..report.markdown import code, text
 from ..report.views.common import Page
 from ..units import format_seconds
 
@@ -183,22 +184,19 @@ def is_empty(diff: dict[str, Any]) -> bool:
 # Markdown (for a pull-request comment or a CI job summary)
 
 
-def _md(text: Any) -> str:
-    """Text from a log, safe in a Markdown table cell or line: no pipes, newlines or HTML."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
-    return s.replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+LONG = 400  # characters of one line of log text in the diff's Markdown
 
 
 def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = None, limit: int = 5) -> str:
     """A compact GitHub-flavoured summary; `page` is the diff page's path relative to the Markdown file."""
-    lines = [f"### torch.compile diff: `{_md(diff['base']['path'])}` → `{_md(diff['new']['path'])}`", ""]
+    lines = [f"### torch.compile diff: {code(diff['base']['path'], LONG)} → {code(diff['new']['path'], LONG)}", ""]
     for note in diff.get("notes") or []:
-        lines += [f"> ⚠️ {_md(note)}", ""]
+        lines += [f"> ⚠️ {text(note, LONG)}", ""]
     if violations:
         lines.append("**Gate failed** (`--fail-on`):")
         for v in violations:
             condition, _, rest = v.partition(": ")
-            lines.append(f"- ❌ `{condition.replace('`', '')}`" + (f": {_md(rest)}" if rest else ""))
+            lines.append(f"- ❌ {code(condition)}" + (f": {text(rest, LONG)}" if rest else ""))
         lines.append("")
     parts = comparisons(diff)
     if parts:
@@ -210,14 +208,14 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     gbs = [g for c in parts for g in c["graph_breaks"]["new"]]
     if gbs:
         lines.append(f"**New graph breaks ({len(gbs)})** — [details]({page}{'#graph-breaks' if single else ''})")
-        lines += [f"- {_md(break_line(g))}" for g in gbs[:limit]]
+        lines += [f"- {text(break_line(g), LONG)}" for g in gbs[:limit]]
         if len(gbs) > limit:
             lines.append(f"- … and {len(gbs) - limit} more")
         lines.append("")
     failures = [f for c in parts for f in c["failures"]["new"]]
     if failures:
         lines.append(f"**New failures ({len(failures)})** — [details]({page}{'#failures' if single else ''})")
-        lines += [f"- `{_md(f['frame'])}` {_md((f['new'] or {}).get('id') or '')}: {_md(f['type'])}" for f in failures[:limit]]
+        lines += [f"- {code(f['frame'])} {text((f['new'] or {}).get('id') or '')}: {text(f['type'])}" for f in failures[:limit]]
         if len(failures) > limit:
             lines.append(f"- … and {len(failures) - limit} more")
         lines.append("")

@@ -28,15 +28,31 @@ ROWS = 5  # rows per section: the whole summary fits in about 40 lines
 IDS_PER_ROW = 4  # compile ids named per row before "+N more"
 TEXT_CHARS = 90
 
-_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~&])")
+_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~&!()])")
+# What GitHub links in plain text after escapes are resolved (its autolink extension and its mention
+# filter work on the text): bare URLs, www. names, e-mail addresses and @mentions. A zero-width space
+# after the scheme's colon, after "www" and after "@" keeps the text as it reads and links nothing.
+_AUTOLINKED = re.compile(r"(?i)(?<=[a-z]:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)")
+ZERO_WIDTH_SPACE = "\u200b"
 
 
 def text(value: Any, limit: int = TEXT_CHARS) -> str:
-    """One line of plain text, escaped for Markdown (tables included) and cut to `limit` characters."""
+    """Log text as one line of Markdown that shows it literally: cut to `limit` characters, every
+    character that could make markup escaped (so no HTML, image, link, table cell or emphasis), and
+    no autolink or mention (see `_AUTOLINKED`). The one escaper for log text in Markdown."""
     line = " ".join(str(value if value is not None else "").split())
     if len(line) > limit:
         line = line[: limit - 1].rstrip() + "…"
-    return _SPECIAL.sub(r"\\\1", line)
+    return _AUTOLINKED.sub(ZERO_WIDTH_SPACE, _SPECIAL.sub(r"\\\1", line))
+
+
+def code(value: Any, limit: int = TEXT_CHARS) -> str:
+    """Log text as a Markdown code span: literal inside (no markup, link or mention is made in one);
+    backticks, which would end it, become quotes."""
+    line = " ".join(str(value if value is not None else "").split()).replace("`", "'")
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return f"`{line}`" if line else ""
 
 
 def link(label: str, url: str, prefix: str = "") -> str:

@@ -1,0 +1,74 @@
+"""Hostile input on the newer surfaces (issue 26): log text that reaches a CI system.
+
+A log can hold any text in a failure type, a graph-break reason or a frame name. Printed on a
+terminal it must never start a line of its own (a CI system reads `::error ...` at the start of a
+line); written into Markdown it must never make HTML, an image, a link or a mention. The Markdown is
+rendered with GitHub's own parser (cmark-gfm, its autolink extension on) to check.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import cmarkgfm
+import pytest
+from click.testing import CliRunner
+
+from logs import metrics, start, write_log
+from tlparse_py.cli import main
+
+FORGED = "Boom\n::error title=forged::owned\n::add-mask::x"
+LINKY = ("see http://evil.example/p <img src=http://evil.example/pixel.png> ![i](http://evil.example/i.png) "
+         "[click](http://evil.example/l) <http://evil.example/a> @octocat www.evil.example me@evil.example")
+
+
+def run(*args: object):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> tuple[Path, Path]:
+    base = write_log(tmp_path / "base.log", [start(0, 0), metrics(0, 0, 0)])
+    new = write_log(tmp_path / "new.log", [start(0, 0, fn="f\n::error::fn"), metrics(0, 0, 0, fail_type=FORGED, fail_reason=LINKY)])
+    return base, new
+
+
+def no_forged_line(output: str) -> None:
+    assert not [line for line in output.splitlines() if line.startswith("::")], output
+
+
+def test_log_text_never_starts_a_line_on_the_terminal(tmp_path, logs):
+    base, new = logs
+    result = run(new, "-o", tmp_path / "report", "--no-browser", "--fail-on", "failed>0")
+    assert result.exit_code == 3 and "Boom\\x0a::error" in result.stderr
+    no_forged_line(result.stdout + result.stderr)
+    result = run("diff", base, new, "-o", tmp_path / "diff", "--no-browser", "--fail-on", "new_failures>0")
+    assert result.exit_code == 3 and "Boom\\x0a::error" in result.stderr
+    no_forged_line(result.stdout + result.stderr)
+
+
+def rendered(markdown: Path) -> str:
+    return cmarkgfm.github_flavored_markdown_to_html(markdown.read_text())
+
+
+def assert_inert(html: str) -> None:
+    """No image or HTML made from the log, every link one of ours, no live mention or address."""
+    assert "<img" not in html
+    links = re.findall(r'<a href="([^"]*)"', html)
+    assert all("evil" not in href for href in links), links
+    assert "@octocat" not in html and "me@evil" not in html  # a zero-width space follows each "@"
+
+
+def test_log_text_makes_no_markup_link_or_mention_in_markdown(tmp_path, logs):
+    base, new = logs
+    result = run(new, "-o", tmp_path / "report", "--no-browser", "--markdown", tmp_path / "report.md", "--fail-on", "failed>0")
+    assert result.exit_code == 3, result.output
+    for markdown in (tmp_path / "report.md", tmp_path / "report" / "summary.md"):
+        assert_inert(rendered(markdown))
+    assert "Boom ::error title=forged::owned" in rendered(tmp_path / "report.md")  # the gate line, on one line
+    result = run("diff", base, new, "-o", tmp_path / "diff", "--no-browser", "--markdown", tmp_path / "diff.md")
+    assert result.exit_code == 0, result.output
+    html = rendered(tmp_path / "diff.md")
+    assert_inert(html)
+    assert "Boom ::error title=forged::owned" in html  # one line, as it reads
