@@ -72,3 +72,30 @@ def test_log_text_makes_no_markup_link_or_mention_in_markdown(tmp_path, logs):
     html = rendered(tmp_path / "diff.md")
     assert_inert(html)
     assert "Boom ::error title=forged::owned" in html  # one line, as it reads
+
+
+# -- output files never replace an input, and never write through a link --------------------------
+
+
+@pytest.mark.parametrize("option", ["--markdown", "--single-file"])
+def test_an_output_file_naming_the_input_is_refused_before_anything_is_written(tmp_path, logs, option):
+    _, new = logs
+    before = new.read_bytes()
+    result = run(new, "-o", tmp_path / "out", "--no-browser", option, new)
+    assert result.exit_code == 2 and "is the input log" in result.stderr
+    assert new.read_bytes() == before and not (tmp_path / "out").exists()
+    result = run(tmp_path, "-o", tmp_path.parent / f"{tmp_path.name}-out", "--no-browser", option, tmp_path / "summary.x")
+    assert result.exit_code == 2 and "inside the input folder" in result.stderr
+    assert not (tmp_path / "summary.x").exists()
+
+
+def test_markdown_replaces_a_symlink_instead_of_writing_through_it(tmp_path, logs):
+    _, new = logs
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    link = tmp_path / "out.md"
+    link.symlink_to(target)
+    result = run(new, "-o", tmp_path / "out", "--no-browser", "--markdown", link)
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == "keep me"
+    assert not link.is_symlink() and link.read_text().startswith("### torch.compile report")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import click
@@ -21,6 +23,27 @@ class CliError(click.ClickException):
         # messages name paths and log text: no escape sequence reaches the terminal, and no line
         # can be started from a log (a CI system reads `::error ...` at the start of a line)
         return sanitize(self.message)
+
+
+def write_replacing(path: Path, data: bytes) -> None:
+    """Write a file by replacing it (a temporary file beside it, then a rename): a symlink at `path`
+    is replaced, never written through, and a reader never sees half a file."""
+    folder = path.absolute().parent
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temp, 0o666 & ~_umask())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def echo_err(message: str) -> None:

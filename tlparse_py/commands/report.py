@@ -29,7 +29,7 @@ from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input
 from ..report.markdown import summary_markdown
 from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
 from ..terminal import sanitize
-from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
+from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size, write_replacing
 from .gates import evaluate_gates, raise_if_gates_fail
 from .request import ReportRequest, report_options
 
@@ -63,6 +63,7 @@ def write_and_check(path: Path | None, request: ReportRequest) -> None:
     """Write the report of PATH as requested, then --single-file, the gates and --markdown (exit codes
     by CliError: see the module's docstring)."""
     path = _path_or_env(path)
+    request.check_not_an_input(path)
     load_plugins(warn=echo_err)
     out, options = request.out, request.options
     if path.is_dir():
@@ -270,7 +271,7 @@ def _after_report(summary: Summary | RanksSummary, request: ReportRequest) -> li
     if request.markdown_file is not None:
         text = summary_markdown(summary, request.markdown_prefix(), failed)
         try:
-            request.markdown_file.write_text(text, encoding="utf-8")
+            write_replacing(request.markdown_file, text.encode("utf-8"))
         except OSError as exc:
             raise CliError(f"--markdown: could not write {request.markdown_file}: {exc.strerror or exc}; the report is in {out}", 1) from None
         echo_err(f"Markdown summary: {request.markdown_file}")

@@ -161,6 +161,18 @@ class ReportRequest:
         except OutputError as exc:
             raise CliError(str(exc)) from None
 
+    def check_not_an_input(self, path: Path) -> None:
+        """--markdown and --single-file never replace the input: a file that is (or links to) the
+        input log, or lies in the input folder, is refused (exit 2) before anything is read."""
+        source = Path(os.path.realpath(path))
+        for option, target in (("--markdown", self.markdown_file), ("--single-file", self.single_file)):
+            if target is None:
+                continue
+            resolved = Path(os.path.realpath(target))
+            if resolved == source or (source.is_dir() and source in resolved.parents):
+                where = "is the input log" if resolved == source else f"is inside the input folder {path}"
+                raise CliError(f"{option}: {target} {where}; write it elsewhere (nothing was written)")
+
     def markdown_prefix(self) -> str:
         """How --markdown links into the report: at --report-url, else relative to the Markdown file's folder."""
         if self.report_url:
