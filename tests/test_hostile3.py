@@ -99,3 +99,20 @@ def test_markdown_replaces_a_symlink_instead_of_writing_through_it(tmp_path, log
     assert result.exit_code == 0, result.output
     assert target.read_text() == "keep me"
     assert not link.is_symlink() and link.read_text().startswith("### torch.compile report")
+
+
+@pytest.mark.parametrize("option", ["--max-raw-log-mb", "--max-line-mb", "--max-gunzip-ratio", "--highlight-mb", "--inline-mb"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
+def test_sizes_must_be_finite_numbers(tmp_path, logs, option, value):
+    _, new = logs
+    result = run(new, "-o", tmp_path / "out", "--no-browser", option, value)
+    assert result.exit_code == 2 and option in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_pack_budget_must_be_a_finite_number(tmp_path, logs, value):
+    _, new = logs
+    assert run(new, "-o", tmp_path / "out", "--no-browser").exit_code == 0
+    result = run("pack", tmp_path / "out", tmp_path / "one.html", "--budget-mb", value)
+    assert result.exit_code == 2 and "--budget-mb" in result.stderr and not (tmp_path / "one.html").exists()

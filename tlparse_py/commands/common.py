@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -23,6 +24,19 @@ class CliError(click.ClickException):
         # messages name paths and log text: no escape sequence reaches the terminal, and no line
         # can be started from a log (a CI system reads `::error ...` at the start of a line)
         return sanitize(self.message)
+
+
+class Amount(click.FloatRange):
+    """A size or ratio option: a finite number (inf and nan, which Python's float() accepts, are
+    refused with the option's name, exit 2), at least `min` (above it when `min_open`)."""
+
+    name = "amount"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number or number in (float("inf"), float("-inf")):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def write_replacing(path: Path, data: bytes) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..limits import SINGLE_FILE_MB as BUDGET_MB
-from .common import CliError, echo_err
+from .common import Amount, CliError, echo_err
 
 __all__ = ["BUDGET_MB", "check_single_file_target", "pack", "write_single_file"]
 
@@ -42,7 +42,7 @@ def write_single_file(out: Path, target: Path | None, budget_mb: float = BUDGET_
 @click.command("pack", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("report_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.argument("target", metavar="FILE.html", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--budget-mb", type=click.FloatRange(min=0), default=BUDGET_MB, show_default=True, metavar="MB",
+@click.option("--budget-mb", type=Amount(min=0), default=BUDGET_MB, show_default=True, metavar="MB",
               help="Text packed beyond the report's pages (graphs, guards, code, ...); past it links become plain text.")
 def pack(report_dir: Path, target: Path, budget_mb: float) -> None:
     """Write the report in REPORT_DIR as one self-contained HTML file, FILE.html.

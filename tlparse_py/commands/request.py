@@ -22,7 +22,7 @@ from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
 from ..options import Options
 from ..report.render import check_source_url
 from ..report.writer import OutputError, check_target
-from .common import CliError
+from .common import Amount, CliError
 from .gates import HELP as GATES_HELP
 from .gates import parse_gates
 
@@ -81,17 +81,17 @@ REPORT_OPTIONS: list[Callable[[F], F]] = [
     click.option("--dask-scheduler", default=None, metavar="ADDRESS",
                  help="With --all-ranks-html: build the rank reports on this Dask cluster (e.g. tcp://host:8786), which must see the same "
                       "filesystem; needs pip install 'tlparse-py[dask]'."),
-    click.option("--highlight-mb", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="MB",
+    click.option("--highlight-mb", type=Amount(min=0), default=0.0, show_default=True, metavar="MB",
                  help="Text highlighted with Pygments when the report is written (cached across runs); "
                       "the rest, by default all, is coloured by the page's script when shown."),
-    click.option("--inline-mb", type=click.FloatRange(min=0), default=8.0, show_default=True, metavar="MB",
+    click.option("--inline-mb", type=Amount(min=0), default=8.0, show_default=True, metavar="MB",
                  help="Text shown inline on compile-id pages per report; beyond it sections link to their files."),
-    click.option("--max-line-mb", type=click.FloatRange(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
+    click.option("--max-line-mb", type=Amount(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
                  help="A longer line is skipped and counted (fail_line_too_long) instead of being held in memory."),
-    click.option("--max-gunzip-ratio", type=click.FloatRange(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
+    click.option("--max-gunzip-ratio", type=Amount(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
                  help=f"Refuse a .gz that expands more than N times over (past {GUNZIP_GRACE_MB} MB): a decompression bomb."),
     click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0)."),
-    click.option("--max-raw-log-mb", type=click.FloatRange(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
+    click.option("--max-raw-log-mb", type=Amount(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
                  help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log."),
     click.option("--fail-on", "fail_on", multiple=True, metavar="CONDITIONS", help=GATES_HELP),
     click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
