@@ -8,8 +8,10 @@ rendered with GitHub's own parser (cmark-gfm, its autolink extension on) to chec
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 import cmarkgfm
 import pytest
@@ -116,3 +118,19 @@ def test_pack_budget_must_be_a_finite_number(tmp_path, logs, value):
     assert run(new, "-o", tmp_path / "out", "--no-browser").exit_code == 0
     result = run("pack", tmp_path / "out", tmp_path / "one.html", "--budget-mb", value)
     assert result.exit_code == 2 and "--budget-mb" in result.stderr and not (tmp_path / "one.html").exists()
+
+
+def test_a_logged_path_with_dotdot_never_links_outside_the_repository(tmp_path):
+    log = write_log(tmp_path / "dots.log", [start(0, 0, filename="/repo/../../attacker/evil/x.py"), metrics(0, 0, 0),
+                                            start(1, 0, filename="../../attacker/evil/y.py"), metrics(1, 0, 0)])
+    url = "https://github.com/me/repo/blob/main/{path}#L{line}"
+    for extra in ([], ["--source-root", "/repo"]):
+        out = tmp_path / f"out{len(extra)}"
+        result = run(log, "-o", out, "--no-browser", "--source-url", url, *extra, "--markdown", tmp_path / f"r{len(extra)}.md")
+        assert result.exit_code == 0, result.output
+        pages = [p.read_text() for p in out.rglob("*.html")] + [(tmp_path / f"r{len(extra)}.md").read_text()]
+        assert any("attacker/evil" in page for page in pages)  # the location is still shown
+        links = [href for page in pages for href in re.findall(r'href="(https://github\.com[^"]*)"|\]\((https://github\.com[^)]*)\)', page)]
+        resolved = [posixpath.normpath(urlparse(a or b).path) for a, b in links]
+        assert all(path.startswith("/me/repo/blob/main/") for path in resolved), resolved
+        assert bool(resolved) == (not extra)  # with the root, both paths lie outside it: no link at all

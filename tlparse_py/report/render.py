@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,15 +216,17 @@ class SourceLinks:
         """The link to `filename:line`, or None (no --source-url, torch or library code, outside the root)."""
         if not self.url or line <= 0 or not is_user_code(filename):
             return None
-        path = filename
+        # `..` is resolved first: a logged `/repo/../../attacker/x.py` must not climb out of the root,
+        # nor a relative `../x.py` out of the repository a browser resolves the link in
+        path = posixpath.normpath(filename.replace("\\", "/")) if filename else ""
         if self.root:
-            root = self.root.rstrip("/") + "/"
+            root = posixpath.normpath(self.root).rstrip("/") + "/"
             if path.startswith(root):
                 path = path[len(root):]
             elif path.startswith("/"):
                 return None  # an absolute path elsewhere: not in the repository
         path = path.lstrip("/")
-        if not path:
+        if not path or path == "." or path == ".." or path.startswith("../"):
             return None
         url = self.url.replace("{path}", quote(path, safe="/")).replace("{line}", str(line))
         return safe_href(url)
