@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +143,42 @@ def test_a_report_that_cannot_be_written_keeps_the_trace(tmp_path):
     kept = Path(proc.stderr.split("the trace is kept in", 1)[1].split()[0])
     assert (tmp_path / kept).joinpath("dedicated_log_torch_trace_fake.log").is_file()
     assert (tmp_path / "out" / "mine.txt").read_text() == "mine"  # never touched
+
+
+# A program that traces one compile, says it is running (with its pid), then runs until stopped.
+LONG = """
+import os, pathlib, time
+trace = os.environ["TORCH_TRACE"]
+with open(os.path.join(trace, "dedicated_log_torch_trace_fake.log"), "w") as f:
+    f.write({text!r})
+pathlib.Path({ready!r}).write_text(str(os.getpid()))
+time.sleep(120)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stopping_signal_stops_the_program_too_and_keeps_the_trace(tmp_path, sig):
+    ready = tmp_path / "ready"
+    script = tmp_path / "long.py"
+    script.write_text(LONG.format(text=start() + metrics(), ready=str(ready)))
+    proc = subprocess.Popen([sys.executable, "-m", "tlparse_py", "run", "-o", "out", "--no-browser", "--", sys.executable, str(script)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(ready.read_text())
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig, stderr
+    assert not alive(child)  # passed on to the program: it is not left running
+    assert (tmp_path / "out.trace" / "dedicated_log_torch_trace_fake.log").is_file()
+    assert "the trace is kept in" in stderr and "Traceback" not in stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.trace-")] and not (tmp_path / "out").exists()

@@ -2,17 +2,26 @@
 
 The trace goes to a fresh folder, kept in the report as `trace/`. The report is written whether the
 program succeeded or not (a failed compile is what people want to see); the exit status is the
-program's own when it failed. Ctrl-C reaches the program (it is in our process group), and what it
-traced up to then is still reported.
+program's own when it failed.
+
+`run` owns its program: the program runs in its own process group, and SIGINT, SIGTERM and SIGHUP
+sent to `run` are passed on to that whole group. After Ctrl-C (SIGINT) the program ends its own way
+and what it traced is reported. After SIGTERM or SIGHUP the program gets GRACE_S seconds to exit,
+then SIGKILL; `run` reaps it, keeps the trace beside `-o` (`OUT.trace`, its path printed) and exits
+128 + the signal's number, writing no report.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,7 +56,12 @@ def run(ctx: click.Context, command: tuple[str, ...], **params: Any) -> None:
     trace = Path(tempfile.mkdtemp(prefix=f".{out.name}.trace-", dir=out.absolute().parent if out.absolute().parent.exists() else None))
     keep = False
     try:
-        status = _run_traced(list(command), trace)
+        status, stopped_by = _run_traced(list(command), trace)
+        if stopped_by is not None:  # SIGTERM / SIGHUP: no report, the trace kept
+            keep = True
+            kept = _keep_aside(trace, out)
+            echo_err(f"{signal.Signals(stopped_by).name}: {command[0]} was stopped; the trace is kept in {kept}")
+            ctx.exit(128 + stopped_by)
         if not trace_logs(trace):
             raise CliError(NO_TRACE.format(command=command[0], status=status), status or 2)
         held = _report(trace, request)
@@ -90,30 +104,77 @@ def _keep_aside(trace: Path, out: Path) -> Path:
     kept = out.absolute().parent / f"{out.name}.trace"
     if not kept.exists():
         try:
-            os.replace(trace, kept)
+            _move(trace, kept)
             return kept
         except OSError:
             pass
     return trace
 
 
-def _run_traced(command: list[str], trace: Path) -> int:
-    """The program's exit status (128 + N when a signal N ended it, as a shell says)."""
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOPPING = (signal.SIGTERM, signal.SIGHUP)  # these end `run` too, without a report
+GRACE_S = 10.0  # after SIGTERM or SIGHUP, how long the program has to exit before SIGKILL
+
+
+def _run_traced(command: list[str], trace: Path) -> tuple[int, int | None]:
+    """The program's exit status (128 + N when a signal N ended it, as a shell says), and the
+    stopping signal `run` received while it ran (None: it ended by itself or after Ctrl-C)."""
     env = {**os.environ, "TORCH_TRACE": str(trace)}
     try:
-        process = subprocess.Popen(command, env=env)
+        process = subprocess.Popen(command, env=env, start_new_session=True)
     except OSError as exc:
         raise CliError(f"cannot run {command[0]}: {exc.strerror or exc}", 127 if isinstance(exc, FileNotFoundError) else 126) from None
+    with _forwarding(process.pid) as received:
+        deadline = None
+        while process.poll() is None:
+            stopping = next((s for s in received if s in STOPPING), None)
+            if stopping is not None and deadline is None:
+                deadline = time.monotonic() + GRACE_S
+            if deadline is not None and time.monotonic() > deadline:
+                _signal_group(process.pid, signal.SIGKILL)
+            time.sleep(0.05)
+    status = process.returncode
+    stopped_by = next((s for s in received if s in STOPPING), None)
+    return (128 - status if status < 0 else status), (int(stopped_by) if stopped_by is not None else None)
+
+
+@contextmanager
+def _forwarding(group: int) -> Iterator[list[int]]:
+    """While the program runs, SIGINT, SIGTERM and SIGHUP sent to us are sent to its process group;
+    the list holds the signals received."""
+    received: list[int] = []
+
+    def forward(number: int, frame: object) -> None:
+        received.append(number)
+        _signal_group(group, number)
+
+    previous = {s: signal.signal(s, forward) for s in FORWARDED}
     try:
-        status = process.wait()
-    except KeyboardInterrupt:  # the terminal sent SIGINT to the program too; let it finish its own way
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-        status = process.wait()
-    return 128 - status if status < 0 else status
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _signal_group(group: int, number: int) -> None:
+    try:
+        os.killpg(group, number)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
 
 
 def _keep_trace(trace: Path, out: Path) -> None:
     """Move the trace into the finished report as trace/ (the report is complete, so this is safe)."""
     if (out / "index.html").is_file() and not (out / "trace").exists():
-        os.replace(trace, out / "trace")
+        _move(trace, out / "trace")
+
+
+def _move(source: Path, target: Path) -> None:
+    """Rename, or copy then remove when the two lie on different filesystems (EXDEV)."""
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.copytree(source, target)
+        shutil.rmtree(source, ignore_errors=True)
