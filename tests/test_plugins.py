@@ -129,6 +129,29 @@ def register():
 """
 
 
+EXITS_ON_IMPORT = """
+import sys
+sys.exit(5)
+"""
+
+MISTYPED = """
+from tlparse_py.kinds import declare
+def register():
+    declare("my_graph", "a kind with a step of the wrong type", step="graph")
+"""
+
+
+@pytest.mark.parametrize("source, expected", [(EXITS_ON_IMPORT, "SystemExit: 5"),
+                                              (MISTYPED, "kind 'my_graph': step is str 'graph', not Step or NoneType")])
+def test_a_plugin_that_exits_or_declares_a_wrong_type_is_skipped(tmp_path, monkeypatch, registry_restored, source, expected):
+    (tmp_path / "odd_plugin.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = dict(registry.KINDS)
+    target = "odd_plugin:register" if "register" in source else "odd_plugin"
+    assert plugins.load_one(entry("odd", target)) == expected
+    assert registry.KINDS == before
+
+
 @pytest.fixture
 def broken_plugins(tmp_path, monkeypatch):
     """Two importable plugin modules: one raises on import, one in its register()."""

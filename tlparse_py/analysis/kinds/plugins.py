@@ -73,10 +73,42 @@ def load_one(entry: EntryPoint) -> str:
         target = entry.load()
         if callable(target):
             target()
-    except Exception as exc:  # noqa: BLE001 - someone else's code: any error skips the plugin, not the run
+        problem = _mistyped(before)
+    # someone else's code: any error skips the plugin, not the run (sys.exit() in it included)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001
         _restore(before)
         return f"{type(exc).__name__}: {exc}"
+    if problem:
+        _restore(before)
+        return problem
     _mark_source(before, entry.name)
+    return ""
+
+
+# What each declaration field must hold (a plugin's declarations are checked; tlparse-py's own are
+# checked by mypy): a wrong type would crash the run at the first record of the kind.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "title": (str,), "section": (str, type(None)), "lang": (str,), "label": (str,), "carrier": (str,),
+    "in_export": (bool,), "tensor": (str,), "runtime": (bool,), "shape_fact": (str,), "collected": (bool,),
+    "provenance": (tuple, type(None)), "collective": (str,), "step": (registry.Step, type(None)),
+}
+_CALLABLE_FIELDS = ("parse", "facts", "subject", "symbol")
+
+
+def _mistyped(before: dict[str, dict[str, registry.Kind]]) -> str:
+    """What is wrong with the declarations a plugin added or replaced ("" when nothing)."""
+    for name, table in _tables().items():
+        for declared in table.values():
+            if before[name].get(declared.name) is declared:
+                continue
+            for field, types in _FIELD_TYPES.items():
+                value = getattr(declared, field)
+                if not isinstance(value, types):
+                    return f"kind {declared.name!r}: {field} is {type(value).__name__} {value!r:.40}, not {' or '.join(t.__name__ for t in types)}"
+            for field in _CALLABLE_FIELDS:
+                value = getattr(declared, field)
+                if value is not None and not callable(value):
+                    return f"kind {declared.name!r}: {field} is {type(value).__name__}, not a function"
     return ""
 
 
