@@ -134,3 +134,17 @@ def test_a_logged_path_with_dotdot_never_links_outside_the_repository(tmp_path):
         resolved = [posixpath.normpath(urlparse(a or b).path) for a, b in links]
         assert all(path.startswith("/me/repo/blob/main/") for path in resolved), resolved
         assert bool(resolved) == (not extra)  # with the root, both paths lie outside it: no link at all
+
+
+def test_pack_never_embeds_a_file_from_outside_the_report(tmp_path, logs):
+    _, new = logs
+    out = tmp_path / "out"
+    assert run(new, "-o", out, "--no-browser").exit_code == 0
+    secret = tmp_path / "secret.html"
+    secret.write_text("<html><body><main><p>SECRET-OUTSIDE</p></main></body></html>")
+    (out / "index.html").unlink()
+    (out / "index.html").symlink_to(secret)
+    result = run("pack", out, tmp_path / "one.html")
+    assert "Traceback" not in result.output
+    packed = tmp_path / "one.html"
+    assert not packed.exists() or "SECRET-OUTSIDE" not in packed.read_text()

@@ -141,6 +141,8 @@ def pack_report(folder: Path, target: Path, budget_mb: float = BUDGET_MB) -> Pac
         raise PackError(f"{folder} is not a tlparse-py report (no {HOME} and {MARKER})")
     plan = _Plan(folder, int(budget_mb * 1e6))
     plan.discover()
+    if HOME not in plan.pages:  # a link out of the folder (or not a file): never packed from elsewhere
+        raise PackError(f"{folder / HOME} is not a file inside the report folder; nothing was written")
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -238,10 +240,13 @@ class _Plan:
         return pid
 
     def _size(self, rel: str) -> int | None:
+        """The size of a file of the report; None when it is not one: missing, not a file, or (a
+        symlink included, index.html too) resolving outside the report folder."""
         try:
             full = self.folder / rel
+            full.resolve().relative_to(self.root)
             return full.stat().st_size if full.is_file() else None
-        except OSError:
+        except (OSError, ValueError, RuntimeError):
             return None
 
     # discovery -----------------------------------------------------------------------------------
