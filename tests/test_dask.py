@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+import threading
 import subprocess
 import sys
 from pathlib import Path
@@ -140,9 +142,57 @@ def test_unreachable_scheduler_says_one_line_and_writes_nothing(tmp_path):
     assert nothing_written(tmp_path)
 
 
+SILENT = b""  # accepts the connection, never answers
+HTTP = b"HTTP/1.0 200 OK\r\nContent-Length: 1000000000\r\n\r\n" + b"x" * 65536  # answers, but not as Dask
+
+
+@pytest.fixture(params=[SILENT, HTTP], ids=["silent", "http"])
+def not_a_scheduler(request):
+    """A loopback port that accepts connections and is no Dask scheduler."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if request.param:
+                try:
+                    conn.sendall(request.param)
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+def test_a_port_that_is_no_scheduler_is_given_up_on_in_time(tmp_path, not_a_scheduler):
+    """distributed's own timeout covers reaching the port, not a peer that never answers as Dask."""
+    env = {**os.environ, cluster_module.TIMEOUT_ENV: "1"}
+    command = [sys.executable, "-m", "tlparse_py", str(TRACES / "collectives"), "--all-ranks-html", "-o", "out", "--no-browser",
+               "--dask-scheduler", not_a_scheduler]
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - started < 20  # the timeout, a moment of grace and start-up; it hung before
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line in (f"Error: cannot reach the Dask scheduler at {not_a_scheduler}: no answer in 1 s (is it a Dask scheduler?)",
+                    f"Error: cannot reach the Dask scheduler at {not_a_scheduler}: it answered, but not as a Dask scheduler")
+    assert nothing_written(tmp_path)
+
+
 @pytest.mark.parametrize("address, says", [
     ("nonsense", "--dask-scheduler nonsense: not a scheduler address"),
     ("foo://host:1", "unknown address scheme 'foo'"),
+    ("inproc://x", "inproc:// names a scheduler inside this same process"),
 ])
 def test_malformed_address_is_refused_at_once(tmp_path, address, says):
     out = tmp_path / "out"

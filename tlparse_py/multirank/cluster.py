@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +31,7 @@ RankJob = TypeVar("RankJob", bound=_Job)
 RankResult = TypeVar("RankResult")
 
 CONNECT_TIMEOUT_S = 10.0  # how long to try reaching the scheduler before giving up (exit 2)
+DEADLINE_GRACE_S = 1.0  # past the timeout, how long the attempt may take before it is abandoned
 TIMEOUT_ENV = "TLPARSE_PY_DASK_CONNECT_TIMEOUT"  # seconds, instead of CONNECT_TIMEOUT_S
 INSTALL = "pip install 'tlparse-py[dask]'"
 ATTEMPTS = 2  # a rank whose worker died is retried once
@@ -53,18 +56,44 @@ def connect(address: str, timeout: float | None = None) -> Any:
 
     try:  # a malformed address is refused here: a Client that fails on one hangs at exit
         scheme, location = parse_address(address)
+        if scheme == "inproc":
+            raise ValueError("inproc:// names a scheduler inside this same process")
         get_backend(scheme)
         if scheme in ("tcp", "tls", "ws", "wss"):
             parse_host_port(location)
     except ValueError as exc:
         raise ClusterError(f"--dask-scheduler {address}: not a scheduler address ({exc}); e.g. tcp://host:8786") from None
     seconds = connect_timeout() if timeout is None else timeout
+    return _connect_within(Client, address, seconds)
+
+
+def _connect_within(client_type: Any, address: str, seconds: float) -> Any:
+    """A Client, or ClusterError once `seconds` (plus a moment) have passed. distributed's own
+    timeout covers reaching the port, not a peer that accepts and never answers (or answers HTTP):
+    the attempt runs in a daemon thread and is abandoned at the deadline, its goodbye unheard."""
     quiet = _Quiet()
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = client_type(address, timeout=seconds, set_as_default=False)
+        except BaseException as exc:  # noqa: BLE001 - refused, timed out, garbage answer: all one answer
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=attempt, name="tlparse-py dask connect", daemon=True)
+    thread.start()
+    thread.join(seconds + DEADLINE_GRACE_S)
     try:
-        return Client(address, timeout=seconds, set_as_default=False)
-    except Exception as exc:  # noqa: BLE001 - refused, timed out, malformed address: all one answer
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+        if "client" in outcome:
+            return outcome["client"]
+        if thread.is_alive():
+            reason = f"no answer in {seconds:g} s (is it a Dask scheduler?)"
+        elif isinstance(outcome.get("error"), MemoryError):  # it read an answer's bytes as a huge frame length
+            reason = "it answered, but not as a Dask scheduler"
+        else:
+            error = outcome.get("error")
+            reason = " ".join(str(error).split()) or type(error).__name__
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {reason}")
     finally:
         quiet.restore()
 
@@ -142,7 +171,23 @@ class _Quiet:
         self.levels = {name: logging.getLogger(name).level for name in self.NAMES}
         for name in self.NAMES:
             logging.getLogger(name).setLevel(logging.CRITICAL)
+        # a Client that never connected says goodbye from __del__ with a traceback ("Exception
+        # ignored in Client.__del__"): kept quiet for the rest of the process, as the failure is said
+        sys.unraisablehook = _quiet_about_clients(sys.unraisablehook)
 
     def restore(self) -> None:
         for name, level in self.levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+def _quiet_about_clients(previous: Any) -> Any:
+    if getattr(previous, "quiet_about_clients", False):
+        return previous
+
+    def hook(unraisable: Any) -> None:
+        origin = getattr(getattr(unraisable, "object", None), "__qualname__", "")
+        if not origin.startswith("Client."):
+            previous(unraisable)
+
+    hook.quiet_about_clients = True  # type: ignore[attr-defined]
+    return hook
