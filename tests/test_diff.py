@@ -113,7 +113,7 @@ def test_markdown_summary_links_into_the_page(gb):
     tmp, _ = gb
     text = (tmp / "ci" / "diff.md").read_text()
     assert "../out/index.html#graph-breaks" in text and "(../out/index.html)" in text
-    assert "gb_program.py:30" in text and "new_graph_breaks>0" in text
+    assert "gb\\_program.py:30" in text and "new_graph_breaks>0" in text  # log text escaped as Markdown
     assert "| graph breaks | 2 | 4 | +2 |" in text
     assert len(text.splitlines()) <= 40
 

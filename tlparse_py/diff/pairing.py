@@ -21,6 +21,7 @@ Two runs whose files have different names pair them when each run has one user f
 from __future__ import annotations
 
 import difflib
+from collections import deque
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -143,17 +144,26 @@ def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> l
         pairs[id(b)] = FramePair(b, n, how)
         taken.add(id(n))
 
-    by_identity: dict[tuple[str, str, str], list[Frame]] = {}
+    by_identity: dict[tuple[str, str, str], deque[Frame]] = {}
     for n in new:
-        by_identity.setdefault(n.identity, []).append(n)
+        by_identity.setdefault(n.identity, deque()).append(n)
     for b in base:
         candidates = by_identity.get((files.get(b.file, b.file), b.name, b.anchor))
         if candidates:
-            n = candidates.pop(0)
+            n = candidates.popleft()
             link(b, n, "same" if b.line == n.line else "moved")
-    for file in sorted({b.file for b in base}):
-        in_base = [b for b in base if b.file == file]
-        in_new = [n for n in new if n.file == files.get(file, file)]
+    # grouped once (not a scan of every frame per file: a run has 1,000s of frames in 100s of files)
+    base_by_file: dict[str, list[Frame]] = {}
+    new_by_file: dict[str, list[Frame]] = {}
+    for b in base:
+        base_by_file.setdefault(b.file, []).append(b)
+    for n in new:
+        new_by_file.setdefault(n.file, []).append(n)
+    for file in sorted(base_by_file):
+        in_base, in_new = base_by_file[file], new_by_file.get(files.get(file, file), [])
+        # alignment only pairs frames both unpaired: a file with none on either side has nothing to align
+        if all(id(b) in pairs for b in in_base) or all(id(n) in taken for n in in_new):
+            continue
         _align(in_base, in_new, lambda b, n, how: link(b, n, how) if id(b) not in pairs and id(n) not in taken else None)
     rows = [pairs.get(id(b), FramePair(b, None, "gone")) for b in base]
     return rows + [FramePair(None, n, "new") for n in new if id(n) not in taken]
