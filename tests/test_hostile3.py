@@ -86,6 +86,9 @@ def test_an_output_file_naming_the_input_is_refused_before_anything_is_written(t
     result = run(new, "-o", tmp_path / "out", "--no-browser", option, new)
     assert result.exit_code == 2 and "is the input log" in result.stderr
     assert new.read_bytes() == before and not (tmp_path / "out").exists()
+    result = run(tmp_path, "-o", tmp_path / "report", "--no-browser")  # -o into the trace folder
+    assert result.exit_code == 2 and "-o" in result.stderr and "inside the input folder" in result.stderr
+    assert not (tmp_path / "report").exists()
     result = run(tmp_path, "-o", tmp_path.parent / f"{tmp_path.name}-out", "--no-browser", option, tmp_path / "summary.x")
     assert result.exit_code == 2 and "inside the input folder" in result.stderr
     assert not (tmp_path / "summary.x").exists()

@@ -101,7 +101,7 @@ def test_torch_dtrace_second_log_is_read_with_the_main_log_even_when_newer_and_s
     os.utime(second, (now, now))
     chosen = choose_input(tmp_path)
     assert chosen.logs == [main_log, second] and chosen.others == []
-    out = tmp_path / "out"
+    out = tmp_path.parent / f"{tmp_path.name}-out"  # beside the trace folder: an output inside it is refused
     assert cli(tmp_path, "-o", out).exit_code == 0
     assert report_truth(out) == truth(main_log, second)
     assert {"0/0", "1/0", "-"} <= report_truth(out)[1]
@@ -188,7 +188,7 @@ def test_two_runs_the_newest_is_read_and_the_older_named(tmp_path):
     now = time.time()
     old = log_of(tmp_path / "dedicated_log_torch_trace_zzz.log", 1, 100, mtime=now - 100)
     new = log_of(tmp_path / "dedicated_log_torch_trace_aaa.log", 2, 200, mtime=now)
-    out = tmp_path / "out"
+    out = tmp_path.parent / f"{tmp_path.name}-out"  # beside the trace folder: an output inside it is refused
     result = cli(tmp_path, "-o", out)
     assert result.exit_code == 0
     assert f"holds logs of 2 runs; reading the newest, {new.name} (not read, older runs: {old.name})" in result.stderr
@@ -256,7 +256,7 @@ def test_a_folder_whose_trace_logs_hold_no_record_exits_2(tmp_path):
 def test_a_folder_of_other_files_holds_no_trace_logs(tmp_path):
     (tmp_path / "program.output.txt").write_text(line({"export": {}}))  # even a trace-like .txt: not by its name
     (tmp_path / "notes.log").write_text(line({"export": {}}))
-    result = cli(tmp_path, "-o", tmp_path / "out")
+    result = cli(tmp_path, "-o", tmp_path.parent / f"{tmp_path.name}-out")
     assert result.exit_code == 2 and "holds no trace logs" in result.stderr
 
 

@@ -182,3 +182,24 @@ def test_a_stopping_signal_stops_the_program_too_and_keeps_the_trace(tmp_path, s
     assert (tmp_path / "out.trace" / "dedicated_log_torch_trace_fake.log").is_file()
     assert "the trace is kept in" in stderr and "Traceback" not in stderr
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.trace-")] and not (tmp_path / "out").exists()
+
+
+def test_the_trace_moves_across_filesystems_by_copy(tmp_path, monkeypatch):
+    """os.replace across filesystems fails with EXDEV: the trace is copied, then removed."""
+    import errno as errno_module
+
+    from tlparse_py.commands import run as run_command
+
+    source = tmp_path / "trace"
+    source.mkdir()
+    (source / "dedicated_log_torch_trace_x.log").write_text("log")
+    real_replace = os.replace
+
+    def cross_device(src, dst):
+        if Path(src) == source:
+            raise OSError(errno_module.EXDEV, "Invalid cross-device link")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(run_command.os, "replace", cross_device)
+    run_command._move(source, tmp_path / "kept")
+    assert (tmp_path / "kept" / "dedicated_log_torch_trace_x.log").read_text() == "log" and not source.exists()

@@ -162,10 +162,10 @@ class ReportRequest:
             raise CliError(str(exc)) from None
 
     def check_not_an_input(self, path: Path) -> None:
-        """--markdown and --single-file never replace the input: a file that is (or links to) the
-        input log, or lies in the input folder, is refused (exit 2) before anything is read."""
+        """No output replaces or lands in the input: -o, --markdown or --single-file that is (or links
+        to) the input log, or lies in the input folder, is refused (exit 2) before anything is read."""
         source = Path(os.path.realpath(path))
-        for option, target in (("--markdown", self.markdown_file), ("--single-file", self.single_file)):
+        for option, target in (("-o", self.out), ("--markdown", self.markdown_file), ("--single-file", self.single_file)):
             if target is None:
                 continue
             resolved = Path(os.path.realpath(target))
