@@ -68,15 +68,23 @@ def parse_envelope(data: bytes) -> tuple[Any, bool]:
         raise ValueError(str(exc)[:200]) from None
 
 
+_IDS: dict[tuple[Any, ...], CompileId] = {}  # one CompileId per distinct id (a log has few, in 100,000s of records)
+MAX_SHARED_IDS = 1 << 16
+
+
 def compile_id_of(envelope: dict[str, Any]) -> CompileId | None:
     """The record's compile id; None when an id field is present but not a small non-negative int."""
-    parts = []
-    for key in COMPILE_ID_KEYS:
-        value = envelope.get(key)
+    parts = tuple(envelope.get(key) for key in COMPILE_ID_KEYS)
+    for value in parts:  # checked first: True == 1 as a dict key, and a list is no key at all
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_ID):
             return None
-        parts.append(value)
-    return CompileId(*parts)
+    found = _IDS.get(parts)
+    if found is not None:
+        return found
+    compile_id = CompileId(*parts)
+    if len(_IDS) < MAX_SHARED_IDS:
+        _IDS[parts] = compile_id
+    return compile_id
 
 
 # What `EventScanner.events` yields: tuples tagged with one of these.
@@ -128,6 +136,8 @@ class LogReader:
         self.expected_rank: int | None = None
         self.bytes_read = 0
         self.year = year if year is not None else _file_year(path)
+        self._year_prefix = f"{self.year:04d}-"
+        self._paths: dict[bytes, str] = {}
         self.on_rank_detected: Callable[[int], None] | None = None
         self.limits = limits or Limits()
         self.max_line = self.limits.max_line
@@ -215,6 +225,14 @@ class LogReader:
         g = header.group
         pid = self._number(g("pid"), "glog pid", lineno)
         source_line = self._number(g("line"), "glog line number", lineno)
+        # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
+        when = header.string[header.start() : header.start() + 21].decode("ascii")
+        path = g("path")
+        pathname = self._paths.get(path)
+        if pathname is None:
+            pathname = path.decode("utf-8", "replace")
+            if len(self._paths) < 4096:  # a log names a few hundred source files: each decoded once
+                self._paths[path] = pathname
         return Record(
             lineno=lineno,
             envelope=envelope,
@@ -223,9 +241,9 @@ class LogReader:
             rank=rank,
             payload=payload,
             payload_md5=md5,
-            timestamp=f"{self.year:04d}-{_s(g('month'))}-{_s(g('day'))}T{_s(g('hour'))}:{_s(g('minute'))}:{_s(g('second'))}.{_s(g('micro'))}Z",
+            timestamp=f"{self._year_prefix}{when[1:3]}-{when[3:5]}T{when[6:14]}.{when[15:21]}Z",
             pid=pid,
-            pathname=g("path").decode("utf-8", "replace"),
+            pathname=pathname,
             source_line=source_line,
             other_rank=other,
         )
@@ -321,10 +339,6 @@ class EventScanner:
         if bad_utf8:
             events.append((PROBLEM, "fail_utf8", lineno, "invalid UTF-8 in the envelope (replaced)", ""))
         return value, ""
-
-
-def _s(value: bytes) -> str:
-    return value.decode("ascii")
 
 
 
