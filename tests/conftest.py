@@ -53,5 +53,7 @@ def pytest_collection_modifyitems(config, items):
         missing.append("chromium + playwright")
     if importlib.util.find_spec("distributed") is None:
         missing.append("distributed (the --dask-scheduler tests)")
+    if importlib.util.find_spec("nbclient") is None or importlib.util.find_spec("ipykernel") is None:
+        missing.append("nbclient + ipykernel (the notebook test)")
     if missing:
         raise pytest.UsageError(f"TLPARSE_PY_REQUIRE_ALL=1 but {', '.join(missing)} missing: CI must run every test")

@@ -4,20 +4,25 @@
     analysis = tlparse_py.analyze("/tmp/trace")   # a log, a .gz or a TORCH_TRACE folder; writes nothing
     analysis.to_dict()                            # exactly what the report's summary.json holds
     tlparse_py.build("/tmp/trace", "tl_out")      # the HTML report (returns the same analysis)
+
+In a notebook an analysis shows itself as a summary; `tlparse_py.show(path)` shows the report
+inline, and `with tlparse_py.trace() as t:` traces the compiles of a block (see `notebook`).
 """
 
 from __future__ import annotations
 
 from ._version import __version__
 
-__all__ = ["__version__", "analyze", "build"]
+__all__ = ["__version__", "analyze", "build", "show", "trace"]
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing is a tenth of `--version`
 if TYPE_CHECKING:  # imported when used: `tlparse-py --version` loads this package and little else
+    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any
 
     from .analysis.compiles import Analysis
+    from .notebook import Shown, Traced
 
 
 def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> Analysis:
@@ -27,6 +32,8 @@ def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> 
     from .reading.inputs import choose_input
     from .analysis.kinds import load_plugins
     from .pipeline import Options, analyze_logs, source_of
+
+    from . import notebook  # noqa: F401  (registers how an analysis shows itself in a notebook)
 
     load_plugins()
     chosen = choose_input(Path(path), latest, export)
@@ -41,6 +48,22 @@ def build(path: str | Path, out: str | Path, *, overwrite: bool = False, **optio
     from .analysis.kinds import load_plugins
     from .pipeline import Options, source_of, write_report
 
+    from . import notebook  # noqa: F401  (registers how an analysis shows itself in a notebook)
+
     load_plugins()
     chosen = choose_input(Path(path), False, bool(options.get("export")))
     return write_report(chosen.logs, Path(out), overwrite=overwrite, options=Options(**options), source=source_of(chosen.logs))
+
+
+def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) -> Shown:
+    """Write the report of a trace (to `out`, else a temporary folder) and show it inline in a notebook."""
+    from .notebook import show as show_report
+
+    return show_report(path, out, height=height)
+
+
+def trace(folder: str | Path | None = None) -> AbstractContextManager[Traced]:
+    """`with tlparse_py.trace() as t:` traces the compiles of the block in this process; `t.analysis` after."""
+    from .notebook import trace as trace_block
+
+    return trace_block(folder)

@@ -356,7 +356,7 @@ def write_report(
     writer = ReportWriter(out, overwrite)
     try:
         analysis = build_report(logs, writer, options or Options(), source or source_of(logs), on_rank, progress, echo)
-        writer.commit()
+        analysis.report_dir = writer.commit()
     except BaseException:
         writer.abort()
         raise

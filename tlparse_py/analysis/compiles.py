@@ -31,6 +31,7 @@ from .summary import (
 from .totals import Value, nested, totals_of
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "summary.schema.json"
+html_view: Callable[[Analysis], str] | None = None  # set by tlparse_py.notebook
 
 
 @functools.cache
@@ -49,6 +50,11 @@ class Analysis(Store):
     asks for an export verdict."""
 
     settings: Options = field(default_factory=Options)
+    report_dir: Path | None = None  # where its report was written (a notebook's summary links there)
+
+    def _repr_html_(self) -> str | None:
+        """How a notebook shows it (tlparse_py.notebook registers the view: this layer renders nothing)."""
+        return html_view(self) if html_view is not None else None
 
     def compiles(self) -> list[CompileSummary]:
         """One entry per compile, in log order: a frame compile with all its attempts (Dynamo restarts

@@ -1,0 +1,162 @@
+"""The analysis in a notebook: a rich summary (`_repr_html_`), the report inline, and in-process tracing.
+
+    import tlparse_py
+    tlparse_py.analyze("/tmp/trace")            # in Jupyter: totals, graph breaks with hints, recompiles, slowest
+    tlparse_py.show("/tmp/trace")               # writes the report and shows it inline (its single-file form)
+    with tlparse_py.trace() as t:               # traces the compiles of this block, in this process
+        compiled(x)
+    t.analysis                                  # ... and shows their analysis
+
+The summary is built from the same typed summary and totals every other view reads, and rendered
+by an autoescaped template (`templates/notebook.html.j2`). Importing this module registers it as
+how an `Analysis` shows itself in a notebook (the analysis layer renders nothing itself).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .analysis import compiles
+from .analysis.compiles import Analysis
+from .analysis.summary import STATUS_LABELS, graph_break_groups, recompiled_frames, slowest
+from .analysis.totals import TOTALS, totals_of
+from .report.render import render
+
+ROWS = 10  # rows per section of the summary
+
+
+def summary_html(analysis: Analysis) -> str:
+    """The rich summary of an analysis: totals, graph breaks with torch's hints, recompiles per frame
+    and the slowest compiles; each links into the report when one was written."""
+    return render("notebook.html.j2", summary_view(analysis))
+
+
+def summary_view(analysis: Analysis) -> dict[str, Any]:
+    """The summary's plain data (what the template shows)."""
+    summary = analysis.summary()
+    compiles_ = summary.compiles
+    values = totals_of(compiles_)
+    link = _linker(analysis.report_dir)
+    groups = graph_break_groups(compiles_)
+    frames = recompiled_frames(compiles_)
+    return {
+        "title": summary.log_name,
+        "report": link("index.html"),
+        "totals": [(total.label, total.show(values[total.name])) for total in TOTALS],
+        "graph_breaks": [
+            {"count": g.count, "kind": g.first.registry_id, "reason": g.reason, "hint": g.first.hints[0] if g.first.hints else "",
+             "where": g.sites[0].user_location or "unknown", "inside": g.sites[0].inside, "more": len(g.sites) - 1}
+            for g in groups[:ROWS]
+        ],
+        "more_graph_breaks": max(len(groups) - ROWS, 0),
+        "recompiles": [
+            {"frame": f.frame, "name": f.name, "count": len(f.compiles),
+             "reason": next((r for _, r in f.reasons), ""), "retries": len(f.retries)}
+            for f in frames[:ROWS]
+        ],
+        "more_recompiles": max(len(frames) - ROWS, 0),
+        "slowest": [
+            {"label": c.label, "url": link(c.url), "frame": c.frame or "", "seconds": c.compile_time_s.total,
+             "status": STATUS_LABELS.get(c.status, c.status)}
+            for c in slowest(compiles_)[:5]
+        ],
+    }
+
+
+def _linker(report_dir: Path | None) -> Any:
+    """A page of the report as a link from where the notebook runs (its kernel's folder); None
+    without a report."""
+    if report_dir is None:
+        return lambda url: None
+    base = Path(os.path.relpath(report_dir.absolute(), Path.cwd())).as_posix()
+    return lambda url: f"{base}/{url}" if url else None
+
+
+compiles.html_view = summary_html
+
+
+@dataclass
+class Shown:
+    """A report shown inline: its single-file form in an iframe, sandboxed (its own scripts run in it)."""
+
+    report_dir: Path
+    single_file: Path
+    height: int = 720
+
+    def _repr_html_(self) -> str:
+        page = self.single_file.read_text(encoding="utf-8")
+        return (f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:{self.height}px;border:1px solid #ccc" '
+                f'sandbox="allow-scripts" title="tlparse-py report"></iframe>')
+
+
+def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) -> Shown:
+    """Write the report of a trace (to `out`, else a new temporary folder) and show it inline."""
+    from . import build
+    from .report.pack import pack_report
+
+    report_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tlparse-py-report-")) / "report"
+    build(path, report_dir, overwrite=out is not None)
+    single = report_dir.parent / f"{report_dir.name}.html"
+    pack_report(report_dir, single)
+    return Shown(report_dir, single, height)
+
+
+@dataclass
+class Traced:
+    """What `trace()` recorded: its folder, and once the block ends, the analysis of its compiles."""
+
+    folder: Path
+    analysis: Analysis | None = None
+    logs: list[Path] = field(default_factory=list)
+
+    def _repr_html_(self) -> str | None:
+        if self.analysis is None:
+            return f"<p>tracing into <code>{html.escape(str(self.folder))}</code> (the block has not ended)</p>"
+        return summary_html(self.analysis)
+
+
+def _entry(text: str, index: int) -> Any:
+    return lambda: (text, index)
+
+
+@contextmanager
+def trace(folder: str | Path | None = None) -> Iterator[Traced]:
+    """Trace the compiles of a block of code, in this process, as TORCH_TRACE would.
+
+    torch reads TORCH_TRACE when it is imported; this adds torch's own trace handler to its trace
+    logger for the block instead, and removes it after. The strings torch interned before the
+    block (file names) are logged again first, so stacks name their files. A function compiled
+    before the block is not compiled again in it, and traces nothing.
+    """
+    from torch._logging import _internal, structured  # noqa: PLC0415 - torch only when tracing
+
+    where = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="tlparse-py-trace-"))
+    where.mkdir(parents=True, exist_ok=True)
+    handler = _internal.LazyTraceHandler(str(where))
+    handler.setFormatter(_internal.TorchLogsFormatter(trace=True))
+    log = _internal.trace_log
+    level = log.level
+    log.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+    traced = Traced(where)
+    try:
+        for text, index in list(structured.INTERN_TABLE.items()):
+            _internal.trace_structured("str", _entry(text, index), suppress_context=True)
+        yield traced
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+        log.setLevel(level)
+    from . import analyze
+
+    traced.logs = sorted(where.glob("dedicated_log_torch_trace*"))
+    if traced.logs:
+        traced.analysis = analyze(where)
