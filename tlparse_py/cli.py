@@ -25,6 +25,7 @@ COMMANDS = {
     "diff": "tlparse_py.commands.diff:diff",
     "run": "tlparse_py.commands.run:run",
     "pack": "tlparse_py.commands.pack:pack",
+    "watch": "tlparse_py.commands.watch:watch",
 }
 # The one-line summaries `tlparse-py --help` lists (a test keeps them equal to each command's own).
 SUMMARIES = {
@@ -32,6 +33,7 @@ SUMMARIES = {
     "diff": "Compare two runs: what got better or worse between BASE and NEW.",
     "run": "Run COMMAND with TORCH_TRACE set, then write the report of what it compiled.",
     "pack": "Write the report in REPORT_DIR as one self-contained HTML file, FILE.html.",
+    "watch": "Write a report that updates while the program writes its trace.",
 }
 
 

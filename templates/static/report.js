@@ -206,4 +206,41 @@
       reader.readAsArrayBuffer(file);
     });
   });
+  // A live report (tlparse-py watch) polls its live.js: the version (a digest) of every page written so far.
+  // fetch() of file:// is blocked, a <script> is not, so a fresh <script> is added every second.
+  // This page reloads when another version of it is written, or when live.js is gone (the final
+  // report, which does not poll, has replaced the live one).
+  var live = document.querySelector('meta[name="tlparse-live"]');
+  if (live) {
+    var livePage = live.getAttribute("data-page"), liveVersion = live.getAttribute("data-version");
+    var goneKey = "tlparse-live-gone:" + window.location.pathname;
+    window.tlparseLive = function (state) {
+      var latest = state.pages && state.pages[livePage];
+      if (typeof latest === "string" && latest !== liveVersion) window.location.reload();
+    };
+    var poll = function () {
+      var script = document.createElement("script");
+      script.src = live.getAttribute("data-root") + "live.js?" + Date.now();
+      script.onload = function () { script.remove(); window.setTimeout(poll, 1000); };
+      script.onerror = function () {
+        script.remove();
+        var last = 0;
+        try { last = Number(window.sessionStorage.getItem(goneKey) || 0); } catch (e) { /* storage off */ }
+        if (Date.now() - last < 60000) return;  // reloaded for this already: the page stays as it is
+        try { window.sessionStorage.setItem(goneKey, String(Date.now())); } catch (e) { /* storage off */ }
+        window.location.reload();
+      };
+      document.head.appendChild(script);
+    };
+    window.setTimeout(poll, 1000);
+    var clocks = document.querySelectorAll("[data-since-epoch]");
+    if (clocks.length) {
+      window.setInterval(function () {
+        clocks.forEach(function (clock) {
+          var seconds = Math.max(0, Math.round(Date.now() / 1000 - Number(clock.getAttribute("data-since-epoch"))));
+          clock.textContent = seconds < 120 ? seconds + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+        });
+      }, 1000);
+    }
+  }
 })();

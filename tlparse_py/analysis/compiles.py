@@ -132,6 +132,17 @@ class Analysis(Store):
             restart_reasons=list(dict.fromkeys(restart_reasons)),
         )
 
+    def open_compiles(self) -> list[tuple[CompileSummary, str]]:
+        """Compiles started (`dynamo_start`) and not ended (no compilation_metrics yet), in start
+        order, with the start's timestamp: while the log is still being written, the compiles under
+        way; in a finished log, compiles whose end was never logged (the process died)."""
+        found = []
+        for (frame, generation), started in self.open_starts.items():
+            compile_ = self.compile_of(frame, generation)
+            if compile_ is not None:
+                found.append((compile_, started))
+        return found
+
     def status_of(self, key: CompileId | None, generation: int | None = None) -> str:
         """The status of the compile a compile id names (its compile summary's); every generation's,
         the most severe first, when no generation is given (the files-by-compile-id listing)."""

@@ -429,13 +429,18 @@ class Questions:
         return self.start_stacks.get(key.frame_key())
 
     def index_by(self, name: str, items: Iterable[Any], key_of: Callable[[Any], Any]) -> dict[Any, list[Any]]:
-        """`items` grouped by `key_of(item)`, built once (asked after reading has finished)."""
+        """`items` grouped by `key_of(item)`, built once (asked after reading has finished, or
+        between the pieces of a log read as it grows: `forget_indexes` first)."""
         index = self._by_key.get(name)
         if index is None:
             index = self._by_key[name] = {}
             for item in items:
                 index.setdefault(key_of(item), []).append(item)
         return index
+
+    def forget_indexes(self) -> None:
+        """Reading goes on after the indexes were asked for (a live report): build them again."""
+        self._by_key.clear()
 
     def cache_events_of(self, key: CompileId | None) -> list[CacheEvent]:
         """Cache lookups logged under exactly this compile id."""
@@ -524,6 +529,8 @@ class Store(Questions):
     first_timestamp: str | None = None
     last_timestamp: str | None = None
     _by_key: dict[str, dict[Any, list[Any]]] = field(default_factory=dict)  # indexes built on first use
+    # compiles started and not ended (no compilation_metrics yet): (frame, generation) → start time
+    open_starts: dict[tuple[CompileId, int], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.phase_times = SpanTotals(self.facts, by_path=False)
@@ -531,13 +538,15 @@ class Store(Questions):
 
     # -- facts noted by parsers -------------------------------------------------------------
 
-    def note_start(self, compile_id: CompileId, line: int) -> None:
-        """A `dynamo_start` for an id whose compile already finished: the id was reused after reset()."""
+    def note_start(self, compile_id: CompileId, line: int, timestamp: str = "") -> None:
+        """A `dynamo_start`: the compile is open until its compilation_metrics. For an id whose
+        compile already finished, the id was reused after reset()."""
         key = compile_id.frame_key()  # every attempt of a frame compile shares its generations
         if key in self.finished:
             self.finished.discard(key)
             self.generations[key] = self.generations.get(key, 0) + 1
             self.generation_lines.setdefault(key, []).append(line)
+        self.open_starts.setdefault((key, self.generations.get(key, 0)), timestamp)
 
     def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
         generation = self.generations.get(compile_id.frame_key(), 0)
@@ -560,6 +569,7 @@ class Store(Questions):
         if record.compile_id is not None:
             generation = self.generations.get(record.compile_id.frame_key(), 0)
             self.finished.add(record.compile_id.frame_key())
+            self.open_starts.pop((record.compile_id.frame_key(), generation), None)
         if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
             self.torch_version = meta["pytorch_version"]
         self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields, generation))

@@ -62,7 +62,7 @@ def report(path: Path | None, **params: Any) -> None:
 def write_and_check(path: Path | None, request: ReportRequest) -> None:
     """Write the report of PATH as requested, then --single-file, the gates and --markdown (exit codes
     by CliError: see the module's docstring)."""
-    path = _path_or_env(path)
+    path = path_or_env(path)
     request.check_not_an_input(path)
     load_plugins(warn=echo_err)
     out, options = request.out, request.options
@@ -75,24 +75,31 @@ def write_and_check(path: Path | None, request: ReportRequest) -> None:
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
     try:
-        chosen = _choose(path, request.latest, options.export)
+        chosen = choose(path, request.latest, options.export)
     except SeveralRanks as several:
         echo_err(str(several))
         ranks = _write_multi_rank(path, request)
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
     report = _write(chosen, out, request.overwrite, request.verbose, options)
+    conclude(report, chosen, started, request)
+
+
+def conclude(report: Analysis, chosen: ChosenInput, started: float, request: ReportRequest, browser: bool = True) -> None:
+    """Once a report is written: its summary lines, --single-file, the gates, --markdown, --strict,
+    the browser (exit codes by CliError)."""
+    out = request.out
     summary = report.summary()
     _summarise(report, summary, out, chosen, started, request.verbose)
-    _warn_about_source_links(summary, options)
+    _warn_about_source_links(summary, request.options)
     failed = _after_report(summary, request)
     _check_strict(report, request.strict, request.strict_compile_id, out)
-    if not request.no_browser:
+    if browser and not request.no_browser:
         open_browser(out)
     raise_if_gates_fail(failed, str(out))
 
 
-def _path_or_env(path: Path | None) -> Path:
+def path_or_env(path: Path | None) -> Path:
     if path is not None:
         return path
     env = os.environ.get("TORCH_TRACE")
@@ -101,7 +108,7 @@ def _path_or_env(path: Path | None) -> Path:
     raise click.UsageError("missing PATH (a trace log or the TORCH_TRACE folder); $TORCH_TRACE is not set either")
 
 
-def _choose(path: Path, latest: bool, export: bool) -> ChosenInput:
+def choose(path: Path, latest: bool, export: bool) -> ChosenInput:
     try:
         # a file or folder with no record at all is refused here: exit 2, nothing written
         chosen = choose_input(path, latest, export)
@@ -148,9 +155,14 @@ class ProgressBar:
             sys.stderr.flush()
 
 
-def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Analysis:
+def source_info(chosen: ChosenInput) -> InputInfo:
+    """What the report says it was written from: the log, the logs read with it, the others (sizes now)."""
     also = [p.name for p in chosen.also]
-    source = InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also})
+    return InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also})
+
+
+def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Analysis:
+    source = source_info(chosen)
     total = sum(size(p) for p in chosen.logs if not is_gzip(p))
     progress = ProgressBar(total)
     try:
@@ -161,7 +173,7 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
             options=options,
             source=source,
             echo=echo_diagnostic if verbose else None,
-            on_rank=_rank_detected,
+            on_rank=rank_detected,
             progress=progress,
         )
     except ReportKeptElsewhere as exc:
@@ -211,7 +223,7 @@ def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None 
     return landing.summary
 
 
-def _rank_detected(rank: int) -> None:
+def rank_detected(rank: int) -> None:
     echo_err(f"Detected rank: {rank}")
 
 

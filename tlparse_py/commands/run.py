@@ -20,7 +20,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -40,22 +40,31 @@ NO_TRACE = (
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True})
+@click.option("--live", is_flag=True,
+              help="Keep the report up to date while COMMAND runs (as `tlparse-py watch` does); the browser opens at the first compile.")
 @report_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx: click.Context, command: tuple[str, ...], **params: Any) -> None:
+def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any) -> None:
     """Run COMMAND with TORCH_TRACE set, then write the report of what it compiled.
 
     Put `--` before the command: `tlparse-py run -o tl_out -- python train.py --steps 10`. Takes
     every option of `tlparse-py PATH` (see `tlparse-py report --help`); they are all checked before
-    COMMAND starts. The trace is kept in the report as trace/.
+    COMMAND starts. The trace is kept in the report as trace/. With --live the report is written
+    as the program runs and updated as it traces; once it exits, the report is the one `run`
+    writes without --live.
     """
     request = ReportRequest.parse(params)  # a malformed gate or Markdown path: exit 2, COMMAND never runs
     request.check_output()  # so is an -o that cannot take the report
+    if live and request.all_ranks_html:
+        raise CliError("--live writes the multi-rank report of rank logs by itself at the end: drop --all-ranks-html")
     out = request.out
     trace = Path(tempfile.mkdtemp(prefix=f".{out.name}.trace-", dir=out.absolute().parent if out.absolute().parent.exists() else None))
     keep = False
     try:
+        if live:
+            _run_live(ctx, list(command), trace, request)
+            return
         status, stopped_by = _run_traced(list(command), trace)
         if stopped_by is not None:  # SIGTERM / SIGHUP: no report, the trace kept
             keep = True
@@ -90,6 +99,78 @@ def run(ctx: click.Context, command: tuple[str, ...], **params: Any) -> None:
             shutil.rmtree(trace, ignore_errors=True)
 
 
+def _run_live(ctx: click.Context, command: list[str], trace: Path, request: ReportRequest) -> None:
+    """Run the program with the report following its trace (`watch`); the exit status is the
+    program's when it failed, else the report's (gates, --strict)."""
+    from .watch import Watching, watch_trace
+
+    out = request.out
+    process = _start(command, trace)
+    held: CliError | None = None
+    with _forwarding(process.pid) as received:
+        running = _running(process, received)
+        opened = [False]
+
+        def first_compile() -> None:
+            if not request.no_browser and not opened[0]:
+                from .common import open_browser
+
+                opened[0] = True
+                open_browser(out)
+
+        try:
+            watch_trace(trace, replace(request, no_browser=True), Watching(interval=0.5, quiet_s=0.5, writer_running=running),
+                        on_first_compile=first_compile)
+        except CliError as exc:
+            held = exc
+        while running():  # the report stopped early (its folder was deleted...): the program goes on to its end
+            time.sleep(0.05)
+    status = 128 - process.returncode if process.returncode < 0 else process.returncode
+    stopped_by = next((s for s in received if s in STOPPING), None)
+    if not (out / "index.html").is_file():
+        if not trace_logs(trace):
+            raise CliError(NO_TRACE.format(command=command[0], status=status), status or 2)
+        kept = _keep_aside(trace, out)
+        echo_err(f"the trace is kept in {kept}")
+        if held is not None:
+            raise held
+        ctx.exit(status)
+    _keep_trace(trace, out)
+    if stopped_by is not None:
+        echo_err(f"{signal.Signals(stopped_by).name}: {command[0]} was stopped; the report of what it traced is in {out}")
+        ctx.exit(128 + stopped_by)
+    if status != 0:
+        if held is not None:
+            held.show()
+        echo_err(f"{command[0]} exited with status {status}; its report is in {out}")
+        ctx.exit(status)
+    if held is not None:
+        raise held
+
+
+def _start(command: list[str], trace: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TORCH_TRACE": str(trace)}
+    try:
+        return subprocess.Popen(command, env=env, start_new_session=True)
+    except OSError as exc:
+        raise CliError(f"cannot run {command[0]}: {exc.strerror or exc}", 127 if isinstance(exc, FileNotFoundError) else 126) from None
+
+
+def _running(process: subprocess.Popen[bytes], received: list[int]) -> Callable[[], bool]:
+    """Whether the program still runs; after SIGTERM or SIGHUP, it is killed once GRACE_S is past."""
+    deadline: list[float] = []
+
+    def running() -> bool:
+        if any(s in STOPPING for s in received):
+            if not deadline:
+                deadline.append(time.monotonic() + GRACE_S)
+            elif time.monotonic() > deadline[0]:
+                _signal_group(process.pid, signal.SIGKILL)
+        return process.poll() is None
+
+    return running
+
+
 def _report(trace: Path, request: ReportRequest) -> CliError | None:
     """Write the report of the trace; the error it ended with (exit 3: written, a gate held), if any."""
     try:
@@ -119,19 +200,10 @@ GRACE_S = 10.0  # after SIGTERM or SIGHUP, how long the program has to exit befo
 def _run_traced(command: list[str], trace: Path) -> tuple[int, int | None]:
     """The program's exit status (128 + N when a signal N ended it, as a shell says), and the
     stopping signal `run` received while it ran (None: it ended by itself or after Ctrl-C)."""
-    env = {**os.environ, "TORCH_TRACE": str(trace)}
-    try:
-        process = subprocess.Popen(command, env=env, start_new_session=True)
-    except OSError as exc:
-        raise CliError(f"cannot run {command[0]}: {exc.strerror or exc}", 127 if isinstance(exc, FileNotFoundError) else 126) from None
+    process = _start(command, trace)
     with _forwarding(process.pid) as received:
-        deadline = None
-        while process.poll() is None:
-            stopping = next((s for s in received if s in STOPPING), None)
-            if stopping is not None and deadline is None:
-                deadline = time.monotonic() + GRACE_S
-            if deadline is not None and time.monotonic() > deadline:
-                _signal_group(process.pid, signal.SIGKILL)
+        running = _running(process, received)
+        while running():
             time.sleep(0.05)
     status = process.returncode
     stopped_by = next((s for s in received if s in STOPPING), None)

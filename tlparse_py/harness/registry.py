@@ -88,6 +88,11 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "live_steps",
+        "a compile, a pause (TLPARSE_HARNESS_GATE), a recompile and a graph break: what watch follows",
+        expect=('"frame_compile_id": 1', _artifact("recompile_reasons"), "graph_break"),
+    ),
+    Scenario(
         "recompile",
         "shape, dtype and constant changes; automatic dynamic; recompile limit hit",
         expect=(

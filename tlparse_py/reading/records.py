@@ -97,7 +97,7 @@ SCANNING_CHILD_MIN_BYTES = 8 * MB
 
 
 def _sendable(events: Iterator[Event], scanned: Callable[[], int]) -> Iterator[Event]:
-    """Events as a scanning child sends them: a record's glog match as its bytes (`_records` matches
+    """Events as a scanning child sends them: a record's glog match as its bytes (`records_of` matches
     them again), and how far the scan is (`scanned()`) for the progress bar."""
     for event in events:
         if event[0] == RECORD:
@@ -135,6 +135,7 @@ class LogReader:
         self.strings = strings if strings is not None else StringTable()
         self.expected_rank: int | None = None
         self.bytes_read = 0
+        self.lines_read = 0  # lines of the log read, once reading ended
         self.year = year if year is not None else _file_year(path)
         self._year_prefix = f"{self.year:04d}-"
         self._paths: dict[bytes, str] = {}
@@ -159,18 +160,29 @@ class LogReader:
                 events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read), _event_size)
             else:
                 events = scanner.events(handle)
-            yield from self._records(events)
+            yield from self.records_of(events)
 
     def _worth_a_scanning_child(self, handle: IO[bytes]) -> bool:
         """A big plain log is scanned in a forked child (see `EventScanner`) when there is a core for it."""
-        if not self.scanning_child or isinstance(handle, BoundedGunzip) or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        if isinstance(handle, BoundedGunzip):
             return False
         try:
-            return os.fstat(handle.fileno()).st_size >= SCANNING_CHILD_MIN_BYTES
+            return self.may_fork(os.fstat(handle.fileno()).st_size)
         except (OSError, ValueError):
             return False
 
-    def _records(self, events: Iterator[Event]) -> Iterator[Record]:
+    def may_fork(self, size: int) -> bool:
+        """Whether `size` bytes of plain log are worth a scanning child, and one may be forked."""
+        return self.scanning_child and hasattr(os, "fork") and (os.cpu_count() or 1) >= 2 and size >= SCANNING_CHILD_MIN_BYTES
+
+    def events_of(self, handle: IO[bytes], size: int, lineno: int = 0, offset: int = 0) -> Iterator[Event]:
+        """The events of the `size` bytes `handle` reads, scanned in a forked child when worth it."""
+        scanner = self._scanner = EventScanner(self.max_line)
+        if self.may_fork(size):
+            return forked_items(lambda: _sendable(scanner.events(handle, lineno, offset), scanner.bytes_read), _event_size)
+        return scanner.events(handle, lineno, offset)
+
+    def records_of(self, events: Iterator[Event]) -> Iterator[Record]:
         """Records, with the problems met on the way counted in log order, from a scanner's events."""
         for event in events:
             tag = event[0]
@@ -193,7 +205,7 @@ class LogReader:
                 self.diagnostics.add(self.label, lineno, f"{count:,} lines in a row are not trace lines (no glog prefix); the first",
                                      _snippet(first), HINTS["fail_glog"])
             else:  # END
-                self.bytes_read = event[1]
+                self.bytes_read, self.lines_read = event[1], event[2]
 
     def _number(self, digits: bytes, what: str, lineno: int) -> int:
         """A glog number; a counted bad field (read as 0) when it is too long to be real."""
@@ -264,9 +276,16 @@ class EventScanner:
     def bytes_read(self) -> int:
         return self._lines.bytes_read if self._lines is not None else 0
 
-    def events(self, handle: IO[bytes]) -> Iterator[Event]:
-        """The events of the log `handle` reads, in log order (each step queues them as it meets them)."""
+    def lines_read(self) -> int:
+        return self._lines.lineno if self._lines is not None else 0
+
+    def events(self, handle: IO[bytes], lineno: int = 0, offset: int = 0) -> Iterator[Event]:
+        """The events of the log `handle` reads, in log order (each step queues them as it meets them).
+
+        `lineno` and `offset`: the lines and bytes of the log before what `handle` reads (a log read
+        a piece at a time as it grows, `tail.LogTail`)."""
         lines = self._lines = LineScanner(handle, self.max_line)
+        lines.lineno, lines.bytes_read = lineno, offset
         events: list[Event] = []
         lines.on_too_long = lambda lineno, length, head: events.append(self._too_long(lineno, length, head))
         lines.on_junk = lambda lineno, count, first: events.append((JUNK, lineno, count, first))
@@ -277,7 +296,7 @@ class EventScanner:
         damaged = getattr(handle, "damaged", "")
         if damaged:
             events.append((PROBLEM, None, 0, "the .gz file is cut off or damaged; the records before the damage were read", damaged))
-        events.append((END, lines.bytes_read))
+        events.append((END, lines.bytes_read, lines.lineno))
         yield from events
 
     def _step(self, lines: LineScanner, events: list[Event]) -> bool:

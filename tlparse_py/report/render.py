@@ -126,8 +126,12 @@ class Model(Protocol):
     def context(self) -> dict[str, Any]: ...
 
 
-def render_page(page: Model) -> str:
-    return render(page.template, page.context())
+def render_page(page: Model, live: Any = None) -> str:
+    """The page's HTML; `live` (a `views.live.LiveMark`): written while the log is still being read."""
+    context = page.context()
+    if live is not None:
+        context["live"] = live
+    return render(page.template, context)
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:

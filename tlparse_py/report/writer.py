@@ -8,6 +8,7 @@ place only when complete, so an interrupted or failed run never leaves a half re
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -155,6 +156,90 @@ class FolderWriter:
     def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
         return tempfile.SpooledTemporaryFile(max_size=in_memory, mode="w+b", dir=str(self.root), prefix=".spool-")
+
+
+LIVE_MARK = b'<meta name="tlparse-live"'  # in every page a live report writes (report.js polls live.js)
+
+
+class LiveWriter(FolderWriter):
+    """Writes a report straight into `out` while its log is still being read (`tlparse-py watch`).
+
+    A page is replaced atomically (written beside, then renamed: a browser reloading it never reads
+    half of it) and only when its content changed. `out` is claimed as `ReportWriter` claims it:
+    the same lock, the same refusals, an old report replaced only with --overwrite. `finish_live`
+    removes what only the live report had (live.js, pages the final report does not write), so the
+    folder ends as a one-shot report of the same logs.
+    """
+
+    def __init__(self, out: Path, overwrite: bool):
+        check_target(out, overwrite)
+        self.out = out.absolute()
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            self._lock: _OutputLock | None = _OutputLock(self.out)
+        except OSError as exc:
+            raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+        try:
+            if self.out.is_dir():  # --overwrite of a report (check_target refused anything else)
+                old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-{os.getpid()}-", dir=self.out.parent))
+                os.replace(self.out, old / "report")
+                shutil.rmtree(old, ignore_errors=True)
+            os.mkdir(self.out, 0o755 & ~_umask())
+            (self.out / MARKER).write_bytes(b"written by tlparse-py; --overwrite may replace this folder\n")
+        except OSError as exc:
+            self.release()
+            raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+        super().__init__(self.out)
+        self.digests: dict[str, bytes] = {}  # what each page written holds (a digest), to skip rewriting it
+        self.live_pages: set[str] = set()  # pages written with the live mark
+
+    def write(self, rel: str, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if self.digests.get(rel) == digest:
+            return
+        target = self.path(rel)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+        self.digests[rel] = digest
+        if LIVE_MARK in data[:4096]:
+            self.live_pages.add(rel)
+        self.files_written += 1
+        self.bytes_written += len(data)
+
+    def still_there(self) -> bool:
+        """Whether the report folder is still the one this run made (not deleted or replaced)."""
+        return (self.out / MARKER).is_file()
+
+    def finish_live(self) -> None:
+        """Once the final report is written: remove what only the live report had. A page still
+        carrying the live mark was not rewritten by the final report (pages may be written by a
+        forked child, so what is on disk decides, not what this process remembers)."""
+        for rel in sorted(self.live_pages):
+            path = self.root / rel
+            try:
+                with open(path, "rb") as handle:
+                    if LIVE_MARK in handle.read(4096):
+                        path.unlink()
+            except OSError:
+                continue
+        try:
+            (self.root / "live.js").unlink()
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 class NullWriter(FolderWriter):

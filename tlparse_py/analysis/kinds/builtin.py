@@ -255,7 +255,7 @@ def pretty_json(payload: bytes) -> bytes:
 def dynamo_start(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "dynamo_start")
     if record.compile_id is not None:
-        ctx.analysis.note_start(record.compile_id, record.lineno)
+        ctx.analysis.note_start(record.compile_id, record.lineno, record.timestamp)
     frames = frames_from_json(meta.get("stack"))
     if frames is not None and record.compile_id is not None:
         frames = strip_convert_frame(frames, ctx.resolve_filename)

@@ -1,0 +1,240 @@
+"""`tlparse-py watch [PATH]`: a report that updates while the program writes its trace.
+
+The report in `-o` is written at once and kept up to date (`live.LiveReport`): the index says
+"live" and what is compiling, and every open page reloads itself when it changes. Watching stops
+when the process that wrote the trace has exited (its pid is in the log) and the log has been
+quiet for `--quiet-s` seconds, or on Ctrl-C; then the final report is written, the one a one-shot
+`tlparse-py PATH` writes from the same logs, and the report's checks run (--fail-on, --markdown,
+--strict), with the same exit codes. Ctrl-C: the final report of what was read, exit 130.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import shutdown
+from ..analysis.kinds import load_plugins
+from ..live import LiveReport, LogReset
+from ..reading.gunzip import is_gzip
+from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, rank_of, trace_logs
+from ..report.writer import OutputError
+from ..terminal import sanitize
+from .common import Amount, CliError, echo_diagnostic, echo_err, open_browser
+from .report import conclude, path_or_env, rank_detected, source_info, write_and_check
+from .request import ReportRequest, report_options
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class Watching:
+    """How to watch: how often to look, how long a log must be quiet once its writer is gone, and
+    (for `run --live`) whether the writer is still running."""
+
+    interval: float = 1.0
+    quiet_s: float = 3.0
+    writer_running: Callable[[], bool] | None = None  # None: the log's own pids decide
+
+
+@click.command("watch", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--interval", type=Amount(min=0.05), default=1.0, show_default=True, metavar="S",
+              help="Seconds between looks at the log.")
+@click.option("--quiet-s", type=Amount(min=0), default=3.0, show_default=True, metavar="S",
+              help="Stop once the program that writes the log has exited and the log has not grown for this long.")
+@report_options
+def watch(path: Path | None, interval: float, quiet_s: float, **params: Any) -> None:
+    """Write a report that updates while the program writes its trace.
+
+    PATH is a log file or the TORCH_TRACE folder (it defaults to $TORCH_TRACE); it may not exist
+    yet. Run it on the machine that runs the program: the program's pid decides when it is done.
+    """
+    request = ReportRequest.parse(params)
+    if request.all_ranks_html:
+        raise CliError("watch writes the multi-rank report of a folder of rank logs by itself at the end: drop --all-ranks-html")
+    request.check_output()
+    path = path_or_env(path)
+    request.check_not_an_input(path)
+    watch_trace(path, request, Watching(interval, quiet_s))
+
+
+def watch_trace(path: Path, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None = None) -> None:
+    """Watch PATH into `request.out` until its writer is done, then write the final report and run
+    the report's checks (exit codes by CliError; Ctrl-C: exit 130)."""
+    load_plugins(warn=echo_err)
+    previous = shutdown.install()
+    try:
+        chosen = _wait_for_log(path, request, watching)
+        if chosen is None:
+            return
+        _watch_log(path, chosen, request, watching, on_first_compile)
+    finally:
+        shutdown.restore(previous)
+
+
+def _wait_for_log(path: Path, request: ReportRequest, watching: Watching) -> ChosenInput | None:
+    """The log to follow, once there is one with a record; None when the writer ended without one."""
+    told = False
+    try:
+        while True:
+            chosen = _log_now(path, request)
+            if chosen is not None:
+                return chosen
+            if watching.writer_running is not None and not watching.writer_running():
+                return None
+            if not told and watching.writer_running is None:  # run --live: the program just started
+                what = "a trace log with a record in" if path.is_dir() else "a trace log at"
+                echo_err(f"waiting for {what} {path} (Ctrl-C to stop)")
+                told = True
+            time.sleep(watching.interval)
+    except KeyboardInterrupt:
+        raise CliError(f"stopped (Ctrl-C) while waiting for {path}; nothing was written", EXIT_INTERRUPTED) from None
+
+
+def _log_now(path: Path, request: ReportRequest) -> ChosenInput | None:
+    """The log PATH names now (a folder of ranks: the lowest rank's, followed live); None: none yet."""
+    try:
+        chosen = choose_input(path, request.latest, request.options.export)
+    except SeveralRanks:
+        logs = sorted((p for p in trace_logs(path) if p.parent == path), key=lambda p: (rank_of(p) is None, rank_of(p) or 0, p.name))
+        chosen = ChosenInput(logs[0], logs[1:])
+    except (InputError, OSError):
+        return None
+    if is_gzip(chosen.log):
+        raise CliError(f"{chosen.log} is gzipped, so it is finished: write its report with `tlparse-py {chosen.log}`")
+    return chosen
+
+
+def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching: Watching,
+               on_first_compile: Callable[[], None] | None) -> None:
+    out = request.out
+    try:
+        live = LiveReport(chosen.log, out, request.options, overwrite=request.overwrite, source=lambda: source_info(chosen),
+                          echo=echo_diagnostic if request.verbose else None, on_rank=rank_detected)
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    echo_err(f"watching {chosen.log}: live report in {out / 'index.html'} (Ctrl-C to stop)")
+    try:
+        interrupted = False
+        try:
+            _follow(live, request, watching, on_first_compile)
+        except KeyboardInterrupt:
+            interrupted = True
+        _finish(path, chosen, live, request, interrupted)
+    finally:
+        live.close()
+
+
+def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None) -> None:
+    """Update the live report until the log's writer is done."""
+    last_growth = time.monotonic()
+    note = ""
+    first = True
+    opened = False
+    while True:
+        _check_folder(live, request.out)
+        try:
+            touched = live.read()
+        except LogReset as reset:
+            echo_err(f"{reset}: reading it again from the start")
+            live.restart()
+            first = True
+            continue
+        except OSError as exc:
+            raise CliError(f"cannot read {live.log}: {exc.strerror or exc}", 1) from None
+        running = watching.writer_running() if watching.writer_running is not None else _any_alive(live.pids)
+        now = time.monotonic()
+        if touched:
+            last_growth = now
+        new_note = _note(live, running)
+        if touched or first or new_note != note:
+            note = new_note
+            _update(live, note, touched, request.out)
+            first = False
+        if not opened and live.analysis.compiles():
+            opened = True
+            if on_first_compile is not None:
+                on_first_compile()
+            elif not request.no_browser:
+                open_browser(request.out)
+        if not running and (live.pids or watching.writer_running is not None) and now - last_growth >= watching.quiet_s and not live.tail.appended():
+            return
+        time.sleep(watching.interval)
+
+
+def _update(live: LiveReport, note: str, touched: set[Any], out: Path) -> None:
+    try:
+        live.update(note, touched)
+    except OSError as exc:
+        _check_folder(live, out)
+        raise CliError(f"could not write the live report ({exc.filename or out}: {exc.strerror or exc})", 1) from None
+
+
+def _check_folder(live: LiveReport, out: Path) -> None:
+    if not live.writer.still_there():
+        raise CliError(f"the report folder {out} was deleted while watching; stopping", 1)
+
+
+def _note(live: LiveReport, running: bool) -> str:
+    pids = ", ".join(map(str, sorted(live.pids))) or "not known yet"
+    if running:
+        return f"Read {live.bytes_read / 1e6:,.1f} MB so far; the program (pid {pids}) is running."
+    return f"Read {live.bytes_read / 1e6:,.1f} MB; the program (pid {pids}) has exited: the final report comes next."
+
+
+def _any_alive(pids: set[int]) -> bool:
+    """Whether any of these processes runs on this machine (a pid we may not signal is alive)."""
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        except OSError:
+            return True
+        return True
+    return False
+
+
+def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRequest, interrupted: bool) -> None:
+    """Write the final report: the live one finished when the logs are the ones followed, else a
+    one-shot report of PATH over it (rank logs, a second log of the process that appeared)."""
+    if interrupted:
+        echo_err("stopped (Ctrl-C): writing the report of what was read (Ctrl-C again to leave the live report as it is)")
+    started = time.perf_counter()  # what the summary line times: the final report, not the watch
+    final = _log_now(path, request) if path.is_dir() else chosen
+    try:
+        if final is not None and final.logs == chosen.logs and final.others == chosen.others and not _several_ranks(path):
+            report = live.finish()
+            conclude(report, final, started, replace(request, no_browser=True))
+        else:
+            live.close()
+            write_and_check(path, replace(request, overwrite=True, no_browser=True))
+    except KeyboardInterrupt:
+        raise CliError(f"stopped (Ctrl-C) again: {request.out} holds the last live update", EXIT_INTERRUPTED) from None
+    except CliError as exc:
+        if interrupted:
+            exc.show()
+            raise CliError(f"stopped (Ctrl-C): the report in {request.out} is final for what was read", EXIT_INTERRUPTED) from None
+        raise
+    if interrupted:
+        raise CliError(f"stopped (Ctrl-C): the report in {request.out} is final for what was read", EXIT_INTERRUPTED)
+    echo_err(f"the program has exited: {sanitize(str(request.out / 'index.html'))} is final")
+
+
+def _several_ranks(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    try:
+        choose_input(path)
+    except SeveralRanks:
+        return True
+    except (InputError, OSError):
+        return False
+    return False

@@ -1,0 +1,173 @@
+"""A log that is still being written, read a piece at a time (`tlparse-py watch`).
+
+Each `LogTail.read` reads only the bytes appended since the last one, up to the end of the last
+complete record: a record whose line or payload is still being written waits for the next read.
+The records come out exactly as one read of the whole log would give them (the same line numbers,
+the same problems), so a report built from the pieces equals the one-shot report.
+
+A log that shrinks, is replaced by another file, or whose bytes before the read position change
+(truncated and written again) cannot be continued: `LogReset` says so, and the caller starts over.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, cast
+
+from ..model import DiagnosticLog, Record, Stats, StringTable
+from .gunzip import open_file
+from .lines import TAB
+from .records import RECORD, EventScanner, LogReader
+
+SEAM_BYTES = 64  # the bytes just before the read position, checked at each read: still the same log?
+BACK_BLOCK = 1 << 16  # the tail is searched backwards for the last record's line this much at a time
+
+
+class LogReset(Exception):
+    """The log cannot be continued from where reading stopped; the message says why."""
+
+
+class LogTail:
+    """Reads a growing plain log piece by piece; `reader` holds what reading has learnt (the rank, strings)."""
+
+    def __init__(self, path: Path, stats: Stats, diagnostics: DiagnosticLog, strings: StringTable, reader: LogReader | None = None):
+        self.path = path
+        self.reader = reader or LogReader(path, stats, diagnostics, strings=strings, scanning_child=False)
+        self.offset = 0  # bytes read so far (always the end of a complete record, or of the log)
+        self.lineno = 0  # lines read so far
+        self.identity: tuple[int, int] | None = None
+        self.seam = b""  # the SEAM_BYTES before `offset`, as read
+
+    def read(self, final: bool = False) -> Iterator[Record]:
+        """The records appended since the last read, up to the last complete one; with `final`
+        (its writer is gone), everything to the end of the log, as a one-shot read ends it.
+
+        Raises LogReset before yielding anything when the log is not the one read so far.
+        """
+        with open_file(self.path) as handle:
+            size = self._check(handle)
+            end = size if final else complete_end(handle, self.offset, size, self.reader.max_line)
+            if end <= self.offset:
+                return
+            handle.seek(self.offset)
+            window = cast(IO[bytes], _Window(handle, end - self.offset))
+            yield from self.reader.records_of(self.reader.events_of(window, end - self.offset, self.lineno, self.offset))
+            self.lineno = self.reader.lines_read
+            self.offset = end
+            handle.seek(max(0, end - SEAM_BYTES))
+            self.seam = handle.read(end - max(0, end - SEAM_BYTES))
+
+    def appended(self) -> int:
+        """Bytes in the log past what was read (0 when it cannot be told)."""
+        try:
+            return max(0, self.path.stat().st_size - self.offset)
+        except OSError:
+            return 0
+
+    def _check(self, handle: IO[bytes]) -> int:
+        """The log's size now; LogReset if it is not the log read so far."""
+        stat = os.fstat(handle.fileno())
+        identity = (stat.st_dev, stat.st_ino)
+        if self.identity is not None and identity != self.identity:
+            raise LogReset(f"{self.path} was replaced by another file (rotated?)")
+        if stat.st_size < self.offset:
+            raise LogReset(f"{self.path} shrank from {self.offset:,} to {stat.st_size:,} bytes (truncated?)")
+        if self.seam:
+            handle.seek(self.offset - len(self.seam))
+            if handle.read(len(self.seam)) != self.seam:
+                raise LogReset(f"{self.path} changed before byte {self.offset:,} (truncated and written again?)")
+        self.identity = identity
+        return stat.st_size
+
+
+class _Window(io.RawIOBase):
+    """The next `size` bytes of a file and nothing past them (a record being written is not read)."""
+
+    def __init__(self, handle: IO[bytes], size: int):
+        self.handle = handle
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        want = self.left if size < 0 else min(size, self.left)
+        data = self.handle.read(want)
+        self.left -= len(data)
+        return data
+
+
+def complete_end(handle: IO[bytes], start: int, size: int, max_line: int) -> int:
+    """Where the complete records that follow `start` end: the log's complete lines, less the last
+    record (line and payload) unless it is whole: a line without `has_payload`, or a payload that
+    matches its md5. A line still being written (no newline yet) is never read."""
+    newline = _last_newline(handle, start, size)
+    if newline < 0:
+        return start
+    region_end = newline + 1
+    last = _last_line_start(handle, start, region_end)
+    if last < 0:
+        return region_end  # nothing but payload lines and blanks: orphans of a record already read
+    handle.seek(last)
+    tail = handle.read(region_end - last)
+    return region_end if _whole_record(tail, max_line) else last
+
+
+def _last_newline(handle: IO[bytes], start: int, size: int) -> int:
+    position = size
+    while position > start:
+        begin = max(start, position - BACK_BLOCK)
+        handle.seek(begin)
+        found = handle.read(position - begin).rfind(b"\n")
+        if found >= 0:
+            return begin + found
+        position = begin
+    return -1
+
+
+def _last_line_start(handle: IO[bytes], start: int, end: int) -> int:
+    """The start of the last line in [start, end) that is neither blank nor payload (TAB); -1 if none.
+
+    `end - 1` is a newline. Read backwards a block at a time; a line starts at `start` and after
+    every newline."""
+    position, after = end, b""  # `after`: the byte at `position`
+    while position > start:
+        begin = max(start, position - BACK_BLOCK)
+        handle.seek(begin)
+        block = handle.read(position - begin)
+        index = len(block)
+        while (index := block.rfind(b"\n", 0, index)) >= 0:
+            line_start = begin + index + 1
+            first = block[index + 1 : index + 2] or after
+            if line_start < end and first not in _NOT_A_RECORD_START:
+                return line_start
+        if begin == start and block[:1] not in _NOT_A_RECORD_START:
+            return start
+        position, after = begin, block[:1]
+    return -1
+
+
+_NOT_A_RECORD_START = (b"\n", b"\r", bytes([TAB]))
+
+
+def _whole_record(tail: bytes, max_line: int) -> bool:
+    """Whether `tail` (a line and the payload lines after it) is a whole record as written."""
+    scanner = EventScanner(max_line)
+    for event in scanner.events(io.BytesIO(tail)):
+        if event[0] == RECORD:
+            envelope, payload, md5 = event[3], event[4], event[5]
+            if "has_payload" not in envelope:
+                return True
+            return payload is not None and _md5(payload) == md5
+    return True  # not a record (junk): nothing to wait for
+
+
+def _md5(payload: bytes) -> str:
+    import hashlib
+
+    return hashlib.md5(payload).hexdigest()
