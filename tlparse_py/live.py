@@ -71,11 +71,14 @@ class LiveReport:
         self.pids.clear()
 
     def restart(self) -> None:
-        """Start over from the log's first byte (it was truncated or replaced): a fresh analysis,
-        the same folder. Files of the earlier reading that the new one does not write again are
-        removed by `finish`'s clean-up only when they carry the live mark (pages); numbered files
-        are rewritten as the log is read again."""
+        """Start over from the log's first byte (it was truncated or replaced): a fresh analysis
+        in the same folder, emptied of every file the earlier reading wrote."""
         self.pipeline.highlighter.close()
+        self.pipeline.spool.handle.close()
+        self.pipeline.chromium.close()
+        self.writer.forget_written()
+        self.version = 0
+        self.versions.clear()
         self._start()
 
     # -- reading ---------------------------------------------------------------------------------

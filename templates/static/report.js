@@ -238,7 +238,9 @@
       window.setInterval(function () {
         clocks.forEach(function (clock) {
           var seconds = Math.max(0, Math.round(Date.now() / 1000 - Number(clock.getAttribute("data-since-epoch"))));
-          clock.textContent = seconds < 120 ? seconds + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+          clock.textContent = seconds < 120 ? seconds + " s"
+            : seconds < 7200 ? Math.floor(seconds / 60) + " min " + (seconds % 60) + " s"
+            : Math.floor(seconds / 3600) + " h " + Math.floor(seconds % 3600 / 60) + " min";
         });
       }, 1000);
     }

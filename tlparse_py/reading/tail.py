@@ -6,7 +6,8 @@ The records come out exactly as one read of the whole log would give them (the s
 the same problems), so a report built from the pieces equals the one-shot report.
 
 A log that shrinks, is replaced by another file, or whose bytes before the read position change
-(truncated and written again) cannot be continued: `LogReset` says so, and the caller starts over.
+(truncated and written again: its first bytes, or those just before the read position, differ)
+cannot be continued: `LogReset` says so, and the caller starts over.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class LogTail:
         self.lineno = 0  # lines read so far
         self.identity: tuple[int, int] | None = None
         self.seam = b""  # the SEAM_BYTES before `offset`, as read
+        self.head = b""  # the log's first SEAM_BYTES (a rewritten log starts with another time), as read
 
     def read(self, final: bool = False) -> Iterator[Record]:
         """The records appended since the last read, up to the last complete one; with `final`
@@ -59,6 +61,8 @@ class LogTail:
             self.offset = end
             handle.seek(max(0, end - SEAM_BYTES))
             self.seam = handle.read(end - max(0, end - SEAM_BYTES))
+            handle.seek(0)
+            self.head = handle.read(min(SEAM_BYTES, end))
 
     def appended(self) -> int:
         """Bytes in the log past what was read (0 when it cannot be told)."""
@@ -77,7 +81,9 @@ class LogTail:
             raise LogReset(f"{self.path} shrank from {self.offset:,} to {stat.st_size:,} bytes (truncated?)")
         if self.seam:
             handle.seek(self.offset - len(self.seam))
-            if handle.read(len(self.seam)) != self.seam:
+            seam = handle.read(len(self.seam))
+            handle.seek(0)
+            if seam != self.seam or handle.read(len(self.head)) != self.head:
                 raise LogReset(f"{self.path} changed before byte {self.offset:,} (truncated and written again?)")
         self.identity = identity
         return stat.st_size

@@ -192,6 +192,35 @@ class LiveWriter(FolderWriter):
         super().__init__(self.out)
         self.digests: dict[str, bytes] = {}  # what each page written holds (a digest), to skip rewriting it
         self.live_pages: set[str] = set()  # pages written with the live mark
+        self.written: set[str] = set()  # every file written (by this process), for `forget_written`
+
+    def path(self, rel: str) -> Path:
+        self.written.add(rel)
+        return super().path(rel)
+
+    def read(self, rel: str) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes() if rel in self.written else None
+        except OSError:
+            return None
+
+    def forget_written(self) -> None:
+        """Remove every file written so far, and the folders made for them (the log is read again
+        from its start: nothing of the earlier reading may stay)."""
+        for rel in self.written:
+            try:
+                (self.root / rel).unlink()
+            except OSError:
+                continue
+        for folder in sorted(self._dirs - {self.root}, key=lambda p: len(p.parts), reverse=True):
+            try:
+                folder.rmdir()
+            except OSError:
+                continue
+        self._dirs = {self.root}
+        self.written.clear()
+        self.digests.clear()
+        self.live_pages.clear()
 
     def write(self, rel: str, data: bytes | str) -> None:
         if isinstance(data, str):

@@ -53,7 +53,17 @@ def _open_compile(label: str, url: str | None, started: str, now: float) -> Open
     epoch = glog_epoch(started)
     elapsed = None if epoch is None or not 0 <= now - epoch <= MAX_CLOCK_S else now - epoch
     return OpenCompile(label, url, _clock(started) or "an unknown time", epoch if elapsed is not None else None,
-                       f"{round(elapsed)} s" if elapsed is not None else None)
+                       duration(elapsed) if elapsed is not None else None)
+
+
+def duration(seconds: float) -> str:
+    """`41 s`, `3 min 5 s`, `2 h 10 min` (report.js counts on in the same words)."""
+    whole = int(round(seconds))
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 7200:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 def _clock(timestamp: str | None) -> str | None:

@@ -1,0 +1,398 @@
+"""Live reports: a log read piece by piece as it grows, `tlparse-py watch`, `run --live`.
+
+The promises checked here: a log read in pieces gives exactly the records of one read; the live
+report's final state is byte for byte the one-shot report; the banner's facts are the raw log's;
+unchanged pages are not rewritten; and every bad input of the issue ends in one clear line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TRACES, read_json
+from logs import cid, line, metrics
+from tlparse_py.live import LiveReport
+from tlparse_py.model import DiagnosticLog, Stats, StringTable
+from tlparse_py.options import Options
+from tlparse_py.pipeline import write_report
+from tlparse_py.reading.records import LogReader
+from tlparse_py.reading.tail import LogReset, LogTail
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+REPO = Path(__file__).resolve().parent.parent
+LIVE_MARK = '<meta name="tlparse-live"'
+
+
+def fixture_bytes(name: str) -> bytes:
+    path = sorted((TRACES / name).glob("dedicated_log*"))[0]
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else data
+
+
+def damaged_log() -> bytes:
+    """A real log with every kind of damage the reader counts: junk lines (a few, and a run),
+    CRLF line ends, a payload whose md5 does not match, orphan payload, a bad envelope, and a
+    record cut off at the end."""
+    lines = fixture_bytes("killed_midcompile").split(b"\n")
+    out: list[bytes] = []
+    for number, text in enumerate(lines):
+        out.append(text)
+        if number == 30:
+            out += [b"garbage line"] * 3
+        if number == 60:
+            out += [b"junk %d" % k for k in range(20)]
+        if number == 90:
+            out += [b"", b"\tstray payload"]
+        if number == 120:
+            out.append(b"V1203 12:00:00.000000 1 x.py:1] {not json")
+    data = b"\r\n".join(out[:200]) + b"\n" + b"\n".join(out[200:])
+    cut = data.find(b"\n\t", 50_000)
+    data = data[: cut + 2] + b"Z" + data[cut + 3 :]  # one payload byte changed: its md5 no longer matches
+    return data + b'\nV1203 12:00:00.000000 1 x.py:1] {"has_payload": "abc"}\n\tpartial'
+
+
+def one_read(path: Path):
+    stats, diagnostics = Stats(), DiagnosticLog()
+    records = [_facts(r) for r in LogReader(path, stats, diagnostics, strings=StringTable(), scanning_child=False).records()]
+    return records, dict(stats.counts), [(d.lineno, d.problem, d.detail) for d in diagnostics.kept]
+
+
+def _facts(record):
+    return (record.lineno, record.kinds, record.envelope, record.payload, record.payload_md5, record.timestamp,
+            record.pid, record.pathname, record.source_line, record.other_rank)
+
+
+@pytest.mark.parametrize("name", ["killed_midcompile", "training", "graph_break", "damaged"])
+def test_a_log_read_in_pieces_as_it_grows_gives_what_one_read_gives(tmp_path, name):
+    data = damaged_log() if name == "damaged" else fixture_bytes(name)
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(data)
+    expected = one_read(whole)
+    for seed in range(3):  # pieces of every size, cutting lines, payloads and CRLFs anywhere
+        pieces = random.Random(seed)
+        growing = tmp_path / f"growing{seed}.log"
+        growing.write_bytes(b"")
+        stats, diagnostics = Stats(), DiagnosticLog()
+        tail = LogTail(growing, stats, diagnostics, StringTable())
+        records, position = [], 0
+        while position < len(data):
+            size = pieces.choice([1, 7, 100, 1000, 5000, 60_000, 200_000])
+            with open(growing, "ab") as handle:
+                handle.write(data[position : position + size])
+            position += size
+            records += [_facts(r) for r in tail.read()]
+        records += [_facts(r) for r in tail.read(final=True)]
+        assert (records, dict(stats.counts), [(d.lineno, d.problem, d.detail) for d in diagnostics.kept]) == expected
+
+
+def test_a_record_whose_payload_is_still_being_written_waits_for_it(tmp_path):
+    log = tmp_path / "log"
+    payload = "line one\nline two\nline three"
+    record = line({"artifact": {"name": "x", "encoding": "string"}, **cid()}, payload)
+    log.write_text(record[: record.index("line two")])
+    tail = LogTail(log, Stats(), DiagnosticLog(), StringTable())
+    assert list(tail.read()) == []  # its md5 does not match yet: not read
+    with open(log, "a") as handle:
+        handle.write(record[record.index("line two") :])
+    records = list(tail.read())
+    assert [r.payload for r in records] == [payload.encode()] and tail.reader.stats["fail_payload_md5"] == 0
+    with open(log, "a") as handle:
+        handle.write(line({"dynamo_start": {"stack": []}, **cid(1)}))  # no payload: whole as soon as its line is
+    assert [r.lineno for r in tail.read()] == [5]
+
+
+def test_a_log_that_shrinks_or_is_replaced_or_rewritten_cannot_be_continued(tmp_path):
+    log = tmp_path / "log"
+    log.write_text(line({"dynamo_start": {"stack": []}, **cid()}) * 3)
+    for damage, says in [
+        (lambda: log.write_text("V"), "shrank"),
+        # a new file at the path (its inode may be the old one's, reused: then its bytes tell)
+        (lambda: (log.unlink(), log.write_text(line({"dynamo_start": {"stack": []}, **cid(1)}) * 4)), "replaced|changed before byte"),
+        (lambda: log.write_bytes(log.read_bytes().replace(b"V1202", b"V1203") + b"more\n"), "changed before byte"),
+    ]:
+        tail = LogTail(log, Stats(), DiagnosticLog(), StringTable())
+        assert len(list(tail.read())) >= 3
+        damage()
+        with pytest.raises(LogReset, match=says):
+            list(tail.read())
+        log.write_text(line({"dynamo_start": {"stack": []}, **cid()}) * 3)
+
+
+# -- the live report ends as the one-shot report ----------------------------------------------------
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def grow_live(log: Path, data: bytes, out: Path, seed: int = 1, check=None) -> LiveReport:
+    live = LiveReport(log, out, Options())
+    pieces, position = random.Random(seed), 0
+    log.write_bytes(b"")
+    while position < len(data):
+        size = pieces.choice([100, 5000, 60_000, 300_000])
+        with open(log, "ab") as handle:
+            handle.write(data[position : position + size])
+        position += size
+        live.update("test", live.read())
+        if check is not None:
+            check(out)
+    return live
+
+
+def live_pages_agree_with_live_js(out: Path) -> None:
+    """Every page written so far says which version it is, and live.js lists that version."""
+    text = (out / "live.js").read_text()
+    state = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    assert state["done"] is False and state["pages"]
+    for page, version in state["pages"].items():
+        head = (out / page).read_text()[:4096]
+        assert f'data-page="{page}" data-version="{version}"' in head, page
+    assert 'id="live-banner"' in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize("name", ["killed_midcompile", "graph_break", "recompile", "training", "export_compile"])
+def test_the_live_report_ends_byte_for_byte_as_the_one_shot_report(tmp_path, name):
+    log = tmp_path / "trace" / "dedicated_log_torch_trace_x.log"
+    log.parent.mkdir()
+    live = grow_live(log, fixture_bytes(name), tmp_path / "live", check=live_pages_agree_with_live_js)
+    live.finish()
+    live.close()
+    write_report(log, tmp_path / "one_shot")
+    final, one_shot = tree(tmp_path / "live"), tree(tmp_path / "one_shot")
+    assert sorted(final) == sorted(one_shot)
+    assert [path for path in final if final[path] != one_shot[path]] == []
+    assert not any(LIVE_MARK.encode() in content for content in final.values())
+
+
+def raw_facts(data: bytes) -> dict:
+    """The banner's facts, from the log text alone: the last glog time, the frame compiles started,
+    and those with no compilation_metrics."""
+    started, ended, last = [], set(), None
+    for text in data.decode().split("\n"):
+        match = re.match(r"[VIWEC]\d{4} (\d\d:\d\d:\d\d)\.\d{6} \d+ [^ ]+\] (\{.*)", text)
+        if not match:
+            continue
+        last = match.group(1)
+        envelope = json.loads(match.group(2))
+        ident = (envelope.get("frame_id"), envelope.get("frame_compile_id"))
+        if "dynamo_start" in envelope and ident not in started:
+            started.append(ident)
+        if "compilation_metrics" in envelope:
+            ended.add(ident)
+    return {"last": last, "compiles": len(started), "open": [f"[{f}/{c}]" for f, c in started if (f, c) not in ended]}
+
+
+def test_the_live_banner_says_what_the_log_says(tmp_path):
+    data = fixture_bytes("killed_midcompile")  # the program was killed inside its second compile
+    facts = raw_facts(data)
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_bytes(data)
+    live = LiveReport(log, tmp_path / "out", Options())
+    live.update("the program (pid 1) is running.", live.read())
+    html = (tmp_path / "out" / "index.html").read_text()
+    banner = html[html.index('id="live-banner"') : html.index("</div>", html.index('id="live-banner"'))]
+    text = re.sub(r"<[^>]+>", "", banner)
+    assert f"last record {facts['last']}, {facts['compiles']} compiles so far" in text
+    assert facts["open"] == ["[1/0]"]
+    assert "compiling [1/0] " in text and 'href="-_1_0_0/index.html"' in banner
+    live.close()
+
+
+def test_pages_that_did_not_change_are_not_written_again(tmp_path):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_bytes(fixture_bytes("graph_break"))
+    live = LiveReport(log, tmp_path / "out", Options())
+    live.update("running.", live.read())
+    stamps = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (tmp_path / "out").rglob("*.html")}
+    time.sleep(0.05)
+    live.update("running.", live.read())  # nothing new
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in stamps} == stamps
+    live.update("the program has exited.", live.read())  # the banner changed: the index only
+    changed = [p.name for p in stamps if (p.stat().st_ino, p.stat().st_mtime_ns) != stamps[p]]
+    assert changed == ["index.html"]
+    live.close()
+
+
+# -- tlparse-py watch -----------------------------------------------------------------------------
+
+
+def tlparse(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
+    """The command in the background; its stderr goes to cwd/stderr.txt (read with `stderr_of`)."""
+    return subprocess.Popen([sys.executable, "-m", "tlparse_py", *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=open(cwd / "stderr.txt", "w"), text=True, **kwargs)
+
+
+def finished(process: subprocess.Popen, cwd: Path, timeout: float = 60) -> str:
+    """Wait for the command to end; its stderr."""
+    process.wait(timeout=timeout)
+    return stderr_of(cwd)
+
+
+def stderr_of(cwd: Path) -> str:
+    return (cwd / "stderr.txt").read_text()
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def records_of(pid: int, first_frame: int, count: int) -> str:
+    """`count` whole compiles (start, graph, metrics) logged by process `pid`."""
+    text = ""
+    for frame in range(first_frame, first_frame + count):
+        text += line({"dynamo_start": {"stack": [{"line": 3, "name": "f", "filename": 0}]}, **cid(frame)}, pid=pid)
+        text += line({"dynamo_output_graph": {"sizes": {}}, **cid(frame)}, "def forward(self, x):\n    return x", pid=pid)
+        text += metrics(frame).replace(" 4242 ", f" {pid} ")
+    return text
+
+
+@pytest.fixture
+def writer():
+    """A process standing for the program that writes the trace: alive until killed."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def live_index(out: Path) -> str:
+    try:
+        return (out / "index.html").read_text()
+    except OSError:
+        return ""
+
+
+def test_watch_waits_for_a_path_that_does_not_exist_and_ctrl_c_writes_nothing(tmp_path):
+    watch = tlparse("watch", str(tmp_path / "trace"), "-o", "out", "--no-browser", "--interval", "0.1", cwd=tmp_path)
+    wait_for(lambda: "waiting for" in stderr_of(tmp_path))
+    watch.send_signal(signal.SIGINT)
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 130
+    assert f"waiting for a trace log at {tmp_path / 'trace'}" in err and "nothing was written" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_watch_follows_a_log_then_stops_when_its_writer_has_exited(tmp_path, writer):
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    log = trace / "dedicated_log_torch_trace_x.log"
+    log.write_text(records_of(writer.pid, 0, 1))
+    watch = tlparse("watch", str(trace), "-o", "out", "--no-browser", "--interval", "0.1", "--quiet-s", "0.5", cwd=tmp_path)
+    out = tmp_path / "out"
+    wait_for(lambda: "1 compile so far" in live_index(out))
+    assert f"the program (pid {writer.pid}) is running" in live_index(out)
+    with open(log, "a") as handle:
+        handle.write(records_of(writer.pid, 1, 2) + "this line is garbage\n")
+    wait_for(lambda: "3 compiles so far" in live_index(out))
+    assert "this line is garbage" in live_index(out) and "not a trace line" in live_index(out)  # shown like any damaged line
+    assert watch.poll() is None  # the writer still runs: still watching
+    writer.kill()
+    writer.wait()
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 0, err
+    assert "is final" in err and "Traceback" not in err
+    write_report(log, tmp_path / "one_shot")
+    final, one_shot = tree(out), tree(tmp_path / "one_shot")
+    assert sorted(final) == sorted(one_shot) and [p for p in final if final[p] != one_shot[p]] == []
+    assert read_json(out / "summary.json")["stats"]["fail_glog"] == 1
+
+
+def test_a_log_truncated_while_watched_is_read_again_from_the_start(tmp_path, writer):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(records_of(writer.pid, 0, 3))
+    watch = tlparse("watch", str(log), "-o", "out", "--no-browser", "--interval", "0.1", "--quiet-s", "0.5", cwd=tmp_path)
+    wait_for(lambda: "3 compiles so far" in live_index(tmp_path / "out"))
+    log.write_text(records_of(writer.pid, 7, 1))  # truncated, then a new run writes it
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    writer.kill()
+    writer.wait()
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 0, err
+    assert "shrank" in err and "reading it again from the start" in err and "Traceback" not in err
+    summary = read_json(tmp_path / "out" / "summary.json")
+    assert [c["id"] for c in summary["compiles"]] == ["[7/0]"]  # nothing of the first file
+    write_report(log, tmp_path / "one_shot")
+    assert tree(tmp_path / "out") == tree(tmp_path / "one_shot")
+
+
+def test_deleting_the_report_folder_stops_the_watch(tmp_path, writer):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(records_of(writer.pid, 0, 1))
+    watch = tlparse("watch", str(log), "-o", "out", "--no-browser", "--interval", "0.1", cwd=tmp_path)
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    shutil.rmtree(tmp_path / "out")
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 1
+    assert err.strip().splitlines()[-1] == "Error: the report folder out was deleted while watching; stopping"
+
+
+def test_ctrl_c_writes_the_final_report_of_what_was_read(tmp_path, writer):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(records_of(writer.pid, 0, 2))
+    watch = tlparse("watch", str(log), "-o", "out", "--no-browser", "--interval", "0.1", cwd=tmp_path)
+    wait_for(lambda: "2 compiles so far" in live_index(tmp_path / "out"))
+    watch.send_signal(signal.SIGINT)
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 130 and "Traceback" not in err
+    assert "final for what was read" in err
+    assert not (tmp_path / "out" / "live.js").exists() and LIVE_MARK not in live_index(tmp_path / "out")
+    write_report(log, tmp_path / "one_shot")
+    assert tree(tmp_path / "out") == tree(tmp_path / "one_shot")
+
+
+def test_watch_refuses_a_gzipped_log(tmp_path):
+    log = tmp_path / "dedicated_log_torch_trace_x.log.gz"
+    log.write_bytes(gzip.compress(records_of(1, 0, 1).encode()))
+    watch = tlparse("watch", str(log), "-o", "out", "--no-browser", cwd=tmp_path)
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 2 and "is gzipped, so it is finished" in err and not (tmp_path / "out").exists()
+
+
+# -- run --live, with a real program --------------------------------------------------------------
+
+
+def scrub(files: dict[str, bytes], folder: str) -> dict[str, bytes]:
+    """The trace folder's path differs between the two reports (a temporary folder, then trace/)."""
+    return {path: data.replace(folder.encode(), b"TRACE") for path, data in files.items()}
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_run_live_reports_the_first_compile_while_the_program_runs(tmp_path):
+    gate = tmp_path / "gate"
+    program = REPO / "tlparse_py" / "harness" / "scenarios" / "live_steps.py"
+    run = tlparse("run", "--live", "-o", "out", "--no-browser", "--", sys.executable, "-P", str(program), cwd=tmp_path,
+                  env={**os.environ, "TLPARSE_HARNESS_GATE": str(gate)})
+    out = tmp_path / "out"
+    wait_for(lambda: "1 compile so far" in live_index(out) or run.poll() is not None, timeout=300)
+    index = live_index(out)
+    assert run.poll() is None, stderr_of(tmp_path)  # the program waits on the gate: still alive
+    assert "1 compile so far" in index and "is running" in index and 'href="-_0_0_0/index.html"' in index
+    assert (out / "-_0_0_0" / "index.html").is_file()
+    gate.write_text("go")
+    err = finished(run, tmp_path, timeout=300)
+    assert run.returncode == 0, err
+    logs = sorted((out / "trace").glob("dedicated_log*"))
+    summary = read_json(out / "summary.json")
+    assert summary["totals"]["compiles"] >= 3 and summary["totals"]["recompiles"] == 1 and summary["totals"]["graph_breaks"] == 1
+    write_report(logs[0], tmp_path / "one_shot")
+    final = {p: d for p, d in tree(out).items() if not p.startswith("trace/")}
+    traced_in = str(Path(summary["inputs"][0]["path"]).parent)  # where the program wrote it, before it moved to trace/
+    assert scrub(final, traced_in) == scrub(tree(tmp_path / "one_shot"), str(out / "trace"))
