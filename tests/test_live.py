@@ -381,11 +381,13 @@ def test_run_live_reports_the_first_compile_while_the_program_runs(tmp_path):
     run = tlparse("run", "--live", "-o", "out", "--no-browser", "--", sys.executable, "-P", str(program), cwd=tmp_path,
                   env={**os.environ, "TLPARSE_HARNESS_GATE": str(gate)})
     out = tmp_path / "out"
-    wait_for(lambda: "1 compile so far" in live_index(out) or run.poll() is not None, timeout=300)
+    wait_for(lambda: "compiling" in live_index(out) or run.poll() is not None, timeout=300)
     index = live_index(out)
-    assert run.poll() is None, stderr_of(tmp_path)  # the program waits on the gate: still alive
-    assert "1 compile so far" in index and "is running" in index and 'href="-_0_0_0/index.html"' in index
-    assert (out / "-_0_0_0" / "index.html").is_file()
+    assert run.poll() is None, stderr_of(tmp_path)  # the recompile waits on the gate: the program is alive
+    banner = re.sub(r"<[^>]+>", "", index[index.index('id="live-banner"') :].split("</div>")[0])
+    assert re.search(r"2 compiles so far, compiling \[0/1\] for \d+ s\.", banner) and "is running" in banner
+    assert 'href="-_0_0_0/index.html"' in index and (out / "-_0_0_0" / "index.html").is_file()
+    assert index.count("compiling…") == 1  # its row says so, rather than "metrics were missing"
     gate.write_text("go")
     err = finished(run, tmp_path, timeout=300)
     assert run.returncode == 0, err
@@ -396,3 +398,94 @@ def test_run_live_reports_the_first_compile_while_the_program_runs(tmp_path):
     final = {p: d for p, d in tree(out).items() if not p.startswith("trace/")}
     traced_in = str(Path(summary["inputs"][0]["path"]).parent)  # where the program wrote it, before it moved to trace/
     assert scrub(final, traced_in) == scrub(tree(tmp_path / "one_shot"), str(out / "trace"))
+
+
+# -- in a real browser, from file:// ----------------------------------------------------------------
+
+
+def now_line(meta: dict, pid: int = 4242, ago_s: float = 0.0) -> str:
+    """A record stamped with this machine's local time (as glog writes it), `ago_s` seconds ago."""
+    when = time.time() - ago_s
+    stamp = time.strftime("%m%d %H:%M:%S", time.localtime(when)) + f".{int(when % 1 * 1e6):06d}"
+    return f"V{stamp} {pid} torch/_dynamo/x.py:7] {json.dumps(meta)}\n"
+
+
+@pytest.mark.browser
+def test_a_live_page_in_a_browser_follows_the_report_and_ends_as_the_final_one(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    stack = {"stack": [{"line": 3, "name": "f", "filename": 0}]}
+    log.write_text(now_line({"dynamo_start": stack, **cid(0)}, ago_s=5))
+    live = LiveReport(log, tmp_path / "out", Options())
+    live.update("running.", live.read())
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto((tmp_path / "out" / "index.html").as_uri())
+        banner = page.locator("#live-banner")
+        assert "1 compile so far, compiling [0/0] for" in banner.inner_text()
+        clock = page.locator("[data-since-epoch]")
+        first = clock.inner_text()
+        page.wait_for_function("t => document.querySelector('[data-since-epoch]').textContent !== t", arg=first, timeout=5000)
+        assert re.fullmatch(r"\d+ s", clock.inner_text()) and int(clock.inner_text().split()[0]) >= 5  # the script counts on
+
+        with open(log, "a") as handle:  # the compile ends, another starts and ends
+            handle.write(now_line({"compilation_metrics": {"co_name": "f", "entire_frame_compile_time_s": 5.0}, **cid(0)}))
+            handle.write(now_line({"dynamo_start": stack, **cid(1)}))
+            handle.write(now_line({"compilation_metrics": {"co_name": "g", "entire_frame_compile_time_s": 0.1}, **cid(1)}))
+        live.update("running.", live.read())
+        written = time.monotonic()
+        page.wait_for_function("() => /2 compiles so far\\./.test(document.getElementById('live-banner').textContent)", timeout=10_000)
+        latency = time.monotonic() - written
+        assert latency < 5  # polled every second
+        assert "compiling" not in page.locator("#live-banner").inner_text()
+
+        live.finish()
+        live.close()
+        page.wait_for_function("() => !document.getElementById('live-banner')", timeout=10_000)  # the final report
+        assert page.locator('meta[name="tlparse-live"]').count() == 0
+        assert "2" in page.locator("ul.cards li").nth(1).inner_text() and errors == []
+        browser.close()
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_the_readme_live_reports_commands_run_as_written(tmp_path):
+    """The README's "Live reports" block, verbatim, from a folder where its program path resolves;
+    the browser it opens is `true` (BROWSER), so nothing opens."""
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"## Live reports\n.*?```bash\n(.*?)```", readme, re.S).group(1)
+    (tmp_path / "tlparse_py").symlink_to(REPO / "tlparse_py")
+    env = {**os.environ, "BROWSER": "true", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    for out in ("tl_live", "tl_watch"):
+        summary = read_json(tmp_path / out / "summary.json")
+        assert summary["totals"]["compiles"] >= 3 and summary["totals"]["graph_breaks"] == 1, out
+        assert not (tmp_path / out / "live.js").exists() and LIVE_MARK not in (tmp_path / out / "index.html").read_text()
+    assert (tmp_path / "tl_live" / "trace").is_dir() and "the program has exited" in done.stderr
+
+
+def test_a_folder_of_rank_logs_ends_as_the_multi_rank_report(tmp_path, writer):
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    rank0 = trace / "dedicated_log_torch_trace_rank_0_a.log"
+    rank0.write_text(records_of(writer.pid, 0, 1).replace('"attempt": 0}', '"attempt": 0, "rank": 0}'))
+    watch = tlparse("watch", str(trace), "-o", "out", "--no-browser", "--interval", "0.1", "--quiet-s", "0.5", cwd=tmp_path)
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    rank1 = trace / "dedicated_log_torch_trace_rank_1_b.log"  # the second rank starts logging later
+    rank1.write_text(records_of(writer.pid, 0, 2).replace('"attempt": 0}', '"attempt": 0, "rank": 1}'))
+    writer.kill()
+    writer.wait()
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 0, err
+    done = subprocess.run([sys.executable, "-m", "tlparse_py", str(trace), "-o", "one_shot", "--no-browser"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert tree(tmp_path / "out") == tree(tmp_path / "one_shot")
+    assert (tmp_path / "out" / "rank_1" / "index.html").is_file()

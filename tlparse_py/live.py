@@ -58,6 +58,7 @@ class LiveReport:
         self.version = 0  # updates written so far
         self.versions: dict[str, str] = {}  # page → the version written last (what live.js lists)
         self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
+        self.compiling: frozenset[str] = frozenset()  # the compiles under way at the last update
         self._start()
 
     def _start(self) -> None:
@@ -107,6 +108,7 @@ class LiveReport:
     def update(self, note: str = "", touched: set[CompileId | None] | None = None) -> None:
         """Rewrite the pages that changed since the last update (read with `read`), with the banner's `note`."""
         self.analysis.forget_indexes()
+        self.compiling = frozenset(compile_.label for compile_, _ in self.analysis.open_compiles())
         self.version += 1
         if self.version == 1:
             write_static(self.writer)
@@ -122,7 +124,7 @@ class LiveReport:
     def _write(self, url: str, make: Callable[[], Model], banner: object = None) -> None:
         """One page with the live mark; a page that cannot be built now is replaced by a page saying
         why (not counted: the final report builds it again, and counts it if it fails then)."""
-        mark = LiveMark(url, "", banner)  # type: ignore[arg-type]
+        mark = LiveMark(url, "", banner, self.compiling)  # type: ignore[arg-type]
         try:
             html = render_page(make(), mark)
         except Exception as exc:  # noqa: BLE001 - a live page must not stop the watch

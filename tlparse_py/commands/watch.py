@@ -191,15 +191,24 @@ def _note(live: LiveReport, running: bool) -> str:
 
 def _any_alive(pids: set[int]) -> bool:
     """Whether any of these processes runs on this machine (a pid we may not signal is alive)."""
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        except OSError:
-            return True
+    return any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
         return True
-    return False
+    # a process that has exited but whose parent has not reaped it (a zombie) is gone: in
+    # `prog & tlparse-py watch` the shell may exec into watch, which then inherits the program
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRequest, interrupted: bool) -> None:

@@ -89,7 +89,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "live_steps",
-        "a compile, a pause (TLPARSE_HARNESS_GATE), a recompile and a graph break: what watch follows",
+        "a compile, a recompile held open (TLPARSE_HARNESS_GATE), a graph break: what watch follows",
         expect=('"frame_compile_id": 1', _artifact("recompile_reasons"), "graph_break"),
     ),
     Scenario(

@@ -1,9 +1,9 @@
-"""Scenario `live_steps`: a long run as `tlparse-py watch` sees it: a compile, a pause, more compiles.
+"""Scenario `live_steps`: a long run as `tlparse-py watch` sees it: a compile, a compile that hangs, more.
 
-Step 1 compiles `train_step` once. The program then waits for the file named by
-TLPARSE_HARNESS_GATE, when that variable is set (at most 120 s): a test holds it there while it
-reads the live report. Then a new input shape recompiles `train_step` (automatic dynamic) and a
-graph break splits `log_metrics` in two.
+Step 1 compiles `train_step`. A new input shape then recompiles it ([0/1]), and the backend holds
+that compile open until the file named by TLPARSE_HARNESS_GATE exists, when that variable is set
+(at most 120 s): a test reads the live report meanwhile, which must say what is compiling. Then
+a graph break splits `log_metrics` in two.
 
 Expected records: [0/0] and [0/1] (recompile reasons), a graph break under [1/0].
 """
@@ -13,6 +13,16 @@ import time
 from pathlib import Path
 
 import torch
+
+compiles: list[torch.fx.GraphModule] = []
+
+
+def gated_backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+    """Dynamo's eager backend, except that its second compile waits for the gate."""
+    compiles.append(gm)
+    if len(compiles) == 2:
+        wait_for_gate()
+    return gm.forward
 
 
 def train_step(x: torch.Tensor) -> torch.Tensor:
@@ -35,10 +45,9 @@ def wait_for_gate() -> None:
 
 
 def main() -> None:
-    step = torch.compile(train_step, backend="eager")
+    step = torch.compile(train_step, backend=gated_backend)
     step(torch.ones(4))
-    wait_for_gate()
-    step(torch.ones(8))
+    step(torch.ones(8))  # a recompile, held open by the backend until the gate opens
     torch.compile(log_metrics, backend="eager")(torch.ones(3))
 
 

@@ -40,12 +40,13 @@ class LiveMark:
     page: str
     version: str
     banner: LiveBanner | None = None
+    compiling: frozenset[str] = frozenset()  # the compiles started and not ended: shown as "compiling…", not by status
 
 
 def live_banner(analysis: Analysis, note: str, now: float | None = None) -> LiveBanner:
     now = time.time() if now is None else now
     compiles = analysis.compiles()
-    compiling = [_open_compile(c.id, c.url, started, now) for c, started in analysis.open_compiles()]
+    compiling = [_open_compile(c.label, c.url, started, now) for c, started in analysis.open_compiles()]
     return LiveBanner(_clock(analysis.last_timestamp), len(compiles), compiling[-3:], note)
 
 
