@@ -378,8 +378,11 @@ def scrub(files: dict[str, bytes], folder: str) -> dict[str, bytes]:
 def test_run_live_reports_the_first_compile_while_the_program_runs(tmp_path):
     gate = tmp_path / "gate"
     program = REPO / "tlparse_py" / "harness" / "scenarios" / "live_steps.py"
-    run = tlparse("run", "--live", "-o", "out", "--no-browser", "--", sys.executable, "-P", str(program), cwd=tmp_path,
-                  env={**os.environ, "TLPARSE_HARNESS_GATE": str(gate)})
+    opener = tmp_path / "opener"  # the "browser": notes each page it is asked to open
+    opener.write_text(f"#!/bin/sh\necho \"$1\" >> {tmp_path / 'opened.txt'}\n")
+    opener.chmod(0o755)
+    run = tlparse("run", "--live", "-o", "out", "--", sys.executable, "-P", str(program), cwd=tmp_path,
+                  env={**os.environ, "TLPARSE_HARNESS_GATE": str(gate), "BROWSER": str(opener)})
     out = tmp_path / "out"
     wait_for(lambda: "compiling" in live_index(out) or run.poll() is not None, timeout=300)
     index = live_index(out)
@@ -388,9 +391,11 @@ def test_run_live_reports_the_first_compile_while_the_program_runs(tmp_path):
     assert re.search(r"2 compiles so far, compiling \[0/1\] for \d+ s\.", banner) and "is running" in banner
     assert 'href="-_0_0_0/index.html"' in index and (out / "-_0_0_0" / "index.html").is_file()
     assert index.count("compiling…") == 1  # its row says so, rather than "metrics were missing"
+    wait_for(lambda: (tmp_path / "opened.txt").exists())  # opened at the first compile, while the program runs
     gate.write_text("go")
     err = finished(run, tmp_path, timeout=300)
     assert run.returncode == 0, err
+    assert (tmp_path / "opened.txt").read_text().splitlines() == [(out / "index.html").absolute().as_uri()]  # once
     logs = sorted((out / "trace").glob("dedicated_log*"))
     summary = read_json(out / "summary.json")
     assert summary["totals"]["compiles"] >= 3 and summary["totals"]["recompiles"] == 1 and summary["totals"]["graph_breaks"] == 1
@@ -489,3 +494,22 @@ def test_a_folder_of_rank_logs_ends_as_the_multi_rank_report(tmp_path, writer):
     assert done.returncode == 0, done.stderr
     assert tree(tmp_path / "out") == tree(tmp_path / "one_shot")
     assert (tmp_path / "out" / "rank_1" / "index.html").is_file()
+
+
+def test_a_second_log_of_the_process_that_appears_is_in_the_final_report(tmp_path, writer):
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "dedicated_log_torch_trace_a.log").write_text(records_of(writer.pid, 0, 1))
+    watch = tlparse("watch", str(trace), "-o", "out", "--no-browser", "--interval", "0.1", "--quiet-s", "0.5", cwd=tmp_path)
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    time.sleep(0.05)  # a later modification time: the log of the same process that appears second
+    (trace / "dedicated_log_torch_trace_b.log").write_text(records_of(writer.pid, 5, 1))
+    writer.kill()
+    writer.wait()
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 0, err
+    done = subprocess.run([sys.executable, "-m", "tlparse_py", str(trace), "-o", "one_shot", "--no-browser"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert tree(tmp_path / "out") == tree(tmp_path / "one_shot")
+    assert [c["id"] for c in read_json(tmp_path / "out" / "summary.json")["compiles"]] == ["[0/0]", "[5/0]"]
