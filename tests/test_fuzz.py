@@ -21,7 +21,7 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 def read_bytes(data: bytes):
     reader = LogReader(Path("mem.log"), Stats(), DiagnosticLog(limit=10), year=2026)
-    records = list(reader._records(EventScanner(reader.max_line).events(io.BytesIO(data))))
+    records = list(reader.records_of(EventScanner(reader.max_line).events(io.BytesIO(data))))
     return records, reader.stats
 
 
