@@ -19,9 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+from markupsafe import Markup
 
 from .analysis.compiles import Analysis
 from .analysis.store import InputInfo
+from .analysis.summary import STATUS_LABELS
 from .model import CompileId, Diagnostic
 from .options import Options
 from .pipeline import Pipeline, new_analysis, write_static
@@ -29,10 +31,10 @@ from .reading.records import LogReader
 from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
-from .report.render import Model, render_page
+from .report.render import Model, render_macro, render_page
 from .report.views.common import page_base
 from .report.views.compile import compile_page, page_refs
-from .report.views.index import failures_page, index_page
+from .report.views.index import IndexPage, failures_page, index_page
 from .report.views.live import LiveMark, live_banner
 from .report.views.pages import PAGE_VIEWS, Builder
 from .report.views.sections import PageBuilder
@@ -59,6 +61,7 @@ class LiveReport:
         self.versions: dict[str, str] = {}  # page → the version written last (what live.js lists)
         self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
         self.compiling: frozenset[str] = frozenset()  # the compiles under way at the last update
+        self.sections: dict[bytes, Markup] = {}  # the index's compile-id sections, by a digest of what they show
         self._start()
 
     def _start(self) -> None:
@@ -117,7 +120,7 @@ class LiveReport:
         self._write_compile_pages(touched or set())
         banner = live_banner(self.analysis, note)
         self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs))
-        self._write("index.html", lambda: index_page(self.pipeline.inputs), banner)
+        self._write("index.html", self._index_page, banner)
         state = {"update": self.version, "done": False, "pages": self.versions}
         self.writer.write(LIVE_STATE, b"tlparseLive(" + orjson.dumps(state) + b");\n")
 
@@ -136,6 +139,20 @@ class LiveReport:
         version = hashlib.blake2b(html.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
         self.writer.write(url, html.replace(' data-version=""', f' data-version="{version}"', 1))
         self.versions[url] = version
+
+    def _index_page(self) -> IndexPage:
+        """The index, its "Files by compile id" sections rendered once each and reused while their
+        compile id logs nothing new (they are most of a big log's index)."""
+        page = index_page(self.pipeline.inputs)
+        sections: dict[bytes, Markup] = {}
+        for entry in page.compiles:
+            key = hashlib.blake2b(orjson.dumps(entry, default=str), digest_size=16).digest()
+            html = self.sections.get(key)
+            if html is None:
+                html = render_macro("compile_id_section", entry, page.root, STATUS_LABELS)
+            entry["html"] = sections[key] = html
+        self.sections = sections  # only the current ones: memory follows the index, not the log's history
+        return page
 
     def _write_record_pages(self, builder: Builder) -> None:
         pending = self.pipeline.outputs.pending

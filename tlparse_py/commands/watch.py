@@ -138,20 +138,27 @@ def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_fir
     note = ""
     first = True
     opened = False
+    gone = False  # the log was removed (rotated?): said once, then waited for
     while True:
         _check_folder(live, request.out)
+        before = live.bytes_read
         try:
             touched = live.read()
+            gone = False
         except LogReset as reset:
             echo_err(f"{reset}: reading it again from the start")
             live.restart()
             first = True
             continue
+        except FileNotFoundError:
+            if not gone:
+                echo_err(f"{live.log} was removed; waiting for it to come back (Ctrl-C to stop)")
+            gone, touched = True, set()
         except OSError as exc:
             raise CliError(f"cannot read {live.log}: {exc.strerror or exc}", 1) from None
         running = watching.writer_running() if watching.writer_running is not None else _any_alive(live.pids)
         now = time.monotonic()
-        if touched:
+        if live.bytes_read != before:
             last_growth = now
         new_note = _note(live, running)
         if touched or first or new_note != note:
@@ -227,6 +234,9 @@ def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRe
             write_and_check(path, replace(request, overwrite=True, no_browser=True))
     except KeyboardInterrupt:
         raise CliError(f"stopped (Ctrl-C) again: {request.out} holds the last live update", EXIT_INTERRUPTED) from None
+    except OSError as exc:  # the log went away at the end, the disk filled...
+        raise CliError(f"could not write the final report ({exc.filename or chosen.log}: {exc.strerror or exc}); "
+                       f"{request.out} holds the last live update", 1) from None
     except CliError as exc:
         if interrupted:
             exc.show()

@@ -126,6 +126,11 @@ class Model(Protocol):
     def context(self) -> dict[str, Any]: ...
 
 
+def render_macro(name: str, *args: Any) -> Markup:
+    """One macro of `_macros.html.j2`, alone (a fragment a page reuses)."""
+    return Markup(getattr(environment().get_template("_macros.html.j2").module, name)(*args))
+
+
 def render_page(page: Model, live: Any = None) -> str:
     """The page's HTML; `live` (a `views.live.LiveMark`): written while the log is still being read."""
     context = page.context()
