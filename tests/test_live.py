@@ -514,3 +514,20 @@ def test_a_second_log_of_the_process_that_appears_is_in_the_final_report(tmp_pat
     assert done.returncode == 0, done.stderr
     assert tree(tmp_path / "out") == tree(tmp_path / "one_shot")
     assert [c["id"] for c in read_json(tmp_path / "out" / "summary.json")["compiles"]] == ["[0/0]", "[5/0]"]
+
+
+def test_a_log_removed_while_watched_is_waited_for_and_read_again_when_it_comes_back(tmp_path, writer):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(records_of(writer.pid, 0, 2))
+    watch = tlparse("watch", str(log), "-o", "out", "--no-browser", "--interval", "0.1", "--quiet-s", "0.5", cwd=tmp_path)
+    wait_for(lambda: "2 compiles so far" in live_index(tmp_path / "out"))
+    log.unlink()  # rotated away
+    wait_for(lambda: "was removed; waiting for it to come back" in stderr_of(tmp_path))
+    assert watch.poll() is None
+    log.write_text(records_of(writer.pid, 4, 1))
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    writer.kill()
+    writer.wait()
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 0, err
+    assert [c["id"] for c in read_json(tmp_path / "out" / "summary.json")["compiles"]] == ["[4/0]"]
