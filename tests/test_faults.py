@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import TRACES
 from logs import cid, line
 from tlparse_py.cli import main
 from tlparse_py.report.writer import MARKER
@@ -142,3 +143,26 @@ def test_sigterm_mid_run_leaves_no_staging_and_no_processes(tmp_path):
         time.sleep(0.05)
     assert sessions_members(proc.pid) == []
     assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_a_file_written_behind_the_reading_that_fails_fails_the_report_and_leaves_nothing(tmp_path, monkeypatch):
+    """Payloads are written by a thread beside the reading (writer.BehindWrites): a failure there
+    (a full disk) still ends the report with the OSError, and nothing is left beside -o."""
+    import errno
+
+    from tlparse_py.pipeline import write_report
+    from tlparse_py.report import writer as writer_module
+
+    real_write = writer_module.FolderWriter.write
+
+    def full_disk(self, rel, data):
+        if rel.startswith("payloads/"):
+            raise OSError(errno.ENOSPC, "No space left on device", rel)
+        real_write(self, rel, data)
+
+    monkeypatch.setattr(writer_module.FolderWriter, "write", full_disk)
+    log = sorted((TRACES / "graph_break").glob("dedicated_log*"))[0]
+    with pytest.raises(OSError) as raised:
+        write_report(log, tmp_path / "out")
+    assert raised.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no report, no staging folder, no lock

@@ -131,6 +131,8 @@ class Pipeline:
                     refs.append(OutputRef(url, output.kind == LINK))
                     if output.kind in (PAYLOAD, REFORMAT):
                         payload_file = url
+            except OSError:
+                raise  # writing the report failed (a full disk): not the parser's fault, and not one record's
             except Exception as exc:  # a parser bug must cost one record, not the report
                 self.ctx.problem(record, "fail_parser", f"parser {declared.name} failed", f"{type(exc).__name__}: {exc}")
         return payload_file, refs
@@ -151,6 +153,7 @@ class Pipeline:
     # -- the end -----------------------------------------------------------------------------
 
     def finish(self, logs: list[Path]) -> None:
+        self.writer.settle()  # the files written beside the reading: all there, before pages read them and forks
         self.chromium.close()
         if self.chromium.bytes_written <= EVENTS_SCRIPT_LIMIT:
             self.writer.write(EVENTS_SCRIPT, events_script(self.writer.read("chromium_events.json") or b"[]"))

@@ -52,7 +52,7 @@ class PayloadStore:
     def put(self, record: Record) -> str:
         path = payload_path(record)
         if path not in self.written:
-            self.writer.write(path, record.payload or b"")
+            self.writer.write_behind(path, record.payload or b"")
             self.written.add(path)
         return path
 
@@ -140,10 +140,10 @@ class Outputs:
     def _write(self, output: Output, record: Record, url: str) -> None:
         payload = record.payload or b""
         if output.kind == PAYLOAD:
-            self.writer.write(url, payload)
+            self.writer.write_behind(url, payload)
         elif output.kind == REFORMAT:
             assert output.reformat is not None
-            self.writer.write(url, output.reformat(payload))
+            self.writer.write_behind(url, output.reformat(payload))
         else:
             data = output.data or {}
             if output.view == "code":  # highlighted beside the reading, rendered at the end

@@ -7,12 +7,15 @@ place only when complete, so an interrupted or failed run never leaves a half re
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import hashlib
 import os
 import re
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -70,6 +73,93 @@ def check_target(out: Path, overwrite: bool) -> None:
         raise OutputError(f"cannot create {out}: {parent} is not a folder")
 
 
+class BehindWrites:
+    """Files written by a thread beside the reading: on a log of 200 MB the ~8,000 payload and
+    output files cost seconds of system calls (which release the GIL), while the second core waits.
+
+    At most MAX_BEHIND_BYTES are queued (a new file waits for room: memory stays flat); the first
+    error stops the thread and is raised by every later `put` and `settle`. Wake-ups are only sent
+    to whoever waits (a thread switch per file would cost what the thread saves)."""
+
+    MAX_BEHIND_BYTES = 8 << 20
+
+    def __init__(self, write: Callable[[str, bytes], None]):
+        self.write = write
+        self.queue: collections.deque[tuple[str, bytes]] = collections.deque()
+        self.queued_bytes = 0
+        self.error: BaseException | None = None
+        self.condition = threading.Condition()
+        self.writer_idle = False  # the thread waits for work
+        self.waiting = 0  # callers waiting for room, or for the queue to empty
+        self.thread: threading.Thread | None = None
+
+    def put(self, rel: str, data: bytes) -> None:
+        with self.condition:
+            while self.queue and self.queued_bytes + len(data) > self.MAX_BEHIND_BYTES and self.error is None:
+                self._wait()
+            self._raise()
+            self.queue.append((rel, data))
+            self.queued_bytes += len(data)
+            if self.writer_idle:
+                self.condition.notify_all()
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="tlparse-py-writes", daemon=True)
+            self.thread.start()
+
+    def settle(self) -> None:
+        """Wait until every queued file is written; raise the error that stopped the writes, if any."""
+        with self.condition:
+            while self.queue and self.error is None:
+                self._wait()
+            self._raise()
+
+    def stop(self) -> None:
+        """Drop what is queued; return once no write is under way."""
+        with self.condition:
+            while len(self.queue) > 1:  # the file being written (the first) is finished, the rest dropped
+                self.queue.pop()
+            while self.queue and self.error is None:
+                self._wait(0.1)
+            self.queue.clear()
+            self.queued_bytes = 0
+
+    def _wait(self, timeout: float | None = None) -> None:
+        self.waiting += 1
+        try:
+            self.condition.wait(timeout)
+        finally:
+            self.waiting -= 1
+
+    def _raise(self) -> None:
+        """The write error, once there was one: raised again by every later call (the thread has
+        stopped, so nothing queued will ever be written)."""
+        if self.error is not None:
+            self.queue.clear()
+            self.queued_bytes = 0
+            raise self.error
+
+    def _run(self) -> None:
+        while True:
+            with self.condition:
+                while not self.queue:
+                    self.writer_idle = True
+                    self.condition.wait()
+                self.writer_idle = False
+                rel, data = self.queue[0]
+            try:
+                self.write(rel, data)
+            except BaseException as exc:  # noqa: BLE001 - handed to the reading thread
+                with self.condition:
+                    self.error = exc
+                    self.condition.notify_all()
+                return
+            with self.condition:
+                self.queue.popleft()
+                self.queued_bytes -= len(data)
+                if self.waiting:
+                    self.condition.notify_all()
+
+
 class FolderWriter:
     """Writes report files under `root` (already inside a staging folder): the only file writer."""
 
@@ -79,6 +169,24 @@ class FolderWriter:
         self.files_written = 0
         self.bytes_written = 0
         self._dirs: set[Path] = {self.root}
+        self._behind: BehindWrites | None = None
+
+    def write_behind(self, rel: str, data: bytes | str) -> None:
+        """`write`, done by a thread while the caller goes on: for files nothing reads before
+        `settle` (payloads and outputs written while the log is read). `read` settles first."""
+        if self._behind is None:
+            self._behind = BehindWrites(self.write)
+        self._behind.put(rel, data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+
+    def drop_behind(self) -> None:
+        """Stop writing what is queued (the report is abandoned); returns once no write is under way."""
+        if self._behind is not None:
+            self._behind.stop()
+
+    def settle(self) -> None:
+        """Every `write_behind` done (before reading files back, forking, or finishing)."""
+        if self._behind is not None:
+            self._behind.settle()
 
     def sub(self, folder: str) -> FolderWriter:
         """A writer for a sub-report (e.g. `rank_0/`), inside the same staging folder."""
@@ -116,6 +224,7 @@ class FolderWriter:
 
     def read(self, rel: str) -> bytes | None:
         """A file already written to the report (None if it is not there)."""
+        self.settle()
         try:
             return self.path(rel).read_bytes()
         except (OSError, ValueError):
@@ -244,6 +353,9 @@ class LiveWriter(FolderWriter):
         self.files_written += 1
         self.bytes_written += len(data)
 
+    def write_behind(self, rel: str, data: bytes | str) -> None:
+        self.write(rel, data)  # a live page links files: they must be there when it is written
+
     def still_there(self) -> bool:
         """Whether the report folder is still the one this run made (not deleted or replaced)."""
         return (self.out / MARKER).is_file()
@@ -283,6 +395,9 @@ class NullWriter(FolderWriter):
         return self
 
     def write(self, rel: str, data: bytes | str) -> None:
+        pass
+
+    def write_behind(self, rel: str, data: bytes | str) -> None:
         pass
 
     def open(self, rel: str) -> IO[bytes]:
@@ -378,6 +493,7 @@ class ReportWriter(FolderWriter):
         raise ReportKeptElsewhere(f"{why}; nothing there was changed: the report is in {kept}", kept)
 
     def abort(self) -> None:
+        self.drop_behind()  # no write may recreate the staging folder once it is removed
         shutil.rmtree(self.root, ignore_errors=True)
         self._done()
 
