@@ -5,10 +5,12 @@
     python benchmarks/run.py --quiet-check ...    refuse to publish a ratio taken on a busy machine
 
 Every figure carries the machine's load average before and after it was taken, and tlparse's own
-time beside ours: a ratio from a busy stretch (tlparse slower than usual, a load average above
-QUIET_LOAD) shows as one. With `--quiet-check` the script waits up to a minute for the machine
-to be quiet before it starts, and exits 3 without writing `--json` when the load average was
-above QUIET_LOAD at the start or the end of any figure.
+time beside ours, and how many cores other processes kept busy while it was taken (the machine's
+busy time from /proc/stat, hypervisor steal included, less the benchmark's own CPU): a ratio from a
+busy stretch shows as one. With `--quiet-check` the script waits up to a minute for the machine to
+be quiet before it starts, and exits 3 without writing `--json` when the load average was above
+QUIET_LOAD at the start of a figure or other processes used more than QUIET_LOAD cores during it.
+(The load average at the end counts the benchmark's own processes, so it is recorded, not judged.)
 
 `--small` is the set people actually open: every harness fixture log (0.01-4 MB, gzipped ones
 decompressed first since tlparse reads only plain files), each run as a whole process by both
@@ -117,10 +119,38 @@ def wait_for_quiet(limit_s: float = 60.0) -> float:
     return load
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy since boot, all cores (`/proc/stat`; time the
+    hypervisor gave other guests, "steal", counts as busy: a noisy neighbour slows a figure too)."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = [int(x) for x in handle.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class OtherLoad:
+    """How many cores other processes kept busy while a figure was taken: the machine's busy time
+    less the benchmark's own (its children's and this script's CPU). The load average after a
+    figure counts the benchmark itself (two busy processes for ten seconds raise it by 0.3), so
+    it is recorded but not what decides; this is."""
+
+    def __init__(self) -> None:
+        self.busy, self.times, self.started = machine_busy_s(), os.times(), time.perf_counter()
+
+    def cores(self) -> float:
+        times, wall = os.times(), max(time.perf_counter() - self.started, 1e-9)
+        ours = sum(getattr(times, f) - getattr(self.times, f) for f in ("user", "system", "children_user", "children_system"))
+        return round(max(0.0, machine_busy_s() - self.busy - ours) / wall, 2)
+
+
 def busy(figures: list[dict]) -> list[str]:
-    """The figures taken on a busy machine, named."""
-    return [f"{f.get('name', '?')}: load {f['load_before']} → {f['load_after']}" for f in figures
-            if max(f["load_before"], f["load_after"]) > QUIET_LOAD]
+    """The figures taken on a busy machine, named: a load average above QUIET_LOAD when they
+    started, or other processes using more than QUIET_LOAD cores while they ran."""
+    return [f"{f.get('name', '?')}: load {f['load_before']} → {f['load_after']}, other processes {f.get('other_cores', 0.0)} cores"
+            for f in figures if f["load_before"] > QUIET_LOAD or f.get("other_cores", 0.0) > QUIET_LOAD]
 
 
 def measure(command: list[str], out: Path) -> dict[str, float]:
@@ -188,6 +218,7 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
     """
     logs = small_logs(work)
     load_before = load_average()
+    others = OtherLoad()
     out = work / "small_out"
     first_run = "tlparse-py (first run, empty cache)"
     variants = {**tools, first_run: tools["tlparse-py"]}
@@ -234,10 +265,11 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
     floor = [timed([sys.executable, "-c", "import click, jinja2, orjson, markupsafe"], env)[0] for _ in range(repeat)]
     load_after = load_average()
     print(f"Python start-up with click, jinja2, orjson and markupsafe imported: {statistics.median(floor):.3f} s per process")
-    print(f"load average: {load_before} before, {load_after} after")
+    other_cores = others.cores()
+    print(f"load average: {load_before} before, {load_after} after; other processes used {other_cores} cores meanwhile")
     return {"machine": machine(), "install": install(tools["tlparse-py"]), "logs": len(rows), "repeat": repeat, "rows": rows,
             "totals": totals, "ratios": ratios, "python_floor_s": round(statistics.median(floor), 4),
-            "load_before": load_before, "load_after": load_after, "name": "small set"}
+            "load_before": load_before, "load_after": load_after, "other_cores": other_cores, "name": "small set"}
 
 
 def install(command: list[str]) -> str:
@@ -294,6 +326,7 @@ def main() -> int:
             build(size, log)
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
         load_before = load_average()
+        others = OtherLoad()
         for attempt in range(args.repeat):
             for name, command in tools.items():
                 out = args.work / f"out_{size:g}mb_{name.split()[0]}"
@@ -309,7 +342,7 @@ def main() -> int:
                    "all_seconds": [r["seconds"] for r in measured], "all_cpu_seconds": [r["cpu_seconds"] for r in measured]}
             row.update(median)
             row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in measured)
-            row.update(load_before=load_before, load_after=load_average(), name=f"{size:g} MB {name}")
+            row.update(load_before=load_before, load_after=load_average(), other_cores=others.cores(), name=f"{size:g} MB {name}")
             results.append(row)
         if not args.keep:
             log.unlink()
@@ -329,10 +362,11 @@ def main() -> int:
                      "paired_wall_ratio": round(paired["seconds"], 3), "paired_cpu_ratio": round(paired["cpu_seconds"], 3),
                      "rss_ratio": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3)}
             ratios.append(ratio)
-            ratio.update(tlparse_seconds=theirs["all_seconds"], load_before=ours["load_before"], load_after=theirs["load_after"])
+            ratio.update(tlparse_seconds=theirs["all_seconds"], load_before=ours["load_before"], load_after=theirs["load_after"],
+                         other_cores=theirs["other_cores"])
             print(f"{size:>6g}MB  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x (median of paired runs {ratio['paired_wall_ratio']:.2f}x), "
                   f"CPU {ratio['paired_cpu_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x; tlparse took {theirs['all_seconds']} s; "
-                  f"load average {ratio['load_before']} → {ratio['load_after']}")
+                  f"load average {ratio['load_before']} → {ratio['load_after']}; other processes used {ratio['other_cores']} cores meanwhile")
     ours_rows = [r for r in results if r["tool"] == "tlparse-py"]
     if len(ours_rows) >= 2:
         first, last = ours_rows[0], ours_rows[-1]

@@ -19,10 +19,32 @@ def load_bench():
 
 def test_a_figure_from_a_busy_stretch_is_named_as_one():
     bench = load_bench()
-    quiet = {"name": "200 MB tlparse-py", "load_before": 0.1, "load_after": 0.4}
-    busy_at_end = {"name": "200 MB tlparse 0.4.3", "load_before": 0.2, "load_after": 1.7}
+    # the load average after a figure counts the benchmark's own processes: not judged
+    quiet = {"name": "200 MB tlparse-py", "load_before": 0.1, "load_after": 1.4, "other_cores": 0.05}
+    busy_at_start = {"name": "200 MB tlparse 0.4.3", "load_before": 0.7, "load_after": 1.7, "other_cores": 0.1}
+    others_busy = {"name": "small set", "load_before": 0.2, "load_after": 0.9, "other_cores": 0.8}
     assert bench.busy([quiet]) == []
-    assert bench.busy([quiet, busy_at_end]) == ["200 MB tlparse 0.4.3: load 0.2 → 1.7"]
+    assert bench.busy([quiet, busy_at_start, others_busy]) == [
+        "200 MB tlparse 0.4.3: load 0.7 → 1.7, other processes 0.1 cores",
+        "small set: load 0.2 → 0.9, other processes 0.8 cores",
+    ]
+
+
+def test_other_processes_cpu_is_the_machines_busy_time_less_the_benchmarks_own(monkeypatch):
+    bench = load_bench()
+    import subprocess
+
+    others = bench.OtherLoad()
+    subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)  # our own child: not "other"
+    spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"],
+                               start_new_session=True)
+    try:
+        import time as clock
+
+        clock.sleep(1.5)  # a process that is not our child (not yet reaped) keeps a core busy meanwhile
+        assert others.cores() > 0.4
+    finally:
+        spinner.wait()
 
 
 def test_the_quiet_check_waits_for_the_load_to_fall(monkeypatch):
