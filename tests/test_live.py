@@ -531,3 +531,34 @@ def test_a_log_removed_while_watched_is_waited_for_and_read_again_when_it_comes_
     err = finished(watch, tmp_path)
     assert watch.returncode == 0, err
     assert [c["id"] for c in read_json(tmp_path / "out" / "summary.json")["compiles"]] == ["[4/0]"]
+
+
+def test_sigterm_stops_the_watch_in_one_line(tmp_path, writer):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(records_of(writer.pid, 0, 1))
+    watch = tlparse("watch", str(log), "-o", "out", "--no-browser", "--interval", "0.1", cwd=tmp_path)
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    watch.send_signal(signal.SIGTERM)
+    err = finished(watch, tmp_path)
+    assert watch.returncode == 143 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("Terminated (SIGTERM): stopped watching; out holds the last update")
+    assert not list(tmp_path.glob(".out.lock"))  # the lock is the kernel's: gone with the process
+
+
+def test_sigterm_to_run_live_stops_the_program_and_reports_what_it_traced(tmp_path):
+    program = tmp_path / "prog.py"
+    program.write_text(
+        "import os, sys, time\n"
+        f"log = open(os.path.join(os.environ['TORCH_TRACE'], 'dedicated_log_torch_trace_p.log'), 'w')\n"
+        f"log.write({records_of(0, 0, 1)!r}.replace(' 0 torch', f' {{os.getpid()}} torch'))\n"
+        "log.flush()\n"
+        "time.sleep(120)\n")
+    run = tlparse("run", "--live", "-o", "out", "--no-browser", "--", sys.executable, str(program), cwd=tmp_path)
+    wait_for(lambda: "1 compile so far" in live_index(tmp_path / "out"))
+    started = time.monotonic()
+    run.send_signal(signal.SIGTERM)
+    err = finished(run, tmp_path)
+    assert run.returncode == 143 and time.monotonic() - started < 30, err
+    assert "SIGTERM: " in err and "Traceback" not in err
+    summary = read_json(tmp_path / "out" / "summary.json")  # the program was stopped: its report is final
+    assert summary["totals"]["compiles"] == 1 and not (tmp_path / "out" / "live.js").exists()

@@ -120,7 +120,7 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
 
         try:
             watch_trace(trace, replace(request, no_browser=True), Watching(interval=0.5, quiet_s=0.5, writer_running=running),
-                        on_first_compile=first_compile)
+                        on_first_compile=first_compile, own_signals=False)  # SIGTERM goes on to the program (_forwarding)
         except CliError as exc:
             held = exc
         while running():  # the report stopped early (its folder was deleted...): the program goes on to its end

@@ -65,16 +65,23 @@ def watch(path: Path | None, interval: float, quiet_s: float, **params: Any) -> 
     watch_trace(path, request, Watching(interval, quiet_s))
 
 
-def watch_trace(path: Path, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None = None) -> None:
+def watch_trace(path: Path, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None = None,
+                own_signals: bool = True) -> None:
     """Watch PATH into `request.out` until its writer is done, then write the final report and run
-    the report's checks (exit codes by CliError; Ctrl-C: exit 130)."""
+    the report's checks (exit codes by CliError; Ctrl-C: exit 130). With `own_signals`, SIGTERM
+    stops the watch (exit 143; `run --live` keeps its own handlers, which pass signals on to its
+    program)."""
     load_plugins(warn=echo_err)
-    previous = shutdown.install()
+    previous = shutdown.install() if own_signals else None
     try:
         chosen = _wait_for_log(path, request, watching)
         if chosen is None:
             return
         _watch_log(path, chosen, request, watching, on_first_compile)
+    except shutdown.Terminated:
+        shutdown.stop_children()
+        shutdown.exit_now(f"Terminated (SIGTERM): stopped watching; {sanitize(str(request.out))} holds the last update "
+                          "(every page in it whole), if one was written")
     finally:
         shutdown.restore(previous)
 
