@@ -55,6 +55,8 @@ def watch(path: Path | None, interval: float, quiet_s: float, **params: Any) -> 
 
     PATH is a log file or the TORCH_TRACE folder (it defaults to $TORCH_TRACE); it may not exist
     yet. Run it on the machine that runs the program: the program's pid decides when it is done.
+    The report is written in place as it goes, so --overwrite replaces an earlier report at the
+    start, not once the new one is complete.
     """
     request = ReportRequest.parse(params)
     if request.all_ranks_html:
