@@ -14,7 +14,6 @@ note nothing in the analysis: the final report is built as if the updates never 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from .analysis.store import InputInfo
 from .analysis.summary import STATUS_LABELS
 from .model import CompileId, Diagnostic
 from .options import Options
-from .pipeline import Pipeline, new_analysis, write_static
+from .pipeline import Pipeline, new_analysis, source_of, write_static
 from .reading.records import LogReader
 from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
@@ -53,7 +52,7 @@ class LiveReport:
                  on_rank: Callable[[int], None] | None = None):
         self.log = log
         self.options = options
-        self.source = source or (lambda: InputInfo(str(log), _size(log)))
+        self.source = source or (lambda: source_of([log]))
         self.writer = LiveWriter(out, overwrite)
         self.echo = echo
         self.on_rank = on_rank
@@ -195,10 +194,3 @@ class LiveReport:
     def close(self) -> None:
         self.pipeline.highlighter.close()
         self.writer.release()
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0

@@ -109,13 +109,10 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
     held: CliError | None = None
     with _forwarding(process.pid) as received:
         running = _running(process, received)
-        opened = [False]
-
-        def first_compile() -> None:
-            if not request.no_browser and not opened[0]:
+        def first_compile() -> None:  # watch calls it once
+            if not request.no_browser:
                 from .common import open_browser
 
-                opened[0] = True
                 open_browser(out)
 
         try:

@@ -109,16 +109,22 @@ def _wait_for_log(path: Path, request: ReportRequest, watching: Watching) -> Cho
 
 def _log_now(path: Path, request: ReportRequest) -> ChosenInput | None:
     """The log PATH names now (a folder of ranks: the lowest rank's, followed live); None: none yet."""
+    return _choose_now(path, request)[0]
+
+
+def _choose_now(path: Path, request: ReportRequest) -> tuple[ChosenInput | None, bool]:
+    """The log to follow in PATH now, and whether PATH is a folder of several ranks' logs."""
+    several = False
     try:
         chosen = choose_input(path, request.latest, request.options.export)
     except SeveralRanks:
         logs = sorted((p for p in trace_logs(path) if p.parent == path), key=lambda p: (rank_of(p) is None, rank_of(p) or 0, p.name))
-        chosen = ChosenInput(logs[0], logs[1:])
+        chosen, several = ChosenInput(logs[0], logs[1:]), True
     except (InputError, OSError):
-        return None
+        return None, False
     if is_gzip(chosen.log):
         raise CliError(f"{chosen.log} is gzipped, so it is finished: write its report with `tlparse-py {chosen.log}`")
-    return chosen
+    return chosen, several
 
 
 def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching: Watching,
@@ -233,9 +239,9 @@ def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRe
     if interrupted:
         echo_err("stopped (Ctrl-C): writing the report of what was read (Ctrl-C again to leave the live report as it is)")
     started = time.perf_counter()  # what the summary line times: the final report, not the watch
-    final = _log_now(path, request) if path.is_dir() else chosen
+    final, ranks = _choose_now(path, request) if path.is_dir() else (chosen, False)
     try:
-        if final is not None and final.logs == chosen.logs and final.others == chosen.others and not _several_ranks(path):
+        if final is not None and final.logs == chosen.logs and final.others == chosen.others and not ranks:
             report = live.finish()
             conclude(report, final, started, replace(request, no_browser=True))
         else:
@@ -254,15 +260,3 @@ def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRe
     if interrupted:
         raise CliError(f"stopped (Ctrl-C): the report in {request.out} is final for what was read", EXIT_INTERRUPTED)
     echo_err(f"the program has exited: {sanitize(str(request.out / 'index.html'))} is final")
-
-
-def _several_ranks(path: Path) -> bool:
-    if not path.is_dir():
-        return False
-    try:
-        choose_input(path)
-    except SeveralRanks:
-        return True
-    except (InputError, OSError):
-        return False
-    return False

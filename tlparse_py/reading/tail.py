@@ -12,6 +12,7 @@ cannot be continued: `LogReset` says so, and the caller starts over.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 from collections.abc import Iterator
@@ -169,11 +170,5 @@ def _whole_record(tail: bytes, max_line: int) -> bool:
             envelope, payload, md5 = event[3], event[4], event[5]
             if "has_payload" not in envelope:
                 return True
-            return payload is not None and _md5(payload) == md5
+            return payload is not None and hashlib.md5(payload).hexdigest() == md5
     return True  # not a record (junk): nothing to wait for
-
-
-def _md5(payload: bytes) -> str:
-    import hashlib
-
-    return hashlib.md5(payload).hexdigest()

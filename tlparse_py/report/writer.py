@@ -207,13 +207,7 @@ class FolderWriter:
     def write(self, rel: str, data: bytes | str) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+        _write_file(self.path(rel), data)
         self.files_written += 1
         self.bytes_written += len(data)
 
@@ -339,13 +333,7 @@ class LiveWriter(FolderWriter):
             return
         target = self.path(rel)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+        _write_file(temporary, data)
         os.replace(temporary, target)
         self.digests[rel] = digest
         if LIVE_MARK in data[:4096]:
@@ -571,6 +559,17 @@ def _same_file(fd: int, path: Path) -> bool:
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """`data` as the whole content of `path` (created or truncated)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _copy_up_to(source: IO[bytes], fd: int, room: int) -> int:
