@@ -279,6 +279,28 @@ def test_python_dash_m_in_a_subprocess(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.startswith("Error: ")
 
 
+@pytest.mark.parametrize("worker", [False, True])
+def test_the_script_leaves_early_with_its_exit_code_its_output_and_the_exit_hooks(tmp_path, worker):
+    """entry.leave_now skips the interpreter's teardown (os._exit): the exit code, every line
+    printed and the atexit hooks must survive it; with a thread alive that Python waits for, Python
+    exits as usual."""
+    out = tmp_path / "out"
+    probe = ("import atexit, os, sys, threading, time\n"
+             "leave = os._exit\n"
+             "os._exit = lambda code: (print('left early', code, flush=True), leave(code))\n"
+             + ("threading.Thread(target=time.sleep, args=(0.5,)).start()\n" if worker else "")
+             + "atexit.register(lambda: print('hook ran', flush=True))\n"
+             "from tlparse_py.entry import main\nmain()\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(good_log(tmp_path / "a.log")), "-o", str(out), "--no-browser",
+                           "--fail-on", "compiles>0"], capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr
+    printed = proc.stdout.splitlines()
+    assert printed[-1] == ("hook ran" if worker else "left early 3") and "hook ran" in printed
+    said = proc.stderr.splitlines()
+    assert said[-1] == f"Error: --fail-on: 1 condition(s) held; the report is in {out}" and said[-3].startswith("Report: ")
+    assert (out / "index.html").is_file()
+
+
 def test_progress_bar_only_on_a_terminal(monkeypatch):
     import io
 

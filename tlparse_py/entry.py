@@ -6,6 +6,7 @@ small machine. Everything else goes to the command line in `cli.py`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ._version import __version__
@@ -19,4 +20,34 @@ def main() -> None:
         return
     from .cli import main as command_line
 
-    command_line(prog_name="tlparse-py")
+    try:
+        command_line(prog_name="tlparse-py")
+    except SystemExit as leaving:  # click always leaves this way
+        leave_now(leaving.code)
+        raise
+
+
+def leave_now(code: object) -> None:
+    """Exit without tearing the interpreter down, when the command is over and nothing runs beside it.
+
+    Freeing every module and object of a finished run one by one takes ~15 ms on 2 cores, a tenth
+    of a run on a small log, and saves nothing: the process ends. What an exit must still do is
+    done here: atexit hooks (temporary folders' finalizers, worker pools) and flushing stdout and
+    stderr. Files the run wrote are closed by then (every write is in a `with`). Where a thread
+    that Python would wait for is alive (not a daemon), or a stream cannot be flushed, this returns
+    and Python exits as usual.
+    """
+    threading = sys.modules.get("threading")
+    waited_for = threading is not None and any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    if waited_for or not (code is None or isinstance(code, int)):
+        return
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code or 0)
