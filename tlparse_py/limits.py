@@ -6,14 +6,14 @@ so rank reports built in worker processes obey the same ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
+
 
 MB = 1 << 20
 SINGLE_FILE_MB = 20.0  # --single-file / pack --budget-mb: text packed beyond the pages; past it links become plain text
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(Struct, frozen=True):
     max_line_mb: float = 256.0  # --max-line-mb: a longer line is a counted problem (fail_line_too_long)
     # --max-gunzip-ratio: a .gz expanding more than this many times over is refused (a bomb), once it
     # has expanded past GUNZIP_GRACE_MB; real traces compress 5-30x. 0 (--no-gunzip-limit): no limit.

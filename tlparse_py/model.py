@@ -7,9 +7,10 @@ report builder fill the rest, the renderers only read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from msgspec import Struct, field
 
 # Envelope keys that describe *where* a record belongs rather than *what* it is.
 CONTEXT_KEYS = frozenset(
@@ -106,8 +107,7 @@ STRICT_STATS = (
 )
 
 
-@dataclass
-class Stats:
+class Stats(Struct):
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STAT_NAMES, 0))
 
     def add(self, name: str, amount: int = 1) -> None:
@@ -139,8 +139,7 @@ HINTS = {
 }
 
 
-@dataclass(slots=True)
-class Diagnostic:
+class Diagnostic(Struct):
     """One problem found in the input, kept for stderr (-v) and the report."""
 
     path: str
@@ -213,8 +212,7 @@ def short_repr(value: Any) -> str:
     return repr(value)[:80]
 
 
-@dataclass(slots=True)
-class Record:
+class Record(Struct):
     """One envelope line and its payload, as read from the log."""
 
     lineno: int  # physical line number of the envelope in the log file (1-based)
@@ -241,16 +239,14 @@ class Record:
         return self.envelope.get(kind)
 
 
-@dataclass(slots=True)
-class OutputRef:
+class OutputRef(Struct):
     """A numbered output of a record: its url, and whether it is an external link."""
 
     url: str
     external: bool = False
 
 
-@dataclass(slots=True)
-class RecordSummary:
+class RecordSummary(Struct):
     """What a compile page needs of one record, spooled while reading and read back per compile id."""
 
     line: int
@@ -277,8 +273,7 @@ class RecordSummary:
         return cls(data["line"], data["kinds"], data["meta"], data.get("context") or {}, data.get("payload"), data.get("payload_bytes"), outputs)
 
 
-@dataclass(slots=True)
-class Artifact:
+class Artifact(Struct):
     """One entry of compile_directory.json: a numbered file (or external link) of a compile id."""
 
     url: str

@@ -20,9 +20,10 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from .analysis import compiles
 from .analysis.compiles import Analysis
@@ -83,8 +84,7 @@ def _linker(report_dir: Path | None) -> Any:
 compiles.html_view = summary_html
 
 
-@dataclass
-class Shown:
+class Shown(Struct):
     """A report shown inline: its single-file form in an iframe, sandboxed (its own scripts run in it)."""
 
     report_dir: Path
@@ -109,8 +109,7 @@ def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) 
     return Shown(report_dir, single, height)
 
 
-@dataclass
-class Traced:
+class Traced(Struct):
     """What `trace()` recorded: its folder, and once the block ends, the analysis of its compiles."""
 
     folder: Path

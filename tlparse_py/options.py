@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from .limits import Limits
 
 
-@dataclass
-class Options:
+class Options(Struct):
     plain_text: bool = False
     custom_header_html: str = ""
     export: bool = False  # -e: tlparse's export report (only exported programs and guard pages are numbered)

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from msgspec.structs import replace
 import orjson
 
 from .analysis import kinds
@@ -327,7 +328,7 @@ def analyze_logs(logs: list[Path], options: Options | None = None, source: Input
     """The analysis of the logs, without writing anything."""
     options = options or Options()
     analysis = new_analysis(source or source_of(logs), options)
-    pipeline = Pipeline(analysis, NullWriter(), Options(**{**vars(options), "highlight_mb": 0, "workers": 0}))
+    pipeline = Pipeline(analysis, NullWriter(), replace(options, highlight_mb=0, workers=0))
     pipeline.outputs.pages = False
     try:
         read_logs(logs, pipeline, None, None)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 # How many export symbols and guards are kept (a log outside export holds none of them).
 MAX_FACTS = 10_000
@@ -30,8 +31,7 @@ _EQ = re.compile(r"^Eq\((s\d+),\s*(-?\d+)\)$")
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "=="}
 
 
-@dataclass(frozen=True, slots=True)
-class ExportSymbol:
+class ExportSymbol(Struct, frozen=True):
     symbol: str  # "s77"
     range: str  # as logged: "[2, int_oo]"
     source: str  # "L['x'].size()[0]"
@@ -40,14 +40,12 @@ class ExportSymbol:
     line: int  # its line in the log
 
 
-@dataclass(frozen=True, slots=True)
-class ExportGuard:
+class ExportGuard(Struct, frozen=True):
     expr: str  # "s77 > 2"
     line: int
 
 
-@dataclass
-class ExportShapes:
+class ExportShapes(Struct):
     """The shape facts a non-strict export logged (records outside any compile id)."""
 
     symbols: dict[str, ExportSymbol] = field(default_factory=dict)

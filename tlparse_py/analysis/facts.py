@@ -13,8 +13,9 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ..model import CompileId
 from .stacks import is_user_code
@@ -55,8 +56,7 @@ def _bad_input_reads_as(empty: Any) -> Callable[[Callable[..., Any]], Callable[.
     return wrap
 
 
-@dataclass(frozen=True, slots=True)
-class BreakText:
+class BreakText(Struct, frozen=True):
     """What a `dynamo_graph_break_reason` payload says: why Dynamo broke the graph, where, and the fix
     torch suggests (its graph-break registry id, explanation, hints and documentation page)."""
 
@@ -109,16 +109,14 @@ def parse_graph_break(text: str) -> BreakText:
                      site.library, skips_frame)
 
 
-@dataclass(frozen=True, slots=True)
-class _Site:
+class _Site(Struct, frozen=True):
     user: str  # the user code line, "file.py:23"
     source: str
     function: str
     library: str  # where it broke, when that is not the user's code
 
 
-@dataclass(frozen=True, slots=True)
-class _Frame:
+class _Frame(Struct, frozen=True):
     file: str
     line: str
     function: str
@@ -298,8 +296,7 @@ def collective_calls(code: str) -> tuple[dict[str, int], int]:
     return counts, waits
 
 
-@dataclass(frozen=True, slots=True)
-class HopSubgraph:
+class HopSubgraph(Struct, frozen=True):
     """A subgraph a higher-order op runs (a cond branch, a while_loop body, a flex_attention mod, ...)."""
 
     name: str  # its module name in the graph printout: `cond_true_0`, `body_fn_0`, `subgraph_0`

@@ -7,9 +7,10 @@ is rendered, because `str` records can arrive after the stack that uses them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from msgspec import Struct, field
 
 from ..model import CompileId
 from ..paths import safe_component
@@ -91,8 +92,7 @@ def strip_convert_frame(frames: list[Frame], resolve: Callable[[Any], str | None
     return frames
 
 
-@dataclass
-class TrieNode:
+class TrieNode(Struct):
     children: dict[Frame, TrieNode] = field(default_factory=dict)
     terminals: list[CompileId | None] = field(default_factory=list)
     stack: list[Frame] | None = None  # the first stack that ended here (equal stacks share it)

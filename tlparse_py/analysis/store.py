@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+import msgspec
+
 from ..model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
 from ..paths import compile_page_url
 from .export_shapes import ExportShapes
@@ -166,8 +168,7 @@ class Reuse(NamedTuple):
     generation: int
 
 
-@dataclass(slots=True)
-class MetricsEntry:
+class MetricsEntry(msgspec.Struct):
     compile_id: CompileId | None
     url: str  # the compilation_metrics page
     fields: dict[str, Any]
@@ -177,8 +178,7 @@ class MetricsEntry:
         return self.fields.get(name)
 
 
-@dataclass(slots=True)
-class LoggedBreak:
+class LoggedBreak(msgspec.Struct):
     """One `dynamo_graph_break_reason` artifact, reduced to what groups graph breaks."""
 
     compile_id: CompileId | None
@@ -196,8 +196,7 @@ class LoggedBreak:
     skips_frame: bool = False  # torch gave up on the frame, which then ran eagerly
 
 
-@dataclass(slots=True)
-class CacheEvent:
+class CacheEvent(msgspec.Struct):
     """One cache lookup (FX graph cache, AOTAutograd cache) and its outcome."""
 
     compile_id: CompileId | None
@@ -210,8 +209,7 @@ class CacheEvent:
     line: int = 0
 
 
-@dataclass(slots=True)
-class ExportFailure:
+class ExportFailure(msgspec.Struct):
     """An issue torch.export / draft_export ran into (tlparse's export report rows)."""
 
     failure_type: str
@@ -221,8 +219,7 @@ class ExportFailure:
     url: str = ""  # its symbolic_guard_information page, in export mode
 
 
-@dataclass(slots=True)
-class RuntimeEstimate:
+class RuntimeEstimate(msgspec.Struct):
     """An `inductor_runtime_and_tensor_meta` artifact: estimated runtime per op, and a tensor-metadata fingerprint."""
 
     number: int  # the artifact's global number (its place in log order)
@@ -232,8 +229,7 @@ class RuntimeEstimate:
     fingerprint: str
 
 
-@dataclass(slots=True)
-class CollectiveSchedule:
+class CollectiveSchedule(msgspec.Struct):
     """An `inductor_collective_schedule` artifact: the collective ops Inductor scheduled, in order."""
 
     number: int
@@ -242,14 +238,12 @@ class CollectiveSchedule:
     ops: list[str]
 
 
-@dataclass(slots=True)
-class ExecutionOrder:
+class ExecutionOrder(msgspec.Struct):
     number: int
     order: list[str]  # compile ids in the order their graphs ran
 
 
-@dataclass(slots=True)
-class Agreement:
+class Agreement(msgspec.Struct):
     """A compiler-collective artifact: state ranks exchange to agree on compile decisions."""
 
     compile_id: str
@@ -260,26 +254,24 @@ class Agreement:
     role: str = ""  # its kind's `collective`: "local_state", "sync_decision", "spmd_mismatch"
 
 
-@dataclass(slots=True)
-class CacheMark:
+class CacheMark(msgspec.Struct):
     number: int
     mark: str  # tlparse's ✅❌❓ suffix
     compile_id: str
     file: str
 
 
-@dataclass
-class CompileFingerprint:
+class CompileFingerprint(msgspec.Struct):
     """What one compile id produced on one rank, normalised (`facts.normalise_graph`/`normalise_code`)
     so run-to-run noise does not count: what cross-rank comparison judges divergence on."""
 
     compile_id: str  # display label, attempt included: `[1/0]`, `[0/0_1]`
     frame: str  # its frame compile (`[0/0]`), whose dynamic sources mask its input sizes
-    graphs: dict[str, list[str]] = field(default_factory=dict)  # "dynamo"/"post_grad"/"output_code" → digests, in log order
+    graphs: dict[str, list[str]] = msgspec.field(default_factory=dict)  # "dynamo"/"post_grad"/"output_code" → digests, in log order
     # kind → the first such graph's first normalised lines, joined and compressed: every compile of a
     # big log keeps some, and only a side-by-side view of the few that differ across ranks reads them
-    packed_lines: dict[str, bytes] = field(default_factory=dict)
-    inputs: list[dict[str, Any]] = field(default_factory=list)  # describe_tensor: {key, dtype, size, source}, in order
+    packed_lines: dict[str, bytes] = msgspec.field(default_factory=dict)
+    inputs: list[dict[str, Any]] = msgspec.field(default_factory=list)  # describe_tensor: {key, dtype, size, source}, in order
 
     def add(self, kind: str, digest: str, lines: list[str]) -> None:
         self.graphs.setdefault(kind, []).append(digest)
@@ -292,22 +284,21 @@ class CompileFingerprint:
         return {kind: zlib.decompress(data).decode("utf-8", "surrogatepass").split("\n") for kind, data in self.packed_lines.items()}
 
 
-@dataclass
-class DistributedFacts:
+class DistributedFacts(msgspec.Struct):
     """What multi-rank reports compare across ranks, noted while each rank is read.
 
     Compile ids are display labels (`[0/1]`), so the facts travel between processes as they are.
     """
 
-    runtime: list[RuntimeEstimate] = field(default_factory=list)
-    schedules: list[CollectiveSchedule] = field(default_factory=list)
-    execution_orders: list[ExecutionOrder] = field(default_factory=list)
+    runtime: list[RuntimeEstimate] = msgspec.field(default_factory=list)
+    schedules: list[CollectiveSchedule] = msgspec.field(default_factory=list)
+    execution_orders: list[ExecutionOrder] = msgspec.field(default_factory=list)
     # compile id → (collective call counts in its first output code, wait_tensor calls)
-    code_collectives: dict[str, tuple[dict[str, int], int]] = field(default_factory=dict)
-    agreements: list[Agreement] = field(default_factory=list)
-    dynamic_sources: dict[str, set[str]] = field(default_factory=dict)  # frame compile → dynamic dims
-    cache: list[CacheMark] = field(default_factory=list)  # filled once reading is done
-    fingerprints: dict[str, CompileFingerprint] = field(default_factory=dict)  # compile id → content, in log order
+    code_collectives: dict[str, tuple[dict[str, int], int]] = msgspec.field(default_factory=dict)
+    agreements: list[Agreement] = msgspec.field(default_factory=list)
+    dynamic_sources: dict[str, set[str]] = msgspec.field(default_factory=dict)  # frame compile → dynamic dims
+    cache: list[CacheMark] = msgspec.field(default_factory=list)  # filled once reading is done
+    fingerprints: dict[str, CompileFingerprint] = msgspec.field(default_factory=dict)  # compile id → content, in log order
 
     def fingerprint(self, compile_id: CompileId | None) -> CompileFingerprint:
         """The fingerprint of a compile id, created at its first noted record."""
@@ -333,8 +324,7 @@ def graph_of(compile_id: CompileId | None) -> str:
 WHOLE_GRAPH_STAGES = ("dynamo", "ddp", "pre_grad", "recompile_pre_grad", "joint", "compiled_autograd")
 
 
-@dataclass(slots=True)
-class GraphStep:
+class GraphStep(msgspec.Struct):
     """A graph or generated code of a compile, with where it sits in the pipeline and its lineage."""
 
     name: str
@@ -345,8 +335,7 @@ class GraphStep:
     url: str | None
 
 
-@dataclass(slots=True)
-class LineageState:
+class LineageState(msgspec.Struct):
     """What a compile has logged so far that tells forward from backward.
 
     AOTAutograd logs the forward and backward graphs when it partitions; Inductor then compiles the
@@ -371,8 +360,7 @@ class LineageState:
         return ""
 
 
-@dataclass(slots=True)
-class FailureRow:
+class FailureRow(msgspec.Struct):
     compile_id: CompileId | None
     url: str
     failure_type: str  # "RestartAnalysis" for restarts, else the exception type
@@ -380,13 +368,12 @@ class FailureRow:
     source: str  # "file:line" of the user frame, for failures
 
 
-@dataclass(repr=False, eq=False)  # one per log: never compared or printed
-class InputInfo:
+class InputInfo(msgspec.Struct, eq=False):  # one per log: never compared or printed
     path: str
     size: int
-    others: list[str] = field(default_factory=list)  # other logs in the folder we did not read
-    also: list[str] = field(default_factory=list)  # further logs read into this report
-    sizes: dict[str, int] = field(default_factory=dict)  # bytes of each further log
+    others: list[str] = msgspec.field(default_factory=list)  # other logs in the folder we did not read
+    also: list[str] = msgspec.field(default_factory=list)  # further logs read into this report
+    sizes: dict[str, int] = msgspec.field(default_factory=dict)  # bytes of each further log
 
     def files(self) -> list[tuple[str, int | None]]:
         """(path, bytes) of every log read into the report."""
@@ -478,7 +465,9 @@ class Questions:
         return name if name is not None else "(unknown)"
 
 
-@dataclass(repr=False, eq=False)  # one per log: never compared or printed
+# A dataclass, where the module's records are msgspec Structs: one per log (its build cost does not
+# matter), with fields set after __init__ (init=False) and a __dict__ for the memos of compiles.py.
+@dataclass(repr=False, eq=False)  # never compared or printed
 class Store(Questions):
     source: InputInfo
     stats: Stats

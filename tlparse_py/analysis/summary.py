@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..model import CompileId
 
@@ -59,8 +60,7 @@ CACHE_RESULTS = ("hit", "miss", "bypass")
 RECOMPILE_LIMIT = "recompile limit"  # in the failure reason of the compile that hit torch's recompile limit
 
 
-@dataclass(slots=True, frozen=True)
-class CompileTime:
+class CompileTime(Struct, frozen=True):
     forward: float | None  # entire_frame_compile_time_s: Dynamo, AOTAutograd and the forward compile
     backward: float | None  # the lazy backward compile (bwd_compilation_metrics.inductor_compile_time_s)
     total: float | None
@@ -75,8 +75,7 @@ class CompileTime:
 UNKNOWN_TIME = CompileTime(None, None, None)
 
 
-@dataclass(slots=True, frozen=True)
-class GraphBreak:
+class GraphBreak(Struct, frozen=True):
     """One graph break of a compile: why, where in the user's code, and the fix torch suggests."""
 
     reason: str  # its type: torch's headline, e.g. "Failed to trace builtin operator"
@@ -133,8 +132,7 @@ def library_name(location: str) -> str:
     return "the standard library"
 
 
-@dataclass(slots=True, frozen=True)
-class CacheLookup:
+class CacheLookup(Struct, frozen=True):
     cache: str  # "fx_graph" / "aotautograd" / ...
     result: str  # hit / miss / bypass
     reason: str  # why it was bypassed, when it was
@@ -143,8 +141,7 @@ class CacheLookup:
         return {"cache": self.cache, "result": self.result, "reason": self.reason}
 
 
-@dataclass(slots=True, frozen=True)
-class Failure:
+class Failure(Struct, frozen=True):
     type: str
     reason: str | None
 
@@ -152,8 +149,7 @@ class Failure:
         return {"type": self.type, "reason": self.reason}
 
 
-@dataclass(slots=True)
-class CompileSummary:
+class CompileSummary(Struct):
     """One compile: a frame compile (all its attempts) in one generation of its id."""
 
     key: CompileId  # the frame compile (`[0/1]`, attempt 0)
@@ -252,8 +248,7 @@ def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
     return result
 
 
-@dataclass(slots=True)
-class GraphBreakGroup:
+class GraphBreakGroup(Struct):
     """One kind of graph break across the run (torch's registry id, else its headline): the fix
     torch suggests for it, and every compile and user code line where it happened."""
 
@@ -297,8 +292,7 @@ def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGro
     return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.kind))
 
 
-@dataclass(slots=True)
-class FrameRecompiles:
+class FrameRecompiles(Struct):
     """A frame compiled more than once, with the guard failures that made it recompile."""
 
     identity: tuple[int | None, int | None, int]
@@ -345,8 +339,7 @@ def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
     return sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))
 
 
-@dataclass(slots=True)
-class Summary:
+class Summary(Struct):
     """What one report (one process's logs) found: its compiles, and where they come from."""
 
     compiles: list[CompileSummary]
@@ -363,8 +356,7 @@ class Summary:
         return path.replace("\\", "/").rsplit("/", 1)[-1] or "(no log)"
 
 
-@dataclass(slots=True)
-class RankEntry:
+class RankEntry(Struct):
     rank: int | None
     folder: str
     error: str | None
@@ -376,8 +368,7 @@ class RankEntry:
         return f"rank {self.rank}" if self.rank is not None else self.folder
 
 
-@dataclass(slots=True)
-class RanksSummary:
+class RanksSummary(Struct):
     """What a multi-rank report found: each rank's summary, and where the ranks diverge."""
 
     ranks: list[RankEntry]

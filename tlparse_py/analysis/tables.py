@@ -8,8 +8,9 @@ Each kind's declaration says what its records are to these tables (`Kind.tensor`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..model import RecordSummary
 from .kinds.registry import declared
@@ -18,8 +19,7 @@ from .stacks import Frame, frames_from_json
 TENSOR_FLAGS = ("requires_grad", "is_leaf", "is_view", "is_parameter", "is_sparse", "is_inference")
 
 
-@dataclass(slots=True)
-class TensorRow:
+class TensorRow(Struct):
     """An input tensor of the compile, as fake-tensor conversion described it."""
 
     source: str
@@ -31,8 +31,7 @@ class TensorRow:
     flags: str
 
 
-@dataclass(slots=True)
-class SymbolRow:
+class SymbolRow(Struct):
     event: str
     kind: str
     name: str
@@ -43,8 +42,7 @@ class SymbolRow:
     line: int
 
 
-@dataclass(slots=True)
-class CompileTables:
+class CompileTables(Struct):
     tensors: list[TensorRow] = field(default_factory=list)
     symbols: list[SymbolRow] = field(default_factory=list)
     runtime: list[tuple[str, str]] = field(default_factory=list)  # (kind.field, value)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ..units import format_seconds
 from .summary import CACHE_RESULTS, CompileSummary, slowest
@@ -24,8 +25,7 @@ Value = int | float | None
 Involved = list[tuple[CompileSummary, str]]  # (a compile behind the number, a detail such as "(2)")
 
 
-@dataclass(frozen=True, slots=True)
-class Combined:
+class Combined(Struct, frozen=True):
     """A total over several ranks: the number a gate compares, how a table shows it, and what it is."""
 
     value: Value
@@ -74,8 +74,7 @@ def in_parallel(values: Sequence[Value], seconds: bool) -> Combined:
     return Combined(high, f"max {_show(high, seconds)}, median {_show(median, seconds)} per rank", " on the slowest rank")
 
 
-@dataclass(frozen=True, slots=True)
-class Total:
+class Total(Struct, frozen=True):
     name: str  # the summary.json key and the --fail-on name; `a.b` nests b under a
     label: str  # what it counts, in a few words ("failed compiles"): diff rows and cards
     column: str  # the heading it is shown under; totals sharing one are shown together, "a / b"

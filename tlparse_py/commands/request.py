@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import click
+from msgspec import Struct
 
 from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
 from ..options import Options
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ..diff.gates import Condition
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_LIMITS = Limits()  # the flags' defaults
 
 
 def _check_source_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -86,12 +88,12 @@ REPORT_OPTIONS: list[Callable[[F], F]] = [
                       "the rest, by default all, is coloured by the page's script when shown."),
     click.option("--inline-mb", type=Amount(min=0), default=8.0, show_default=True, metavar="MB",
                  help="Text shown inline on compile-id pages per report; beyond it sections link to their files."),
-    click.option("--max-line-mb", type=Amount(min=0, min_open=True), default=Limits.max_line_mb, show_default=True, metavar="MB",
+    click.option("--max-line-mb", type=Amount(min=0, min_open=True), default=DEFAULT_LIMITS.max_line_mb, show_default=True, metavar="MB",
                  help="A longer line is skipped and counted (fail_line_too_long) instead of being held in memory."),
-    click.option("--max-gunzip-ratio", type=Amount(min=0), default=Limits.max_gunzip_ratio, show_default=True, metavar="N",
+    click.option("--max-gunzip-ratio", type=Amount(min=0), default=DEFAULT_LIMITS.max_gunzip_ratio, show_default=True, metavar="N",
                  help=f"Refuse a .gz that expands more than N times over (past {GUNZIP_GRACE_MB} MB): a decompression bomb."),
     click.option("--no-gunzip-limit", is_flag=True, help="Un-gzip whatever the ratio (same as --max-gunzip-ratio 0)."),
-    click.option("--max-raw-log-mb", type=Amount(min=0), default=Limits.max_raw_log_mb, show_default=True, metavar="MB",
+    click.option("--max-raw-log-mb", type=Amount(min=0), default=DEFAULT_LIMITS.max_raw_log_mb, show_default=True, metavar="MB",
                  help="raw.log copies the log up to this size; beyond it raw.log is a note naming the log."),
     click.option("--fail-on", "fail_on", multiple=True, metavar="CONDITIONS", help=GATES_HELP),
     click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
@@ -113,8 +115,7 @@ def report_options(command: F) -> F:
     return command
 
 
-@dataclass
-class ReportRequest:
+class ReportRequest(Struct):
     """What to write and check once the log is read: the report's options, parsed and validated."""
 
     out: Path

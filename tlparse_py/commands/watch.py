@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .. import shutdown
 from ..analysis.kinds import load_plugins
@@ -33,8 +34,7 @@ from .request import ReportRequest, report_options
 EXIT_INTERRUPTED = 130
 
 
-@dataclass
-class Watching:
+class Watching(Struct):
     """How to watch: how often to look, how long a log must be quiet once its writer is gone, and
     (for `run --live`) whether the writer is still running."""
 

@@ -11,8 +11,9 @@ not tell is None (null), never guessed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from .._version import __version__
 from ..analysis.summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
@@ -35,8 +36,7 @@ DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look lik
                       "and graph break is listed as gone or new")
 
 
-@dataclass(frozen=True, slots=True)
-class Pairing:
+class Pairing(Struct, frozen=True):
     """How to tell the same code in two runs: `--pair` file pairs and `--source-root`."""
 
     pairs: tuple[tuple[str, str], ...] = ()

@@ -19,7 +19,8 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = ["OPERATORS", "Condition", "ConditionError", "Violation", "parse_conditions", "unknown", "violated"]
 
@@ -39,8 +40,7 @@ class ConditionError(ValueError):
     """A malformed condition list or an unknown name; the message lists the valid names."""
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(Struct, frozen=True):
     name: str
     op: str
     threshold: float
@@ -56,8 +56,7 @@ class Condition:
         return f"{self.name}{self.op}{threshold}"
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(Struct, frozen=True):
     condition: Condition
     value: float
 

@@ -7,9 +7,9 @@ multi-rank summary, like `--all-ranks-html` writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec import Struct
 import orjson
 
 from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
@@ -24,8 +24,7 @@ class LoadError(Exception):
     """One side cannot be read; the message says why and what to do."""
 
 
-@dataclass
-class Side:
+class Side(Struct):
     path: Path
     kind: str  # "trace" or "report"
     summary: Summary | RanksSummary

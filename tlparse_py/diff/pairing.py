@@ -25,7 +25,8 @@ from collections import deque
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from ..analysis.stacks import is_user_code, split_location
 from ..analysis.summary import CompileSummary, GraphBreak, Summary
@@ -45,8 +46,7 @@ def function_name(name: str | None) -> str:
     return f"resume in {match.group(1)}" if match else name
 
 
-@dataclass(slots=True)
-class Files:
+class Files(Struct):
     """A run's user files, relative to its root."""
 
     root: str
@@ -71,8 +71,7 @@ class Files:
             return cls("")
 
 
-@dataclass(slots=True)
-class Frame:
+class Frame(Struct):
     """One frame of one run, with its compiles in log order."""
 
     file: str  # relative to its run's root
@@ -88,8 +87,7 @@ class Frame:
         return (self.file, self.name, self.anchor)
 
 
-@dataclass(slots=True)
-class FramePair:
+class FramePair(Struct):
     base: Frame | None
     new: Frame | None
     how: str  # "same", "moved", "edited" (its anchor text changed), "renamed", "new" or "gone"
@@ -189,8 +187,7 @@ def renamed_functions(pairs: Iterable[FramePair]) -> dict[str, str]:
     return {p.base.name: p.new.name for p in pairs if p.how == "renamed" and p.base is not None and p.new is not None}
 
 
-@dataclass(slots=True)
-class BreakSite:
+class BreakSite(Struct):
     """One kind of graph break at one place in the code, on one side: every compile that broke there."""
 
     brk: GraphBreak

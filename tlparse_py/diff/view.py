@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..analysis.totals import TOTALS, value_at
@@ -126,8 +125,7 @@ def _failure(f: dict[str, Any]) -> dict[str, Any]:
             "type": f["type"], "reason": f["reason"] or ""}
 
 
-@dataclass(kw_only=True, slots=True)
-class DiffPage(Page):
+class DiffPage(Page, kw_only=True):
     """What changed between two runs: one section, or one per rank."""
 
     template: ClassVar[str] = "diff.html.j2"

@@ -27,9 +27,10 @@ import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from msgspec import Struct
 
 from .registry import BY_NAME, SCENARIO_DIR
 from .runner import ScenarioResult
@@ -199,8 +200,7 @@ def check_payload_md5s(data: bytes) -> list[int]:
 # --------------------------------------------------------------------------- fixtures
 
 
-@dataclass(frozen=True)
-class FixtureRow:
+class FixtureRow(Struct, frozen=True):
     """One row of the README table: where a fixture file came from."""
 
     scenario: str

@@ -6,14 +6,14 @@ that the runner executes in a subprocess; this module only describes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
 
-@dataclass(frozen=True)
-class Scenario:
+class Scenario(Struct, frozen=True):
     """One harness scenario.
 
     `expect` lists byte strings that must occur somewhere in the scenario's logs; they are

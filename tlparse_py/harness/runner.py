@@ -12,8 +12,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from .registry import Scenario
 
@@ -31,8 +32,7 @@ SCRUBBED_ENV = (
 )
 
 
-@dataclass
-class ScenarioResult:
+class ScenarioResult(Struct):
     """What happened when a scenario ran."""
 
     scenario: Scenario

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..analysis.facts import differing_lines, input_signature, normalise_collective, sync_decision
 from ..analysis.summary import RanksSummary
@@ -470,8 +471,7 @@ def frame_of(label: str) -> str:
     return str(key.frame_key()) if key is not None else label
 
 
-@dataclass
-class Landing:
+class Landing(Struct):
     """Everything the landing page says, computed once from the rank results."""
 
     results: list[RankResult]

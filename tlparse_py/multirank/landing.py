@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from msgspec.structs import replace
 import orjson
 
 from .._version import __version__
@@ -68,8 +67,7 @@ def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
     return notes
 
 
-@dataclass(kw_only=True, slots=True)
-class LandingPage(Page):
+class LandingPage(Page, kw_only=True):
     """The multi-rank landing page: whether the ranks agree, and each rank's report."""
 
     template: ClassVar[str] = "landing.html.j2"
@@ -100,8 +98,7 @@ def landing_page(landing: Landing, source: InputInfo, custom_header_html: str) -
     )
 
 
-@dataclass(kw_only=True, slots=True)
-class RankFailedPage(Page):
+class RankFailedPage(Page, kw_only=True):
     """In place of a rank's report: its log, and why it could not be built."""
 
     template: ClassVar[str] = "rank_failed.html.j2"
@@ -128,7 +125,7 @@ def write_all_ranks(
     With `scheduler` (a Dask scheduler's address) the ranks are built on that cluster, which must
     see this filesystem; it is reached before anything is written (cluster.ClusterError if not)."""
     # ranks already run in parallel: no highlighting workers inside each rank's process
-    jobs = discover(folder, dataclasses.replace(options, workers=0))
+    jobs = discover(folder, replace(options, workers=0))
     check_target(out, overwrite)  # a refused -o is said at once, not after the cluster's connect timeout
     client = connect(scheduler) if scheduler else None
     try:

@@ -12,9 +12,11 @@ import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..reading.inputs import InputError, candidate_logs, rank_of
 from ..model import Stats
@@ -29,8 +31,7 @@ from .cluster import build_on_cluster
 # finding the logs
 
 
-@dataclass
-class RankJob:
+class RankJob(Struct):
     rank: int | None
     log: Path
     folder: str  # sub-report folder: rank_N, rank_N_extra_K or unranked_K
@@ -74,8 +75,7 @@ def _size(path: Path) -> int:
 # one rank (in a worker process)
 
 
-@dataclass
-class RankResult:
+class RankResult(Struct):
     """What one rank's analysis tells the landing page (small: it travels between processes)."""
 
     rank: int | None
@@ -125,7 +125,7 @@ def build_rank(job: RankJob, root: Path) -> RankResult:
     try:
         writer = FolderWriter(root / job.folder)
         # the landing page compares fingerprints; every core already builds a rank of its own
-        options = Options(**{**vars(job.options), "fingerprints": True, "scanning_child": False})
+        options = replace(job.options, fingerprints=True, scanning_child=False)
         analysis = build_report([job.log], writer, options, InputInfo(str(job.log), _size(job.log)))
     except Exception as exc:  # one unreadable rank must not lose the others
         result.error = f"{type(exc).__name__}: {exc}"

@@ -11,8 +11,9 @@ import io
 import re
 import stat
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from .gunzip import GunzipRefused, open_log
 
@@ -41,8 +42,7 @@ class SeveralRanks(InputError):
     """The folder holds the logs of several ranks: a multi-rank report is the answer."""
 
 
-@dataclass
-class ChosenInput:
+class ChosenInput(Struct):
     log: Path
     others: list[Path] = field(default_factory=list)  # logs in the same folder that were not chosen
     note: str = ""  # told to the user on stderr when a choice was made for them
@@ -53,8 +53,7 @@ class ChosenInput:
         return [self.log, *self.also]
 
 
-@dataclass(frozen=True)
-class LogHead:
+class LogHead(Struct, frozen=True):
     """What the first record of a log says: the process (glog pid) and when (glog time, no year).
 
     `pid` is None when the log could not be scanned to the end (a .gz refused as a bomb by the

@@ -16,10 +16,10 @@ import hashlib
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from markupsafe import escape
+from msgspec import Struct
 
 from .._version import __version__
 from .cache import HighlightCache
@@ -38,8 +38,7 @@ PYGMENTS_DARK_STYLE = "monokai"
 LANGUAGES = ("python", "json", "cpp", "diff")  # what Pygments and the page's script both colour
 
 
-@dataclass(slots=True)
-class Lines:
+class Lines(Struct):
     """A text as one HTML fragment per line (escaped, or Pygments spans closed at each line end).
 
     `html` holds trusted HTML; it only becomes Markup through `render.code_html`.

@@ -13,7 +13,6 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..model import HINTS
@@ -25,8 +24,7 @@ PARALLEL_PAGES = 200  # below this many pages, a second process costs more than 
 Job = Callable[[], None]
 
 
-@dataclass(kw_only=True, slots=True)
-class ErrorPage(Page):
+class ErrorPage(Page, kw_only=True):
     """In place of a page that could not be built: what it was, and why."""
 
     template: ClassVar[str] = "page_error.html.j2"

@@ -27,10 +27,11 @@ import posixpath
 import re
 import tempfile
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 from urllib.parse import unquote
+
+from msgspec import Struct, field
 
 from ..limits import SINGLE_FILE_MB
 from .writer import MARKER
@@ -96,15 +97,13 @@ class PackError(Exception):
     """The folder is not a report (or cannot be read): nothing was written."""
 
 
-@dataclass
-class LeftOut:
+class LeftOut(Struct):
     rel: str
     size: int
     why: str
 
 
-@dataclass
-class Packed:
+class Packed(Struct):
     target: Path
     pages: int = 0
     size: int = 0  # bytes of the single file
@@ -167,8 +166,7 @@ def _umask() -> int:
 # -- the plan: which files go in ----------------------------------------------------------------
 
 
-@dataclass
-class _Page:
+class _Page(Struct):
     rel: str
     id: str
     html: bool

@@ -16,13 +16,13 @@ import hashlib
 import json
 import posixpath
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 from urllib.parse import quote, urlsplit
 
 import jinja2
 from markupsafe import Markup, escape
+from msgspec import Struct
 
 from . import cache
 from .._version import __version__
@@ -214,8 +214,7 @@ def check_source_url(template: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class SourceLinks:
+class SourceLinks(Struct, frozen=True):
     """--source-url / --source-root: user-code locations as links into the user's repository."""
 
     url: str = ""  # a template with {path} and optionally {line}; empty: no links

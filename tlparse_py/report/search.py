@@ -28,9 +28,9 @@ past it, texts are left out and the manifest's note says how many are covered. A
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 import orjson
 
 from ..analysis.compiles import Analysis
@@ -51,8 +51,7 @@ Reader = Callable[[str], bytes | None]
 RecordsOf = Callable[[CompileId | None], list[RecordSummary]]
 
 
-@dataclass
-class _Text:
+class _Text(Struct):
     """A payload text to index once every small entry is in."""
 
     priority: int
@@ -65,8 +64,7 @@ class _Text:
     alt: list[Any] | None
 
 
-@dataclass
-class _Shards:
+class _Shards(Struct):
     total_bytes: int
     shard_bytes: int
     # each shard's entries, joined as the shard file holds them: orjson hands back bytes with room to

@@ -11,8 +11,9 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from . import registry
 

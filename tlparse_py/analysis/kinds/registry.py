@@ -16,8 +16,10 @@ plugin loaded through the `tlparse_py.kinds` entry-point group.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 if TYPE_CHECKING:
     from ...model import Record
@@ -35,8 +37,7 @@ SECTIONS = ("graph_breaks", "recompiles", "guards", "pipeline", "code", "other")
 CARRIERS = ("artifact", "graph_dump")  # kinds whose records carry a named payload
 
 
-@dataclass(slots=True)
-class Output:
+class Output(Struct):
     """A file the report should contain, asked for by a parser; the pipeline numbers and writes it."""
 
     kind: str
@@ -52,8 +53,7 @@ Parser = Callable[["Record", "ParseContext"], Iterable[Output]]
 Facts = Callable[["Record", "ParseContext", str], None]  # (record, ctx, url of its first output or "")
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(Struct, frozen=True):
     """A graph's place in the compile pipeline.
 
     `role`: "start" opens a pass stage; "pass"/"end" steps are diffed against the previous step of
@@ -67,8 +67,7 @@ class Step:
     lineage: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(Struct, frozen=True):
     """A symbolic-shapes event a record is, as the compile page's symbol table shows it."""
 
     event: str  # "created", "specialised", "guard", ...
@@ -82,8 +81,7 @@ SymbolOf = Callable[[dict[str, Any]], Symbol]
 SubjectOf = Callable[[dict[str, Any]], str]
 
 
-@dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(Struct, frozen=True):
     name: str
     title: str  # a short description of what the record is
     parse: Parser | None = None  # None: never produces numbered files

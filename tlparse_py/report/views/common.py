@@ -2,16 +2,16 @@
 compile-id labels and anchors, frames, artifacts and values.
 
 Views are pure functions of the finished analysis (and of spooled record summaries): each page kind
-has a view model, a plain dataclass, that its template renders. URLs are relative to the report
+has a view model, a plain record (a msgspec Struct), that its template renders. URLs are relative to the report
 root; templates prefix them with `root` so every page works from `file://` and from a zip.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from msgspec import Struct, field
 import orjson
 
 from ... import limits
@@ -29,8 +29,7 @@ MAX_VALUE_CHARS = 4000
 __all__ = ["label", "compile_page_url", "provenance_page_url"]
 
 
-@dataclass(slots=True)
-class Inputs:
+class Inputs(Struct):
     """What the views read: the finished analysis, how the report was asked for, and the pages the
     outputs layer wrote at fixed paths (FX-generated sources, provenance pages)."""
 
@@ -45,8 +44,7 @@ class Inputs:
         return SourceLinks(self.settings.source_url, self.settings.source_root)
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class Page:
+class Page(Struct, kw_only=True, eq=False):  # a view model: never compared or printed
     """What every report page shows around its content; each page kind's model extends it."""
 
     template: ClassVar[str] = ""
@@ -62,7 +60,7 @@ class Page:
 
     def context(self) -> dict[str, Any]:
         """The template's variables: the model's fields."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in self.__struct_fields__}
 
 
 def page_base(inputs: Inputs, title: str, root: str = "") -> dict[str, Any]:
@@ -70,8 +68,7 @@ def page_base(inputs: Inputs, title: str, root: str = "") -> dict[str, Any]:
     return {"title": title, "root": root, "source": inputs.analysis.source, "source_links": inputs.source_links}
 
 
-@dataclass(slots=True)
-class FrameView:
+class FrameView(Struct):
     file: str
     line: int
     name: str

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from msgspec import Struct
 
 from ...analysis import kinds, questions
 from ...analysis.compiles import Analysis
@@ -23,8 +24,7 @@ PASS_STAGES = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint", "po
 PHASES = (("Dynamo", "dynamo"), ("AOTAutograd", "aot"), ("Inductor", "inductor"), ("Code generation", "codegen"))
 
 
-@dataclass(slots=True)
-class SymbolView:
+class SymbolView(Struct):
     """A row of the symbols table, with its user code line as a frame the page can link."""
 
     row: SymbolRow
@@ -152,8 +152,7 @@ def record_groups(records: list[RecordSummary], counts: Counter[str]) -> list[di
     return list(groups.values())
 
 
-@dataclass(frozen=True, slots=True)
-class PageRef:
+class PageRef(Struct, frozen=True):
     """One compile page: a compile id in one generation (ids reused after reset() get a page each)."""
 
     key: CompileId | None
@@ -193,8 +192,7 @@ def page_records(report: Analysis, page: PageRef, records: list[RecordSummary]) 
     return [r for r in records if report.generation_at(page.key, r.line) == page.generation]
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class CompilePage(Page):
+class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """The page of one compile id in one generation: everything logged about it, in pipeline order."""
 
     template: ClassVar[str] = "compile.html.j2"
@@ -229,8 +227,7 @@ class CompilePage(Page):
     next_label: str | None
 
 
-@dataclass(slots=True)
-class CompileOutline:
+class CompileOutline(Struct):
     """What a compile page says about its compile, without its texts: the part the search index
     indexes too, so both name, anchor and head each thing the same way."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ... import limits
@@ -130,8 +129,7 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     }
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class IndexPage(Page):
+class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """The index: what happened and what went wrong, every compile and every compile id."""
 
     template: ClassVar[str] = "index.html.j2"
@@ -223,8 +221,7 @@ def index_page(inputs: Inputs) -> IndexPage:
     )
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class FailuresPage(Page):
+class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     template: ClassVar[str] = "failures.html.j2"
     rows: list[dict[str, Any]]
 

@@ -8,15 +8,15 @@ writes local time without a zone, so it is only shown when the start is within a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from ...analysis.compiles import Analysis
 
 MAX_CLOCK_S = 86_400.0  # a start further from now than this is not this run's (another machine, another day)
 
 
-@dataclass(slots=True, repr=False, eq=False)
-class OpenCompile:
+class OpenCompile(Struct, eq=False):
     label: str
     url: str | None
     since: str  # HH:MM:SS of its dynamo_start
@@ -24,16 +24,14 @@ class OpenCompile:
     elapsed: str | None  # "41 s" when the page was written (the page's script keeps it running)
 
 
-@dataclass(slots=True, repr=False, eq=False)
-class LiveBanner:
+class LiveBanner(Struct, eq=False):
     last_record: str | None  # HH:MM:SS
     compiles: int
     compiling: list[OpenCompile] = field(default_factory=list)
     note: str = ""
 
 
-@dataclass(slots=True, repr=False, eq=False)
-class LiveMark:
+class LiveMark(Struct, eq=False):
     """A page written by a live report: which page it is (relative to the report root) and which
     version (a digest of its content, filled in once rendered); live.js lists the latest version of every page."""
 

@@ -8,8 +8,9 @@ those logged before it. `PAGE_VIEWS` maps the view a kind's `Output` names to it
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from msgspec import Struct, field
 
 from ...analysis.stacks import frames_from_json
 from ...model import CompileId
@@ -21,8 +22,7 @@ from .common import FrameView, Inputs, Page, artifact_view, format_value, frame_
 Reader = Callable[[str], bytes | None]
 
 
-@dataclass(slots=True)
-class PendingPage:
+class PendingPage(Struct):
     """A numbered page a kind asked for, built once the whole log is read."""
 
     url: str
@@ -34,8 +34,7 @@ class PendingPage:
     payload: str | None  # the record's payload file, read back by pages that show it
 
 
-@dataclass(slots=True)
-class Builder:
+class Builder(Struct):
     """What page builders read besides the analysis: payload files and highlighted lines."""
 
     inputs: Inputs
@@ -61,8 +60,7 @@ def record_page(inputs: Inputs, pending: PendingPage, title: str) -> dict[str, A
     }
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class CodePage(Page):
+class CodePage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     template: ClassVar[str] = "code.html.j2"
     lines: Lines
     lang: str
@@ -75,8 +73,7 @@ def code_page(build: Builder, pending: PendingPage) -> CodePage:
     return CodePage(**record_page(build.inputs, pending, pending.data["title"]), lines=lines, lang=lang, raw_url=pending.payload)
 
 
-@dataclass(slots=True)
-class ShapeFactView:
+class ShapeFactView(Struct):
     symbol: str
     sources: list[str]
     value: str
@@ -86,8 +83,7 @@ class ShapeFactView:
     stack: list[FrameView]
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class MetricsPage(Page):
+class MetricsPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     template: ClassVar[str] = "metrics.html.j2"
     fields: str  # every field, as indented JSON
     meta: dict[str, Any]
@@ -140,8 +136,7 @@ def stacks_of(meta: dict[str, Any], inputs: Inputs) -> tuple[list[FrameView], li
     return [frame_view(f, inputs) for f in user], [frame_view(f, inputs) for f in framework]
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class GuardsPage(Page):
+class GuardsPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     template: ClassVar[str] = "guards.html.j2"
     guards: list[str]
 
@@ -153,8 +148,7 @@ def guards_page(build: Builder, pending: PendingPage) -> GuardsPage:
 MAX_PROVENANCE_NODES = 500
 
 
-@dataclass(slots=True)
-class ExpressionNode:
+class ExpressionNode(Struct):
     depth: int
     result: str
     method: str
@@ -163,8 +157,7 @@ class ExpressionNode:
     stack: list[FrameView]
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class GuardInfoPage(Page):
+class GuardInfoPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """A symbolic_guard_information page: the guard, where it came from, locals, provenance."""
 
     template: ClassVar[str] = "guard_info.html.j2"
@@ -237,8 +230,7 @@ def expression_tree(inputs: Inputs, root: Any) -> list[ExpressionNode]:
     return nodes
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class StackTracesPage(Page):
+class StackTracesPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     template: ClassVar[str] = "stack_traces.html.j2"
     kernels: list[tuple[str, list[str]]]
 
@@ -252,8 +244,7 @@ def stack_traces_page(build: Builder, pending: PendingPage) -> StackTracesPage:
     return StackTracesPage(**record_page(build.inputs, pending, "Kernel stack traces"), kernels=kernels)
 
 
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)  # a view model: never compared or printed
-class ProvenancePage(Page):
+class ProvenancePage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """-i: the three-pane highlighter of one compile id (pre-grad graph, post-grad graph, generated code)."""
 
     template: ClassVar[str] = "provenance.html.j2"

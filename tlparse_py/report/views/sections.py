@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ...analysis import facts, kinds
 from ...model import CompileId, RecordSummary
@@ -20,8 +21,7 @@ DIFF_LINE_LIMIT = 20_000  # lines per side above which a diff is not computed
 Reader = Callable[[str], bytes | None]
 
 
-@dataclass
-class Section:
+class Section(Struct):
     """One text shown on the page: a graph, code, guards, a reason..."""
 
     id: str
