@@ -262,21 +262,28 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
             ours, tl = sum(r["tlparse-py"]["wall"] for r in big), sum(r["tlparse 0.4.3"]["wall"] for r in big)
             ratios["logs of 1 MB and more"] = {"logs": len(big), "wall": round(ours / tl, 3)}
             print(f"logs of 1 MB and more ({len(big)}): tlparse-py / tlparse wall {ours / tl:.2f}x")
-    floor = [timed([sys.executable, "-c", "import click, jinja2, orjson, markupsafe"], env)[0] for _ in range(repeat)]
+    floor = [timed([sys.executable, "-c", "import click, jinja2, orjson, markupsafe, msgspec"], env)[0] for _ in range(repeat)]
     load_after = load_average()
-    print(f"Python start-up with click, jinja2, orjson and markupsafe imported: {statistics.median(floor):.3f} s per process")
+    print(f"Python start-up with click, jinja2, orjson, markupsafe and msgspec imported: {statistics.median(floor):.3f} s per process")
     other_cores = others.cores()
     print(f"load average: {load_before} before, {load_after} after; other processes used {other_cores} cores meanwhile")
-    return {"machine": machine(), "install": install(tools["tlparse-py"]), "logs": len(rows), "repeat": repeat, "rows": rows,
+    return {"machine": machine(), "install": install(), "logs": len(rows), "repeat": repeat, "rows": rows,
             "totals": totals, "ratios": ratios, "python_floor_s": round(statistics.median(floor), 4),
             "load_before": load_before, "load_after": load_after, "other_cores": other_cores, "name": "small set"}
 
 
-def install(command: list[str]) -> str:
+def our_command() -> list[str]:
+    """tlparse-py as users run it: the install's `tlparse-py` script beside this Python (`-m`
+    would add runpy's imports), or `python -m tlparse_py` where there is none (a source checkout)."""
+    script = Path(sys.executable).parent / "tlparse-py"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "tlparse_py"]
+
+
+def install() -> str:
     """How the timed tlparse-py was installed: a wheel carries its templates compiled, a source
     checkout (or `pip install -e`) compiles them on its first run and keeps them in its cache."""
     probe = "from tlparse_py.report import render; print(type(render.environment().loader).__name__, render.HERE)"
-    found = subprocess.run([command[0], "-c", probe], capture_output=True, text=True, check=False).stdout.split()
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False).stdout.split()
     if not found:
         return "unknown"
     kind = "wheel, templates compiled at build" if found[0] == "ModuleLoader" else "source checkout, templates compiled on first run"
@@ -304,13 +311,13 @@ def main() -> int:
     if args.quiet_check:
         print(f"waiting for a quiet machine (load average ≤ {QUIET_LOAD}): now {wait_for_quiet()}", flush=True)
     args.work.mkdir(parents=True, exist_ok=True)
-    tools = {"tlparse-py": [sys.executable, "-m", "tlparse_py"]}
+    tools = {"tlparse-py": our_command()}
     if shutil.which("tlparse"):
         tools["tlparse 0.4.3"] = [shutil.which("tlparse")]
     else:
         print("tlparse is not installed (pip install tlparse==0.4.3): timing tlparse-py alone", file=sys.stderr)
     if args.small:
-        print(f"tlparse-py install: {install(tools['tlparse-py'])}")
+        print(f"tlparse-py install: {install()}")
         small = run_small(tools, args.work, args.repeat or 5)
         if args.quiet_check and busy([small]):
             print(f"not published: taken on a busy machine ({'; '.join(busy([small]))})", file=sys.stderr)
