@@ -32,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import load_average, machine, small_logs  # noqa: E402
+from run import QUIET_LOAD, load_average, machine, small_logs, wait_for_quiet  # noqa: E402
 
 # What runs inside one measured process: imports timed piece by piece, then the report command
 # with its phases wrapped. Printed as one JSON line.
@@ -148,6 +148,7 @@ def main() -> int:
     env["TLPARSE_PY_CACHE_DIR"] = tempfile.mkdtemp(prefix="tlparse-profile-cache-")
     logs = sorted(small_logs(args.work), key=lambda p: p.stat().st_size)[: args.logs]
     tlparse = shutil.which("tlparse")
+    print(f"waiting for a quiet machine (load average ≤ {QUIET_LOAD}): now {wait_for_quiet()}", flush=True)
     load_before = load_average()
     rows = []
     for log in logs:

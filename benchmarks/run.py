@@ -23,9 +23,16 @@ the wheel in a venv, and run this script with that venv's Python from outside th
 
 For each size it builds a log from the harness fixtures (benchmarks/make_logs.py), then runs each
 tool on it into a fresh folder (after `sync`, so one run's write-back does not slow the next) and
-measures wall time, peak memory of the whole process tree (PSS summed over its processes, sampled
-from /proc), output size and files.
+measures wall and CPU time, output size and files; then runs each tool once more for its peak
+memory (PSS summed over the process tree, sampled from /proc every 20 ms: sampling is kept out of
+the timed runs, where it took CPU from a tool that keeps both cores busy).
 tlparse is used when it is on PATH (`pip install tlparse==0.4.3`). Prints a table and the ratios.
+
+`--out-root /dev/shm` writes the reports to a tmpfs. On the 2-core VM these figures come from,
+creating the ~8,000 files of a 200 MB report right after the previous run's were deleted costs
+both tools seconds that change from run to run (a perf profile put a third of all samples in
+ext4's inode allocator, `recently_deleted`), so a figure on disk mixes the tools' speed with the
+disk's state; on tmpfs it is the tools alone. Each figure records its filesystem.
 """
 
 from __future__ import annotations
@@ -153,7 +160,13 @@ def busy(figures: list[dict]) -> list[str]:
             for f in figures if f["load_before"] > QUIET_LOAD or f.get("other_cores", 0.0) > QUIET_LOAD]
 
 
-def measure(command: list[str], out: Path) -> dict[str, float]:
+def measure(command: list[str], out: Path, sample_memory: bool = False) -> dict[str, float]:
+    """One run of `command` into a fresh `out`, from a cold page cache: wall and CPU time, output
+    size; with `sample_memory`, the peak memory of its process tree, sampled from /proc every 20 ms.
+
+    Timed runs do not sample: reading /proc every 20 ms takes CPU from a process tree that keeps
+    both cores busy (0.5-1 s of a 6 s run of ours, measured), and less from one that uses one.
+    """
     if out.exists():
         shutil.rmtree(out)
     quiet_disk()
@@ -161,13 +174,15 @@ def measure(command: list[str], out: Path) -> dict[str, float]:
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
-    while proc.poll() is None:
+    while sample_memory and proc.poll() is None:
         peak = max(peak, tree_rss_kb(proc.pid))
         time.sleep(0.02)
+    stderr_bytes = proc.stderr.read() if proc.stderr else b""  # read before waiting: a full pipe would block it
+    proc.wait()
     seconds = time.perf_counter() - started
     after = os.times()  # the child is reaped by poll(), so its CPU time is in children_*
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    stderr = stderr_bytes.decode("utf-8", "replace")
     files = [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
     return {
         "exit": proc.returncode,
@@ -272,6 +287,18 @@ def run_small(tools: dict[str, list[str]], work: Path, repeat: int) -> dict:
             "load_before": load_before, "load_after": load_after, "other_cores": other_cores, "name": "small set"}
 
 
+def filesystem(path: Path) -> str:
+    """The type of the filesystem holding `path` (from /proc/mounts; "unknown" elsewhere)."""
+    try:
+        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown"
+    target = str(path.resolve())
+    best = max((m for m in mounts if len(m) > 2 and (target == m[1] or target.startswith(m[1].rstrip("/") + "/"))),
+               key=lambda m: len(m[1]), default=None)
+    return best[2] if best else "unknown"
+
+
 def our_command() -> list[str]:
     """tlparse-py as users run it: the install's `tlparse-py` script beside this Python (`-m`
     would add runpy's imports), or `python -m tlparse_py` where there is none (a source checkout)."""
@@ -302,6 +329,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/tlparse-bench"))
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the generated logs and reports")
+    parser.add_argument("--out-root", type=Path, default=None,
+                        help="where the reports of --sizes are written (default: --work); /dev/shm, a tmpfs, takes the disk out of the figure")
     parser.add_argument("--repeat", type=int, default=None, help="runs per tool and size (alternating); the median is reported "
                         "(default 1, or 5 with --small)")
     parser.add_argument("--small", action="store_true", help="the small-log set: every fixture log, whole process, both tools")
@@ -326,30 +355,41 @@ def main() -> int:
             args.json.write_text(json.dumps(small, indent=2))
         return 0
     args.repeat = args.repeat or 1
+    out_root = args.out_root or args.work
+    out_root.mkdir(parents=True, exist_ok=True)
     results = []
     for size in args.sizes:
         log = args.work / f"bench_{size:g}mb.log"
         if not log.exists():
             build(size, log)
+            if args.quiet_check:  # building the log is itself load: wait again before timing
+                print(f"waiting for a quiet machine after building the log: now {wait_for_quiet()}", flush=True)
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
         load_before = load_average()
         others = OtherLoad()
         for attempt in range(args.repeat):
             for name, command in tools.items():
-                out = args.work / f"out_{size:g}mb_{name.split()[0]}"
+                out = out_root / f"out_{size:g}mb_{name.split()[0]}"
                 run = measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out)
                 runs[name].append(run)
-                print(f"{size:6g} MB  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['cpu_seconds']:7.2f} s CPU  {run['peak_rss_mb']:8.1f} MB RSS  "
+                print(f"{size:6g} MB  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['cpu_seconds']:7.2f} s CPU  "
                       f"{run['output_mb']:8.1f} MB out  {run['files']:6d} files  exit {run['exit']}", flush=True)
                 if not args.keep:
                     shutil.rmtree(out, ignore_errors=True)
+        peaks = {}
+        for name, command in tools.items():  # peak memory: a run of its own, sampled (see `measure`)
+            out = out_root / f"out_{size:g}mb_{name.split()[0]}"
+            peaks[name] = measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out, sample_memory=True)["peak_rss_mb"]
+            print(f"{size:6g} MB  {name:14s} memory run: {peaks[name]:8.1f} MB peak PSS", flush=True)
+            shutil.rmtree(out, ignore_errors=True)
         for name, measured in runs.items():
             median = sorted(measured, key=lambda r: r["seconds"])[len(measured) // 2]
             row = {"size_mb": size, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name, "runs": len(measured),
                    "all_seconds": [r["seconds"] for r in measured], "all_cpu_seconds": [r["cpu_seconds"] for r in measured]}
             row.update(median)
-            row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in measured)
-            row.update(load_before=load_before, load_after=load_average(), other_cores=others.cores(), name=f"{size:g} MB {name}")
+            row["peak_rss_mb"] = peaks[name]
+            row.update(load_before=load_before, load_after=load_average(), other_cores=others.cores(), name=f"{size:g} MB {name}",
+                       out_filesystem=filesystem(out_root))
             results.append(row)
         if not args.keep:
             log.unlink()

@@ -53,3 +53,19 @@ def test_the_quiet_check_waits_for_the_load_to_fall(monkeypatch):
     monkeypatch.setattr(bench, "load_average", lambda: next(readings))
     monkeypatch.setattr(bench.time, "sleep", lambda s: None)
     assert bench.wait_for_quiet() == 0.3
+
+
+def test_each_figure_names_the_filesystem_its_reports_were_written_to(tmp_path, monkeypatch):
+    bench = load_bench()
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\nproc /proc proc rw 0 0\n")
+    real_path = bench.Path
+
+    class Mounts(type(real_path())):
+        def read_text(self, *args, **kwargs):
+            return mounts.read_text() if str(self) == "/proc/mounts" else super().read_text(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "Path", Mounts)
+    assert bench.filesystem(real_path("/dev/shm/tlb")) == "tmpfs"
+    assert bench.filesystem(real_path("/dev/shmem")) == "ext4"  # a longer name is not inside /dev/shm
+    assert bench.filesystem(real_path("/tmp/tlparse-bench")) == "ext4"
