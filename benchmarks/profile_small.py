@@ -1,6 +1,6 @@
 """Where a whole-process run on a small log spends its time: the split behind the small-set figure.
 
-    python benchmarks/profile_small.py [--logs 5] [--repeat 7] [--json profile_small.json] [--markdown profile_small.md]
+    python benchmarks/profile_small.py [--logs 5] [--repeat 7] [--quiet-check] [--json F] [--markdown F]
 
 For the smallest fixture logs (run.py's small set), each run is a whole process, as users run it.
 The split, medians over `--repeat` runs per log:
@@ -143,12 +143,14 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/tlparse-bench"))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--quiet-check", action="store_true", help=f"first wait (up to a minute) for the load average to fall to {QUIET_LOAD}")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # .pyc as after pip install
     env["TLPARSE_PY_CACHE_DIR"] = tempfile.mkdtemp(prefix="tlparse-profile-cache-")
     logs = sorted(small_logs(args.work), key=lambda p: p.stat().st_size)[: args.logs]
     tlparse = shutil.which("tlparse")
-    print(f"waiting for a quiet machine (load average ≤ {QUIET_LOAD}): now {wait_for_quiet()}", flush=True)
+    if args.quiet_check:
+        print(f"waiting for a quiet machine (load average ≤ {QUIET_LOAD}): now {wait_for_quiet()}", flush=True)
     load_before = load_average()
     rows = []
     for log in logs:

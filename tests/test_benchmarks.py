@@ -69,3 +69,27 @@ def test_each_figure_names_the_filesystem_its_reports_were_written_to(tmp_path, 
     assert bench.filesystem(real_path("/dev/shm/tlb")) == "tmpfs"
     assert bench.filesystem(real_path("/dev/shmem")) == "ext4"  # a longer name is not inside /dev/shm
     assert bench.filesystem(real_path("/tmp/tlparse-bench")) == "ext4"
+
+
+def test_the_readme_profile_command_splits_a_small_run_into_parts_that_add_up():
+    """`python benchmarks/profile_small.py`, as the README shows it: every part of a whole-process
+    run on the smallest fixture logs, measured (the report's phases inside the run are timed by
+    wrapping the functions that do them: a renamed one would break the split, and this test)."""
+    import re
+    import subprocess
+
+    readme = (BENCH.parent.parent / "README.md").read_text()
+    command = re.search(r"`(python benchmarks/profile_small\.py)`", readme).group(1)
+    done = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=BENCH.parent.parent,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("|")[1].strip(): [float(v) for v in line.split("|")[2:-1]]
+            for line in done.stdout.splitlines() if line.startswith("| ") and not line.startswith("| part")}
+    assert len(rows["whole process"]) == 6  # five logs and their mean
+    for part in ("interpreter", "stack imports", "own imports", "reading and analysis", "pages", "search index", "static files",
+                 "output folder: staging", "output folder: commit"):
+        assert all(v > 0 for v in rows[part]), part
+    parts = [name for name in rows if not name.startswith("of which") and name != "whole process"]
+    for column in range(5):
+        # the parts account for the whole (each is a median of its own, so not to the millisecond)
+        assert 0.8 * rows["whole process"][column] <= sum(rows[name][column] for name in parts) <= 1.2 * rows["whole process"][column]
