@@ -30,8 +30,8 @@ def main() -> None:
 def leave_now(code: object) -> None:
     """Exit without tearing the interpreter down, when the command is over and nothing runs beside it.
 
-    Freeing every module and object of a finished run one by one takes ~15 ms on 2 cores, a tenth
-    of a run on a small log, and saves nothing: the process ends. What an exit must still do is
+    Freeing every module and object of a finished run one by one took ~35 ms on 2 cores, a sixth of
+    a run on a small log (A/B of alternating runs), and saves nothing: the process ends. What an exit must still do is
     done here: atexit hooks (temporary folders' finalizers, worker pools) and flushing stdout and
     stderr. Files the run wrote are closed by then (every write is in a `with`). Where a thread
     that Python would wait for is alive (not a daemon), or a stream cannot be flushed, this returns
