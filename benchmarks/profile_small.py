@@ -42,17 +42,18 @@ started = time.perf_counter()
 import dataclasses, re
 import click, jinja2, orjson, markupsafe, msgspec
 stack = time.perf_counter()
-spent = {"dataclasses": 0.0, "regexes": 0.0}
-def timing(name, fn):
+def timed(totals, name, fn):  # fn, its time added to totals[name]
+    totals.setdefault(name, 0.0)
     def wrapped(*a, **k):
         t = time.perf_counter()
         try:
             return fn(*a, **k)
         finally:
-            spent[name] += time.perf_counter() - t
+            totals[name] += time.perf_counter() - t
     return wrapped
-dataclasses._process_class = timing("dataclasses", dataclasses._process_class)
-re._compile = timing("regexes", re._compile)
+spent = {}
+dataclasses._process_class = timed(spent, "dataclasses", dataclasses._process_class)
+re._compile = timed(spent, "regexes", re._compile)
 import tlparse_py.cli, tlparse_py.pipeline, tlparse_py.commands.report
 imported = time.perf_counter()
 own = dict(spent)
@@ -61,15 +62,7 @@ from tlparse_py.commands import report
 from tlparse_py.report import jobs, writer
 phases = {}
 def phase(owner, attr, name):
-    fn = getattr(owner, attr)
-    phases[name] = 0.0
-    def wrapped(*a, **k):
-        t = time.perf_counter()
-        try:
-            return fn(*a, **k)
-        finally:
-            phases[name] += time.perf_counter() - t
-    setattr(owner, attr, wrapped)
+    setattr(owner, attr, timed(phases, name, getattr(owner, attr)))
 phase(pipeline, "read_logs", "reading and analysis")
 phase(jobs.PageJobs, "run", "pages")
 phase(pipeline.Pipeline, "_write_search_index", "search index")
