@@ -374,6 +374,22 @@ SCENARIOS: tuple[Scenario, ...] = (
         needs_cuda=True,
         expect=("_template_autotuning",),
     ),
+    Scenario(
+        "cuda_training",
+        "training steps on CUDA, batch size changed: Triton forward/backward kernels, a dynamic recompile",
+        needs_cuda=True,
+        expect=(_kind("bwd_compilation_metrics"), "@triton.jit", '"frame_compile_id": 1'),
+    ),
+    Scenario(
+        "skip_base",
+        "a training loop over Linear+relu layers whose forward compiles (the base of the skip_nan pair)",
+        expect=(_kind("compilation_metrics"), _kind("bwd_compilation_metrics"), '"co_name": "forward"'),
+    ),
+    Scenario(
+        "skip_nan",
+        "skip_base with a NaN check in its layer loop: a graph break in a loop, Dynamo skips the forward",
+        expect=(_artifact("dynamo_graph_break_reason"), "Failed to handle graph break gracefully", "frame skipped"),
+    ),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
