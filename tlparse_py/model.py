@@ -72,11 +72,6 @@ def display_key(key: CompileId | None) -> str:
     return "(unknown)" if key is None else str(key)
 
 
-def json_key(key: CompileId | None) -> str:
-    """How a directory key is written in compile_directory.json."""
-    return "unknown" if key is None else str(key)
-
-
 # Counters, in the order tlparse prints them; ours (after `unknown`) only appear when non-zero.
 STAT_NAMES = (
     "ok",

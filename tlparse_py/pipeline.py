@@ -184,7 +184,7 @@ class Pipeline:
         self.writer.write("index.html", render_page(index_page(self.inputs)))
         summary = self.analysis.summary()
         self.writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-        self.writer.write("summary.md", summary_markdown(summary).encode("utf-8"))
+        self.writer.write("summary.md", summary_markdown(summary, source_root=self.options.source_root).encode("utf-8"))
         self.spool.handle.close()
 
     def _write_search_index(self, builder: PageBuilder) -> str | None:
@@ -245,10 +245,6 @@ class Pipeline:
             except Exception as exc:
                 self.inputs.provenance_pages.append((key, url, False))
                 self.jobs.failed(url, f"provenance of {label(key)}", exc)
-
-
-def summary_json(analysis: Analysis) -> bytes:
-    return orjson.dumps(analysis.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
 
 
 def write_static(writer: FolderWriter) -> None:

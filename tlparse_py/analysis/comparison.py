@@ -1,39 +1,44 @@
-"""Two summaries in, one diff dict out (what `diff.json` holds; schema: diff.schema.json).
+"""Two runs compared: the diff dict (what `diff.json` holds; schema: diff.schema.json).
 
-Pure: no I/O. The summaries are the analysis' typed objects (`analysis.summary`), built from a log or
-loaded back from a report's summary.json; every word (a recompile, a failure, a graph break, the
-totals) is theirs. Compiles are paired by what survives between runs, not by compile id or line
-number (`pairing.py`): a frame by its file, function and the source text that anchors it, a graph
-break by its kind (torch's registry id, else its headline) and the text of its line; within a frame
-the 1st compile pairs with the 1st, the 2nd with the 2nd, and so on. A value that either side does
-not tell is None (null), never guessed.
+Pure: no I/O. The summaries are the analysis' typed objects (`summary.py`), built from a log or
+loaded back from a report's summary.json; every word (a recompile, a failure, a skipped frame, a
+graph break, the totals) is theirs, and every figure over ranks is combined as its total's
+declaration says (`totals.py`). Compiles are paired by what survives between runs, not by compile
+id or line number (`pairing.py`); within a frame the 1st compile pairs with the 1st, and so on.
+
+Like is compared with like:
+- compile time is compared only where it can be: paired compiles with the same cache results,
+  and compiles only one run has. When a paired compile hit the cache in one run and missed in
+  the other, the times measure the cache, not the code: the diff says so and the time gate is
+  not checked;
+- a frame that compiled in BASE and runs eagerly in NEW (torch skipped it, or it hit the
+  recompile limit) is a regression of its own ("no longer compiled"), never a failure, and its
+  lost compile time is never counted as a saving.
+
+A value that either side does not tell is None (null), never guessed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from .._version import __version__
-from ..analysis.summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
-from ..analysis.totals import TOTALS, nested, totals_of
 from .pairing import (
     BreakKey, BreakSite, Files, Frame, FramePair, break_sites, file_map, frames_of, pair_frames, renamed_functions, user_files, user_paths,
 )
+from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
+from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of, value_at
 
-SCHEMA_VERSION = "1.2"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
-
-# the names `--fail-on` accepts, and what each measures
-METRICS = {
-    "new_graph_breaks": "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved)",
-    "new_recompiles": "recompiles NEW has beyond BASE's, summed over frames",
-    "new_failures": "compiles that fail in NEW but did not in BASE",
-    "compile_time_ratio": "total compile time, NEW / BASE",
-    "cache_miss_delta": "cache misses, NEW - BASE",
-}
+SCHEMA_VERSION = "2.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
                       "and graph break is listed as gone or new")
+EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW
+NO_CACHE_RESULTS = "a side's summary.json records no cache results (an older schema): compile times cannot be compared"
+
+Dict = dict[str, Any]
 
 
 class Pairing(Struct, frozen=True):
@@ -51,17 +56,18 @@ def _num(value: Any) -> float | int | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def pair(base: Any, new: Any) -> dict[str, Any]:
+def pair(base: Any, new: Any) -> Dict:
     """{"base", "new", "delta"} of two counts; delta is None when either is unknown."""
     b, n = _num(base), _num(new)
     return {"base": b, "new": n, "delta": None if b is None or n is None else _round(n - b)}
 
 
-def timed(base: Any, new: Any) -> dict[str, Any]:
-    """{"base", "new", "delta", "ratio"} of two durations; ratio is None when base is unknown or 0."""
+def timed(base: Any, new: Any, comparable: bool = True) -> Dict:
+    """{"base", "new", "delta", "ratio"} of two durations; ratio is None when base is unknown or 0,
+    or when the two are not comparable."""
     out = pair(_round(_num(base)), _round(_num(new)))
     b, n = out["base"], out["new"]
-    out["ratio"] = None if b is None or n is None or b == 0 else round(n / b, 4)
+    out["ratio"] = None if not comparable or b is None or n is None or b == 0 else round(n / b, 4)
     return out
 
 
@@ -69,8 +75,8 @@ def _round(value: Any) -> Any:
     return round(value, 6) if isinstance(value, float) else value
 
 
-def _sum(values: list[Any]) -> float | None:
-    known = [v for v in values if _num(v) is not None]
+def _sum(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
     return round(sum(known), 6) if known else None
 
 
@@ -78,7 +84,7 @@ def _total(compile_: CompileSummary | None) -> float | None:
     return compile_.compile_time_s.total if compile_ is not None else None
 
 
-def _ref(compile_: CompileSummary | None) -> dict[str, Any] | None:
+def _ref(compile_: CompileSummary | None) -> Dict | None:
     if compile_ is None:
         return None
     return {"id": compile_.id, "generation": compile_.generation, "status": compile_.status}
@@ -88,71 +94,191 @@ def _nth(items: list[CompileSummary], i: int) -> CompileSummary | None:
     return items[i] if i < len(items) else None
 
 
+def runs_eagerly(compile_: CompileSummary | None) -> bool:
+    """The frame ran without this compile: torch skipped it, or it hit the recompile limit."""
+    return compile_ is not None and (compile_.skipped or compile_.hit_recompile_limit)
+
+
+def _failed(compile_: CompileSummary | None) -> Failure | None:
+    """The compile's failure, in the report's words: an exception, not a frame that runs eagerly."""
+    if compile_ is None or not compile_.failed or compile_.hit_recompile_limit:
+        return None
+    return compile_.failure
+
+
+def cache_results(compile_: CompileSummary) -> tuple[tuple[str, str], ...]:
+    """What the compile's cache lookups found, order aside: two compiles with the same are timed alike."""
+    return tuple(sorted((lookup.cache, lookup.result) for lookup in compile_.cache))
+
+
+# ------------------------------------------------------------------------------------------------
+# compiles paired across the runs
+
+
+class CompilePair(Struct):
+    """The i-th compile of a frame in BASE and in NEW (either may be missing)."""
+
+    base: CompileSummary | None
+    new: CompileSummary | None
+
+    @property
+    def no_longer_compiled(self) -> bool:
+        """BASE compiled this and NEW runs it eagerly."""
+        return self.base is not None and not runs_eagerly(self.base) and runs_eagerly(self.new)
+
+    @property
+    def cache_differs(self) -> bool:
+        return self.base is not None and self.new is not None and cache_results(self.base) != cache_results(self.new)
+
+    @property
+    def time_comparable(self) -> bool:
+        """Its times say something about the code: not a lost compile, not a cache difference."""
+        return not self.no_longer_compiled and not self.cache_differs and not (runs_eagerly(self.base) or runs_eagerly(self.new))
+
+
+def compile_pairs(frame_pair: FramePair) -> list[CompilePair]:
+    b_list = frame_pair.base.compiles if frame_pair.base else []
+    n_list = frame_pair.new.compiles if frame_pair.new else []
+    return [CompilePair(_nth(b_list, i), _nth(n_list, i)) for i in range(max(len(b_list), len(n_list)))]
+
+
+class TimeComparison(Struct):
+    """Compile time over the compiles that can be compared, and why it cannot be when it cannot."""
+
+    base: float | None = None
+    new: float | None = None
+    compared: int = 0  # compiles (paired or only in one run) whose time is counted
+    cache_differs: int = 0  # paired compiles whose cache results differ
+    base_hits: int = 0  # cache hits in those compiles, each side
+    new_hits: int = 0
+    lost: int = 0  # compiles BASE had that NEW runs eagerly: left out
+    cache_known: bool = True
+    unknown: list[str] = field(default_factory=list)  # compiles whose time no record logged
+
+    def add(self, p: CompilePair) -> None:
+        if p.no_longer_compiled:
+            self.lost += 1
+            return
+        if p.cache_differs:
+            assert p.base is not None and p.new is not None
+            self.cache_differs += 1
+            self.base_hits += p.base.cache_count("hit")
+            self.new_hits += p.new.cache_count("hit")
+            return
+        b, n = _total(p.base), _total(p.new)
+        if (p.base is not None and b is None) or (p.new is not None and n is None):
+            shown = p.new if p.new is not None else p.base
+            assert shown is not None
+            self.unknown.append(shown.id)
+            return
+        self.compared += 1
+        self.base = _round((self.base or 0.0) + (b or 0.0))
+        self.new = _round((self.new or 0.0) + (n or 0.0))
+
+    @property
+    def why_not(self) -> str | None:
+        """Why the compile times cannot be compared; None when they can."""
+        if not self.cache_known:
+            return NO_CACHE_RESULTS
+        if self.cache_differs:
+            if self.base_hits > self.new_hits:
+                what = f"BASE hit the cache {self.base_hits - self.new_hits} times where NEW missed"
+            elif self.new_hits > self.base_hits:
+                what = f"NEW hit the cache {self.new_hits - self.base_hits} times where BASE missed"
+            else:
+                what = f"{self.cache_differs} paired compiles had different cache results"
+            return f"cache states differ: {what}: compile times are not comparable"
+        if self.unknown:
+            return f"the compile time of {', '.join(self.unknown[:3])}{' and more' if len(self.unknown) > 3 else ''} is unknown"
+        if not self.compared and self.lost:
+            return "every compile the runs share is one NEW no longer compiles: no time is left to compare"
+        if not self.compared:
+            return "no compile logged a time in either run"
+        return None
+
+    def to_dict(self) -> Dict:
+        why = self.why_not
+        return {**timed(self.base, self.new, why is None), "comparable": why is None, "why_not": why,
+                "compared": self.compared, "cache_differs": self.cache_differs, "no_longer_compiled": self.lost}
+
+
 # ------------------------------------------------------------------------------------------------
 # one report against another
 
 
-def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> dict[str, Any]:
+def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
     """The comparison of two single-process summaries."""
     base_files, new_files = Files.of(user_paths(base), how.source_root), Files.of(user_paths(new), how.source_root)
     base_frames, new_frames = frames_of(base, base_files), frames_of(new, new_files)
     files = file_map(user_files(base_frames), user_files(new_frames), how.pairs)
     pairs = pair_frames(base_frames, new_frames, files)
-    frames, failures_new, failures_fixed, op_counts = [], [], [], []
+    time = TimeComparison(cache_known=_cache_known(base) and _cache_known(new))
+    frames, failures_new, failures_fixed, eager, op_counts = [], [], [], [], []
     for frame_pair in pairs:
-        b_list = frame_pair.base.compiles if frame_pair.base else []
-        n_list = frame_pair.new.compiles if frame_pair.new else []
-        frames.append(_frame_row(frame_pair, b_list, n_list))
+        compiles = compile_pairs(frame_pair)
+        frames.append(_frame_row(frame_pair, compiles))
         shown = frame_pair.new or frame_pair.base
         assert shown is not None
         key = (shown.raw_name, shown.location)
-        for i in range(max(len(b_list), len(n_list))):
-            b, n = _nth(b_list, i), _nth(n_list, i)
-            b_fail, n_fail = (b.failure if b else None), (n.failure if n else None)
+        for i, p in enumerate(compiles):
+            time.add(p)
+            b_fail, n_fail = _failed(p.base), _failed(p.new)
             if n_fail and (not b_fail or b_fail.type != n_fail.type):
-                failures_new.append(_failure_row(key, b, n, n_fail))
+                failures_new.append(_failure_row(key, p, n_fail))
             if b_fail and (not n_fail or b_fail.type != n_fail.type):
-                failures_fixed.append(_failure_row(key, b, n, b_fail))
-            if b is not None and n is not None and b.graph_op_count != n.graph_op_count:
-                op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(b), "new": _ref(n),
-                                  "graph_op_count": pair(b.graph_op_count, n.graph_op_count)})
+                failures_fixed.append(_failure_row(key, p, b_fail))
+            if p.no_longer_compiled and frame_pair.base is not None:
+                eager.append(_eager_row(key, p))
+            if p.base is not None and p.new is not None and p.base.graph_op_count != p.new.graph_op_count:
+                op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(p.base), "new": _ref(p.new),
+                                  "graph_op_count": pair(p.base.graph_op_count, p.new.graph_op_count)})
     notes = [DIFFERENT_PROGRAMS] if base_frames and new_frames and all(p.base is None or p.new is None for p in pairs) else []
+    if time.why_not and (time.cache_differs or not time.cache_known):
+        notes.append(time.why_not[0].upper() + time.why_not[1:])
     return {
-        "totals": _totals(base, new),
+        "totals": _totals(base, new, time),
+        "time": time.to_dict(),
         "graph_breaks": _graph_breaks(break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files)),
         "frames": frames,
         "failures": {"new": failures_new, "fixed": failures_fixed},
+        "no_longer_compiled": eager,
         "graph_op_counts": op_counts,
         "notes": notes,
     }
 
 
-def _totals(base: Summary, new: Summary) -> dict[str, Any]:
-    """Every total (analysis.totals), before and after; durations with their ratio."""
+def _cache_known(summary: Summary) -> bool:
+    """Whether the summary tells its compiles' cache results (summary.json before schema 1.? did not)."""
+    return bool(getattr(summary, "cache_known", True))
+
+
+def _totals(base: Summary, new: Summary, time: TimeComparison) -> Dict:
+    """Every total (totals.py), before and after; durations with their ratio, where it is comparable."""
     b, n = totals_of(base.compiles), totals_of(new.compiles)
-    rows: dict[str, Any] = {t.name: (timed if t.seconds else pair)(b[t.name], n[t.name]) for t in TOTALS}
+    rows: Dict = {t.name: (timed(b[t.name], n[t.name], time.why_not is None) if t.seconds else pair(b[t.name], n[t.name])) for t in TOTALS}
     return nested(rows)
 
 
-def _frame_row(frame_pair: FramePair, b_list: list[CompileSummary], n_list: list[CompileSummary]) -> dict[str, Any]:
+def _frame_row(frame_pair: FramePair, compiles: list[CompilePair]) -> Dict:
+    b_list = frame_pair.base.compiles if frame_pair.base else []
+    n_list = frame_pair.new.compiles if frame_pair.new else []
     b_reasons = {r for c in b_list for r in c.recompile_reasons}
     new_reasons: list[str] = []
     for c in n_list:
         for r in c.recompile_reasons:
             if r not in b_reasons and r not in new_reasons:
                 new_reasons.append(r)
-    pairs = []
-    for i in range(max(len(b_list), len(n_list))):
-        b, n = _nth(b_list, i), _nth(n_list, i)
-        pairs.append({
-            "base": _ref(b),
-            "new": _ref(n),
-            "compile_time_s": timed(_total(b), _total(n)),
-            "graph_op_count": pair(b.graph_op_count if b else None, n.graph_op_count if n else None),
-        })
+    rows = [{
+        "base": _ref(p.base),
+        "new": _ref(p.new),
+        "compile_time_s": timed(_total(p.base), _total(p.new), p.time_comparable),
+        "graph_op_count": pair(p.base.graph_op_count if p.base else None, p.new.graph_op_count if p.new else None),
+        "time_comparable": p.time_comparable,
+    } for p in compiles]
     base, new = frame_pair.base, frame_pair.new
     shown = new or base
     assert shown is not None
+    regression = EAGER if any(p.no_longer_compiled for p in compiles) and base is not None else None
     return {
         "frame": shown.raw_name,
         "user_location": shown.location,
@@ -161,12 +287,14 @@ def _frame_row(frame_pair: FramePair, b_list: list[CompileSummary], n_list: list
         "base_frame": base.raw_name if base else None,
         "base_user_location": base.location if base else None,
         "moved": _moved(base, new),
+        "regression": regression,
         "compiles": pair(len(b_list), len(n_list)),
         "recompiles": pair(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
         "new_recompile_reasons": new_reasons,
-        "compile_time_s": timed(_sum([_total(c) for c in b_list]) if b_list else None, _sum([_total(c) for c in n_list]) if n_list else None),
+        "compile_time_s": timed(_sum([_total(c) for c in b_list]) if b_list else None, _sum([_total(c) for c in n_list]) if n_list else None,
+                                all(p.time_comparable for p in compiles)),
         "cache": {r: pair(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
-        "pairs": pairs,
+        "pairs": rows,
     }
 
 
@@ -177,14 +305,26 @@ def _moved(base: Frame | BreakSite | None, new: Frame | BreakSite | None) -> dic
     return {"from": base.line, "to": new.line}
 
 
-def _failure_row(key: tuple[str | None, str | None], b: CompileSummary | None, n: CompileSummary | None, failure: Failure) -> dict[str, Any]:
-    return {"frame": key[0], "user_location": key[1], "base": _ref(b), "new": _ref(n), "type": failure.type, "reason": failure.reason}
+def _failure_row(key: tuple[str | None, str | None], p: CompilePair, failure: Failure) -> Dict:
+    return {"frame": key[0], "user_location": key[1], "base": _ref(p.base), "new": _ref(p.new), "type": failure.type, "reason": failure.reason}
 
 
-def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite]) -> dict[str, Any]:
+def _eager_row(key: tuple[str | None, str | None], p: CompilePair) -> Dict:
+    """A compile BASE had that NEW runs eagerly: how (skipped, or the recompile limit), and torch's reason."""
+    assert p.new is not None
+    failure = p.new.failure
+    return {
+        "frame": key[0], "user_location": key[1], "base": _ref(p.base), "new": _ref(p.new),
+        "outcome": "recompile limit" if p.new.hit_recompile_limit else "skipped",
+        "reason": failure.reason if failure is not None else None,
+        "lost_compile_time_s": _total(p.base),
+    }
+
+
+def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite]) -> Dict:
     """Graph breaks new in NEW, gone since BASE, logged a different number of times, and moved."""
 
-    def row(key: BreakKey, side: BreakSite) -> dict[str, Any]:
+    def row(key: BreakKey, side: BreakSite) -> Dict:
         brk = side.brk
         return {
             "reason": brk.reason,
@@ -223,8 +363,7 @@ def torch_versions(summary: Side) -> list[str]:
     return sorted({v for v in found if isinstance(v, str)})
 
 
-def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str = "BASE", new_path: str = "NEW",
-         how: Pairing = Pairing()) -> dict[str, Any]:
+def diff(base: Side | Dict, new: Side | Dict, base_path: str = "BASE", new_path: str = "NEW", how: Pairing = Pairing()) -> Dict:
     """The whole diff of two summaries: of two reports, or rank by rank of two multi-rank reports.
     A summary may also be given as the dict summary.json holds (`Analysis.to_dict()`).
 
@@ -241,7 +380,7 @@ def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str
     if not same:
         notes.append(f"BASE and NEW come from different torch versions ({', '.join(b_versions)} and {', '.join(n_versions)}): "
                      "some differences may come from torch itself")
-    out: dict[str, Any] = {
+    out: Dict = {
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "tlparse-py", "version": __version__},
         "base": {"path": base_path, "torch_version": _one(b_versions), "ranks": len(base.ranks) if isinstance(base, RanksSummary) else None},
@@ -256,7 +395,10 @@ def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str
     elif isinstance(base, Summary) and isinstance(new, Summary):
         out["comparison"] = compare(base, new, how)
     out["notes"] += sorted({note for c in comparisons(out) for note in c.pop("notes")})
-    out["metrics"] = metrics(out)
+    out["totals"] = combined_totals(comparisons(out))
+    measured = measure_gates(comparisons(out))
+    out["metrics"] = {gate.name: measured[gate.name].value for gate in DIFF_GATES}
+    out["unchecked"] = {gate.name: measured[gate.name].why_not for gate in DIFF_GATES if measured[gate.name].why_not}
     return out
 
 
@@ -264,7 +406,7 @@ def _one(versions: list[str]) -> str | None:
     return versions[0] if len(versions) == 1 else (" / ".join(versions) if versions else None)
 
 
-def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[dict[str, Any]]:
+def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[Dict]:
     b = {r.folder: r for r in base.ranks}
     n = {r.folder: r for r in new.ranks}
     order = list(b) + [f for f in n if f not in b]
@@ -286,66 +428,29 @@ def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[dict[str
     return rows
 
 
-def comparisons(diff_: dict[str, Any]) -> list[dict[str, Any]]:
+def sections(diff_: Dict) -> list[tuple[str, Dict]]:
+    """(rank folder, or "" for two single runs; its comparison): every comparison of the diff."""
     if diff_.get("comparison") is not None:
-        return [diff_["comparison"]]
-    return [r["comparison"] for r in diff_.get("ranks") or [] if r.get("comparison") is not None]
+        return [("", diff_["comparison"])]
+    return [(r["folder"], r["comparison"]) for r in diff_.get("ranks") or [] if r.get("comparison") is not None]
 
 
-def metrics(diff_: dict[str, Any]) -> dict[str, float | int | None]:
-    """The numbers `--fail-on` tests (METRICS), over every rank compared."""
-    parts = comparisons(diff_)
-    new_recompiles = 0
-    for c in parts:
-        for f in c["frames"]:
-            delta = f["recompiles"]["delta"]
-            new_recompiles += max(0, delta or 0)
-    b_time = [c["totals"]["compile_time_s"]["base"] for c in parts]
-    n_time = [c["totals"]["compile_time_s"]["new"] for c in parts]
-    ratio = None
-    if parts and None not in b_time and None not in n_time and sum(b_time) > 0:
-        ratio = round(sum(n_time) / sum(b_time), 4)
-    misses = [c["totals"]["cache"]["miss"]["delta"] for c in parts]
-    return {
-        "new_graph_breaks": sum(len(c["graph_breaks"]["new"]) for c in parts),
-        "new_recompiles": new_recompiles,
-        "new_failures": sum(len(c["failures"]["new"]) for c in parts),
-        "compile_time_ratio": ratio,
-        "cache_miss_delta": None if not parts or None in misses else sum(misses),
-    }
+def comparisons(diff_: Dict) -> list[Dict]:
+    """The comparison of two runs, or one per rank compared."""
+    return [c for _, c in sections(diff_)]
 
 
-def details(diff_: dict[str, Any], name: str, limit: int = 5) -> list[str]:
-    """What is behind a metric, one short line each (for the `--fail-on` report): the new graph breaks..."""
-    items: list[str] = []
-    sections = [(None, diff_["comparison"])] if diff_.get("comparison") is not None else [
-        (r["folder"], r["comparison"]) for r in diff_.get("ranks") or [] if r.get("comparison") is not None]
-    for folder, c in sections:
-        where = f"{folder}: " if folder else ""
-        if name == "new_graph_breaks":
-            items += [f"{where}{break_line(g)}" for g in c["graph_breaks"]["new"]]
-        elif name == "new_recompiles":
-            items += [f"{where}{f['frame']} ({f['user_location']}): {f['recompiles']['base']} → {f['recompiles']['new']}"
-                      for f in c["frames"] if (f["recompiles"]["delta"] or 0) > 0]
-        elif name == "new_failures":
-            items += [f"{where}{f['frame']} {(f['new'] or {}).get('id')}: {f['type']}" for f in c["failures"]["new"]]
-        elif name == "compile_time_ratio":
-            t = c["totals"]["compile_time_s"]
-            items.append(f"{where}{_s(t['base'])} → {_s(t['new'])}")
-        elif name == "cache_miss_delta":
-            m = c["totals"]["cache"]["miss"]
-            items.append(f"{where}misses {m['base']} → {m['new']}")
-    if len(items) > limit:
-        items = items[:limit] + [f"and {len(items) - limit} more"]
-    return items
-
-
-def break_line(row: dict[str, Any]) -> str:
-    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (one line of a diff's graph-break row)."""
-    kind = f"{row['registry_id']}: " if row.get("registry_id") else ""
-    hint = f" Hint: {row['hints'][0]}" if row.get("hints") else ""
-    return f"new graph break {kind}{row['reason']} at {row['user_location']}.{hint}"
-
-
-def _s(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.3f} s"
+def combined_totals(parts: Sequence[Dict]) -> Dict:
+    """Every total before and after, over ranks combined as its declaration says (`Total.over_ranks`):
+    the figures the diff's Markdown shows, the same as each report's own summary says."""
+    rows: Dict = {}
+    for total in TOTALS:
+        rows_of = [value_at(c["totals"], total.name) for c in parts]
+        base = total.combine([r["base"] for r in rows_of])
+        new = total.combine([r["new"] for r in rows_of])
+        row: Dict = timed(base.value, new.value) if total.seconds else pair(base.value, new.value)
+        if total.seconds and any(not c["time"]["comparable"] for c in parts):
+            row["ratio"] = None  # a run's (a rank's) compile times cannot be compared: no ratio
+        row["base_shown"], row["new_shown"] = (base.text, new.text) if len(parts) > 1 else (total.show(base.value), total.show(new.value))
+        rows[total.name] = row
+    return nested(rows)

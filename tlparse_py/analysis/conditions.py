@@ -1,4 +1,4 @@
-"""Threshold conditions on named numbers: the `--fail-on` language, generic and pure.
+"""Threshold conditions on named numbers: the `--fail-on` language of reports and diffs, generic and pure.
 
 A condition list is comma-separated `NAME OP NUMBER` terms, e.g. `"new_graph_breaks>0,
 compile_time_ratio>1.2"`; OP is one of `> >= < <= == !=`; spaces are allowed around each part.
@@ -10,7 +10,9 @@ The caller says which names exist and supplies their values as a dict of name â†
 
 A condition *holds* (is violated, i.e. fails the gate) when `value OP threshold` is true. A value
 that is `None` (unknown) never holds: `unknown()` lists those conditions so the caller can say so.
-Nothing here prints, reads files or knows about diffs or reports.
+The operators are declared once, in `OPERATORS`; help texts and messages list them from there.
+Nothing here prints, reads files or knows about diffs or reports: the names and their values are
+the totals' and the diff gates' declarations (`totals.py`).
 """
 
 from __future__ import annotations
@@ -22,18 +24,21 @@ from collections.abc import Callable, Iterable, Mapping
 
 from msgspec import Struct
 
-__all__ = ["OPERATORS", "Condition", "ConditionError", "Violation", "parse_conditions", "unknown", "violated"]
+__all__ = ["OPERATORS", "OPERATOR_LIST", "Condition", "ConditionError", "Violation", "parse_conditions", "unknown", "violated"]
 
+# Every operator, in the order help texts list them. Two-character ones are matched first.
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
     ">=": operator.ge,
+    "<": operator.lt,
     "<=": operator.le,
     "==": operator.eq,
     "!=": operator.ne,
-    ">": operator.gt,
-    "<": operator.lt,
 }
-
-_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(>=|<=|==|!=|>|<)\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+OPERATOR_LIST = " ".join(OPERATORS)  # "> >= < <= == !=": for help texts and messages
+_OP_PATTERN = "|".join(re.escape(op) for op in sorted(OPERATORS, key=len, reverse=True))
+_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(" + _OP_PATTERN
+                   + r")\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
 
 class ConditionError(ValueError):
@@ -67,7 +72,7 @@ def parse_conditions(text: str, names: Iterable[str]) -> list[Condition]:
     Raises ConditionError for an empty list, a malformed term or a name not in `names`.
     """
     valid = sorted(set(names))
-    listing = f"valid names: {', '.join(valid)}; operators: > >= < <= == !=; e.g. {valid[0] if valid else 'name'}>0"
+    listing = f"valid names: {', '.join(valid)}; operators: {OPERATOR_LIST}; e.g. {valid[0] if valid else 'name'}>0"
     terms = [t for t in (text or "").split(",")]
     if not any(t.strip() for t in terms):
         raise ConditionError(f"no condition given ({listing})")

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from msgspec import Struct, field
 
-from ..analysis.stacks import is_user_code, split_location
-from ..analysis.summary import CompileSummary, GraphBreak, Summary
+from .stacks import is_user_code, split_location
+from .summary import CompileSummary, GraphBreak, Summary
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+?)_at_\d+$")
 

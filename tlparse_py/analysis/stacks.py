@@ -6,8 +6,9 @@ is rendered, because `str` records can arrive after the stack that uses them.
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from msgspec import Struct, field
@@ -166,3 +167,26 @@ def split_location(location: str | None) -> tuple[str, int] | None:
         return None
     file, _, line = location.rpartition(":")
     return (file, int(line)) if file and line.isdigit() else None
+
+
+def user_folder(paths: Iterable[str]) -> str:
+    """The common folder of the user-code files among logged file names: where a run's own code
+    lives on the machine that ran it ("" when the names hold no user code). Relative and absolute
+    names mixed: the common folder of the absolute ones, since only they name the machine's folders."""
+    names = [p.replace("\\", "/") for p in paths if is_user_code(p)]
+    absolute = [p for p in names if p.startswith("/")]
+    folders = sorted({posixpath.dirname(p) for p in (absolute or names)})
+    if not folders:
+        return ""
+    return posixpath.commonpath(folders) if len(folders) > 1 else folders[0]
+
+
+def inside_folder(path: str, folder: str) -> str | None:
+    """A file name relative to `folder` (both as logged, compared as text so that nothing depends on
+    this machine's current folder); None when the file is not inside it or `folder` is ""."""
+    if not folder:
+        return None
+    path = path.replace("\\", "/")
+    prefix = folder.replace("\\", "/")
+    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    return path[len(prefix):] if path.startswith(prefix) and len(path) > len(prefix) else None

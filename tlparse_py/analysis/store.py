@@ -433,11 +433,6 @@ class Questions:
         """Cache lookups logged under exactly this compile id."""
         return self.index_by("cache", self.cache_events, lambda e: _directory_key(e.compile_id)).get(key, [])
 
-    def graph_breaks_of_frame(self, key: CompileId | None) -> list[LoggedBreak]:
-        """Graph breaks of the frame compile: logged by the attempt that broke, shown on every attempt's page."""
-        frame = key.frame_key() if key is not None else None
-        return self.index_by("breaks", self.graph_breaks, lambda b: b.compile_id.frame_key() if b.compile_id else None).get(frame, [])
-
     def graph_breaks_of(self, key: CompileId | None) -> list[LoggedBreak]:
         """Graph breaks logged by exactly this compile id."""
         return self.index_by("own_breaks", self.graph_breaks, lambda b: _directory_key(b.compile_id)).get(key, [])
@@ -477,7 +472,6 @@ class Store(Questions):
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
     kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)
-    record_offsets: dict[CompileId | None, array[int]] = field(default_factory=dict)
     start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)

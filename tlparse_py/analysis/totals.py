@@ -2,9 +2,14 @@
 compiles are behind it.
 
 Everything that shows or checks a total reads these declarations: `summary.json` `totals` (a dotted
-name nests: `cache.hit` is `totals.cache.hit`), the Markdown tables, the `--fail-on` names, help and
-messages, the rows of `diff`, and the multi-rank figures. Adding a total is one `Total(...)` below,
-plus its entry in `summary.schema.json`.
+name nests: `cache.hit` is `totals.cache.hit`), the index's cards, the Markdown tables, the
+`--fail-on` names, help and messages, the rows of `diff`, and the multi-rank figures. Adding a total
+is one `Total(...)` below, plus its entry in `summary.schema.json`.
+
+The diff's gates are declared here too (`DIFF_GATES`): what each counts in one comparison of two
+runs, which total's rule combines it over ranks, and the frames it names when it fails. Both
+kinds of gate are checked by `check_report` and `check_diff`, in the condition language of
+`conditions.py`.
 
 A total is computed from a report's compiles (`CompileSummary`), so it is the same number whether
 the report was just built from a log or loaded back from its `summary.json`.
@@ -19,7 +24,8 @@ from typing import Any
 from msgspec import Struct
 
 from ..units import format_seconds
-from .summary import CACHE_RESULTS, CompileSummary, slowest
+from .conditions import Condition, unknown, violated
+from .summary import CACHE_RESULTS, CompileSummary, RanksSummary, Summary, slowest
 
 Value = int | float | None
 Involved = list[tuple[CompileSummary, str]]  # (a compile behind the number, a detail such as "(2)")
@@ -116,6 +122,12 @@ def _slowest(compiles: Sequence[CompileSummary]) -> Involved:
     return [(c, format_seconds(c.compile_time_s.total)) for c in slowest(compiles)[:5]]
 
 
+def _breaks_where(compiles: Sequence[CompileSummary]) -> Involved:
+    """Each compile with graph breaks, and where in the user's code they are: `(2 at model.py:30, model.py:41)`."""
+    return [(c, f"({len(c.graph_breaks)} at {', '.join(dict.fromkeys(b.user_location for b in c.graph_breaks))})")
+            for c in compiles if c.graph_breaks]
+
+
 def _cache(result: str) -> Total:
     return Total(
         f"cache.{result}", f"cache {result}{'es' if result.endswith('s') else 's'}", "cache hit / miss / bypass",
@@ -132,8 +144,7 @@ TOTALS: tuple[Total, ...] = (
     Total("frames", "frames", "frames", "compiled functions (a frame id reused after torch._dynamo.reset() is another frame)",
           compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none"),
     Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile",
-          compute=lambda cs: sum(len(c.graph_breaks) for c in cs),
-          involved=lambda cs: [(c, f"({len(c.graph_breaks)})") for c in cs if c.graph_breaks], over_ranks=per_rank),
+          compute=lambda cs: sum(len(c.graph_breaks) for c in cs), involved=_breaks_where, over_ranks=per_rank),
     Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before, after a guard failed",
           compute=lambda cs: sum(1 for c in cs if c.is_recompile), involved=lambda cs: [(c, "") for c in cs if c.is_recompile],
           over_ranks=per_rank),
@@ -147,7 +158,7 @@ TOTALS: tuple[Total, ...] = (
           involved=lambda cs: [(c, f"({c.failure.type})") for c in cs if c.failed and c.failure is not None]),
     Total("skipped", "skipped frames", "skipped", "compiles torch gave up on on purpose: the frame ran eagerly",
           compute=lambda cs: sum(1 for c in cs if c.skipped), involved=lambda cs: [(c, "") for c in cs if c.skipped],
-          over_ranks=per_rank, better="none"),
+          over_ranks=per_rank),
     Total("compile_time_s", "compile time", "compile time", "seconds of compile time: each compile's forward plus its lazy backward compile",
           compute=_compile_time, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest"),
     *(_cache(result) for result in CACHE_RESULTS),
@@ -191,3 +202,162 @@ def columns() -> list[tuple[str, list[Total]]]:
 def over_ranks(per_rank_values: Sequence[dict[str, Value]]) -> dict[str, Combined]:
     """Each total over several ranks' totals, combined as its declaration says."""
     return {total.name: total.combine([values.get(total.name) for values in per_rank_values]) for total in TOTALS}
+
+
+# -- checking a report's totals ----------------------------------------------------------------
+
+MAX_IDS = 8  # compile ids named per violated condition
+
+
+def report_values(summary: Summary | RanksSummary) -> tuple[dict[str, Value], dict[str, str]]:
+    """Each total's value (over ranks: combined), and what that value is, for the message."""
+    if isinstance(summary, Summary):
+        return totals_of(summary.compiles), {}
+    combined = over_ranks([totals_of(entry.summary.compiles) for entry in summary.read if entry.summary is not None])
+    return {name: c.value for name, c in combined.items()}, {name: c.phrase for name, c in combined.items()}
+
+
+def _owned_compiles(summary: Summary | RanksSummary) -> tuple[list[CompileSummary], dict[int, str]]:
+    """Every compile of the report, and (multi-rank) which rank each is from, as a label prefix."""
+    if isinstance(summary, Summary):
+        return summary.compiles, {}
+    compiles: list[CompileSummary] = []
+    owner: dict[int, str] = {}
+    for entry in summary.read:
+        assert entry.summary is not None
+        for c in entry.summary.compiles:
+            owner[id(c)] = f"{entry.name} "
+            compiles.append(c)
+    return compiles, owner
+
+
+def _shown(value: float | int) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def check_report(conditions: Sequence[Condition], summary: Summary | RanksSummary) -> tuple[list[str], list[str]]:
+    """(a line per violated condition naming the compiles behind it, a line per condition left
+    unchecked because its number is unknown)."""
+    compiles, owner = _owned_compiles(summary)
+    values, phrases = report_values(summary)
+    failed = []
+    for violation in violated(conditions, values):
+        total = BY_NAME[violation.condition.name]
+        ids = [f"{owner.get(id(c), '')}{c.label}" + (f" {detail}" if detail else "") for c, detail in total.involved(compiles)]
+        listed = ", ".join(ids[:MAX_IDS]) + (f", +{len(ids) - MAX_IDS} more" if len(ids) > MAX_IDS else "")
+        failed.append(f"{violation.condition}: {total.name} is {_shown(violation.value)}{phrases.get(total.name, '')}"
+                      + (f" ({total.what}: {listed})" if ids else ""))
+    unchecked = [f"{c}: unknown ({c.name} is not known from this log), not checked" for c in unknown(conditions, values)]
+    return failed, unchecked
+
+
+# -- the diff's gates ---------------------------------------------------------------------------
+# A comparison is one pair of runs (or of ranks) as `comparison.compare` returns it: plain data.
+
+Comparison = Mapping[str, Any]
+
+
+class Measured(Struct, frozen=True):
+    """A gate's value over every comparison, or why it is not known."""
+
+    value: Value
+    why_not: str | None = None  # "cache states differ: ..." when value is None
+
+
+class Gate(Struct, frozen=True):
+    name: str  # the `diff --fail-on` name
+    description: str  # what it measures (help, README)
+    total: str  # the total whose over-ranks rule combines it (`Total.over_ranks`)
+    count: Callable[[Comparison], Value]  # its value in one comparison
+    names: Callable[[Comparison], list[str]]  # what is behind it in one comparison, a line each
+    # the whole value from every comparison, when it is not a count combined by `total`'s rule
+    measure: Callable[[Sequence[Comparison]], Measured] | None = None
+
+    def of(self, parts: Sequence[Comparison]) -> Measured:
+        if self.measure is not None:
+            return self.measure(parts)
+        if not parts:
+            return Measured(None, "nothing was compared")
+        combined = BY_NAME[self.total].combine([self.count(c) for c in parts])
+        return Measured(combined.value, None if combined.value is not None else "unknown for these inputs")
+
+
+def break_line(row: Mapping[str, Any]) -> str:
+    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (one line of a diff's graph-break row)."""
+    kind = f"{row['registry_id']}: " if row.get("registry_id") else ""
+    hint = f" Hint: {row['hints'][0]}" if row.get("hints") else ""
+    return f"new graph break {kind}{row['reason']} at {row['user_location']}.{hint}"
+
+
+def first_line(text: str) -> str:
+    """torch's headline of a long reason (its explanation and hints follow on the next lines)."""
+    return text.strip().split("\n", 1)[0].strip()
+
+
+def _seconds_text(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.3f} s"
+
+
+def _time_ratio(parts: Sequence[Comparison]) -> Measured:
+    """NEW / BASE compile time over the compiles that can be compared, the slowest rank's over ranks
+    (`compile_time_s` combines so); not checked when any run's times cannot be compared."""
+    if not parts:
+        return Measured(None, "nothing was compared")
+    for c in parts:
+        if not c["time"]["comparable"]:
+            return Measured(None, c["time"]["why_not"])
+    rule = BY_NAME["compile_time_s"]
+    base = rule.combine([c["time"]["base"] for c in parts]).value
+    new = rule.combine([c["time"]["new"] for c in parts]).value
+    if base is None or new is None or base == 0:
+        return Measured(None, "unknown for these inputs")
+    return Measured(round(new / base, 4))
+
+
+def _recompiles_added(c: Comparison) -> int:
+    return sum(max(0, f["recompiles"]["delta"] or 0) for f in c["frames"])
+
+
+DIFF_GATES: tuple[Gate, ...] = (
+    Gate("new_graph_breaks", "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved)",
+         "graph_breaks", count=lambda c: len(c["graph_breaks"]["new"]),
+         names=lambda c: [break_line(g) for g in c["graph_breaks"]["new"]]),
+    Gate("new_recompiles", "recompiles NEW has beyond BASE's, summed over frames", "recompiles", count=_recompiles_added,
+         names=lambda c: [f"{f['frame']} ({f['user_location']}): {f['recompiles']['base']} → {f['recompiles']['new']}"
+                          for f in c["frames"] if (f["recompiles"]["delta"] or 0) > 0]),
+    Gate("new_failures", "compiles that fail in NEW but did not in BASE (a frame that runs eagerly is no failure: see new_skipped)",
+         "failed", count=lambda c: len(c["failures"]["new"]),
+         names=lambda c: [f"{f['frame']} {(f['new'] or {}).get('id')} at {f['user_location']}: {f['type']}" for f in c["failures"]["new"]]),
+    Gate("new_skipped", "compiles of BASE that NEW no longer compiles: torch skips the frame, or it hit the recompile limit, and it runs eagerly",
+         "skipped", count=lambda c: len(c["no_longer_compiled"]),
+         names=lambda c: [f"{f['frame']} {(f['new'] or {}).get('id')} at {f['user_location']}: no longer compiled: runs eagerly "
+                          f"({f['outcome']}{': ' + first_line(f['reason']) if f['reason'] else ''})" for f in c["no_longer_compiled"]]),
+    Gate("compile_time_ratio", "compile time NEW / BASE over the compiles that can be compared (paired compiles with the same cache "
+         "results, and compiles only one run has); not checked when cache results differ", "compile_time_s",
+         count=lambda c: None, names=lambda c: [f"{_seconds_text(c['time']['base'])} → {_seconds_text(c['time']['new'])}"],
+         measure=_time_ratio),
+    Gate("cache_miss_delta", "cache misses, NEW - BASE", "cache.miss", count=lambda c: c["totals"]["cache"]["miss"]["delta"],
+         names=lambda c: [f"misses {c['totals']['cache']['miss']['base']} → {c['totals']['cache']['miss']['new']}"]),
+)
+GATES_BY_NAME = {gate.name: gate for gate in DIFF_GATES}
+
+
+def measure_gates(parts: Sequence[Comparison]) -> dict[str, Measured]:
+    """Every diff gate's value over the comparisons (one, or one per rank)."""
+    return {gate.name: gate.of(parts) for gate in DIFF_GATES}
+
+
+def check_diff(conditions: Sequence[Condition], sections: Sequence[tuple[str, Comparison]], limit: int = 5) -> tuple[list[str], list[str]]:
+    """(a line per violated condition naming what is behind it, a line per condition not checked and why).
+    `sections` are (rank folder or "", comparison)."""
+    measured = measure_gates([c for _, c in sections])
+    values = {name: m.value for name, m in measured.items()}
+    failed = []
+    for violation in violated(conditions, values):
+        gate = GATES_BY_NAME[violation.condition.name]
+        items = [f"{folder}: {line}" if folder else line for folder, c in sections for line in gate.names(c)]
+        if len(items) > limit:
+            items = items[:limit] + [f"and {len(items) - limit} more"]
+        failed.append(f"{violation.condition}: {gate.name} = {_shown(violation.value)}" + (f" ({'; '.join(items)})" if items else ""))
+    unchecked = [f"{c}: not checked: {measured[c.name].why_not or 'unknown for these inputs'}" for c in unknown(conditions, values)]
+    return failed, unchecked

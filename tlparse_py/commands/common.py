@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,27 +35,6 @@ class Amount(click.FloatRange):
         if number != number or number in (float("inf"), float("-inf")):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
-
-
-def write_replacing(path: Path, data: bytes) -> None:
-    """Write a file by replacing it (a temporary file beside it, then a rename): a symlink at `path`
-    is replaced, never written through, and a reader never sees half a file."""
-    folder = path.absolute().parent
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temp, 0o666 & ~_umask())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def echo_err(message: str) -> None:

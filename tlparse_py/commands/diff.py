@@ -11,22 +11,23 @@ from typing import Any
 
 import click
 
-from ..diff import compare
-from ..diff.gates import Condition, ConditionError, parse_conditions, unknown, violated
+from ..analysis import comparison
+from ..analysis.conditions import OPERATOR_LIST, Condition, ConditionError, parse_conditions
+from ..analysis.totals import DIFF_GATES, check_diff
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
 from ..report.writer import OutputError, ReportKeptElsewhere
 from .common import CliError, echo_err, open_browser
 from .request import report_url_option
 
-_NAMES = ", ".join(f"{name} ({what})" for name, what in compare.METRICS.items())
+_NAMES = ", ".join(f"{gate.name} ({gate.description})" for gate in DIFF_GATES)
 
 
 def _conditions(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Condition]:
     if not value:
         return []
     try:
-        return parse_conditions(",".join(value), compare.METRICS)
+        return parse_conditions(",".join(value), [gate.name for gate in DIFF_GATES])
     except ConditionError as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
@@ -36,7 +37,7 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option("-o", "--out", default="tl_diff", show_default=True, type=click.Path(path_type=Path), help="Output folder.")
 @click.option("--fail-on", "conditions", multiple=True, callback=_conditions, metavar="CONDITIONS",
-              help=f"Exit 3 if any condition holds: comma-separated NAME OP NUMBER, OP one of > >= < <= == != "
+              help=f"Exit 3 if any condition holds: comma-separated NAME OP NUMBER, OP one of {OPERATOR_LIST} "
                    f"(e.g. \"new_graph_breaks>0,compile_time_ratio>1.2\"). Names: {_NAMES}.")
 @click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Also write a compact GitHub-flavoured Markdown summary (for a PR comment or CI job summary).")
@@ -66,15 +67,14 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
             echo_err(f"{role}: {side.note}")
         sides.append(side)
     try:
-        result = compare.diff(sides[0].summary, sides[1].summary, str(base), str(new), compare.Pairing(pairs, source_root))
+        result = comparison.diff(sides[0].summary, sides[1].summary, str(base), str(new), comparison.Pairing(pairs, source_root))
     except ValueError as exc:  # one side multi-rank and not the other, or a --pair naming no file
         raise CliError(str(exc)) from None
     for note in result["notes"]:
         echo_err(f"warning: {note}")
-    values = result["metrics"]
-    failed = [_describe(result, v.condition, v.value) for v in violated(conditions, values)]
-    for condition in unknown(conditions, values):
-        echo_err(f"--fail-on {condition}: {condition.name} is unknown for these inputs; not checked")
+    failed, unchecked = check_diff(conditions, comparison.sections(result))
+    for line in unchecked:
+        echo_err(f"--fail-on {line}")
     try:
         write_diff(result, out, overwrite, failed)
     except ReportKeptElsewhere as exc:
@@ -108,20 +108,15 @@ def _pairs(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _describe(result: dict[str, Any], condition: Condition, value: float) -> str:
-    shown = f"{value:g}" if isinstance(value, float) else str(value)
-    what = compare.details(result, condition.name)
-    return f"{condition}: {condition.name} = {shown}" + (f" ({'; '.join(what)})" if what else "")
-
-
 def _headline(result: dict[str, Any]) -> str:
-    m = result["metrics"]
+    m, unchecked = result["metrics"], result["unchecked"]
     ratio = m["compile_time_ratio"]
     parts = [
         f"{m['new_graph_breaks']} new graph break(s)",
         f"{m['new_recompiles']} new recompile(s)",
         f"{m['new_failures']} new failure(s)",
-        f"compile time ×{ratio:.2f}" if ratio is not None else "compile time ratio unknown",
+        f"{m['new_skipped']} frame compile(s) no longer compiled",
+        f"compile time ×{ratio:.2f}" if ratio is not None else f"compile time not compared ({unchecked.get('compile_time_ratio', 'unknown')})",
         f"cache misses {m['cache_miss_delta']:+d}" if isinstance(m["cache_miss_delta"], int) else "cache misses unknown",
     ]
     return "Diff: " + ", ".join(parts)

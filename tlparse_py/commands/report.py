@@ -21,16 +21,16 @@ from ..analysis.kinds import load_plugins
 from ..analysis.stacks import is_user_code, split_location
 from ..analysis.store import InputInfo
 from ..analysis.summary import RanksSummary, Summary
-from ..analysis.totals import columns, totals_of
+from ..analysis.totals import check_report, columns, totals_of
 from ..options import Options
 from ..pipeline import write_report
 from ..reading.gunzip import GunzipRefused, is_gzip
 from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
-from ..report.markdown import summary_markdown
+from ..report.markdown import append_markdown, summary_markdown
 from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
 from ..terminal import sanitize
-from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size, write_replacing
-from .gates import evaluate_gates, raise_if_gates_fail
+from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
+from .gates import raise_if_gates_fail
 from .request import ReportRequest, report_options
 
 if TYPE_CHECKING:
@@ -277,13 +277,13 @@ def _after_report(summary: Summary | RanksSummary, request: ReportRequest) -> li
         from .pack import write_single_file
 
         write_single_file(out, request.single_file)
-    failed, unchecked = evaluate_gates(request.conditions, summary) if request.conditions else ([], [])
+    failed, unchecked = check_report(request.conditions, summary) if request.conditions else ([], [])
     for line in failed + unchecked:
         echo_err(f"--fail-on {sanitize(line)}")
     if request.markdown_file is not None:
-        text = summary_markdown(summary, request.markdown_prefix(), failed)
+        text = summary_markdown(summary, request.markdown_prefix(), failed, request.options.source_root)
         try:
-            write_replacing(request.markdown_file, text.encode("utf-8"))
+            append_markdown(request.markdown_file, text)  # as `>>`: a job summary keeps what earlier steps wrote
         except OSError as exc:
             raise CliError(f"--markdown: could not write {request.markdown_file}: {exc.strerror or exc}; the report is in {out}", 1) from None
         echo_err(f"Markdown summary: {request.markdown_file}")

@@ -27,7 +27,7 @@ from .gates import HELP as GATES_HELP
 from .gates import parse_gates
 
 if TYPE_CHECKING:
-    from ..diff.gates import Condition
+    from ..analysis.conditions import Condition
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..pipeline import write_static
+from ..report.markdown import append_markdown
 from ..report.render import render_page
 from ..report.writer import ReportWriter
 from .view import diff_page, markdown
@@ -37,19 +37,12 @@ def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violati
 
 
 def write_markdown(diff: dict[str, Any], file: Path, out: Path, violations: list[str] | None = None, report_url: str = "") -> None:
-    """The Markdown summary at `file`, linking to `out/index.html`: at `report_url` (where the diff
-    folder is uploaded) when given, else by a path relative to the file."""
+    """The Markdown summary appended to `file` (as `>>`: a CI job summary keeps what earlier steps
+    wrote), linking to `out/index.html`: at `report_url` (where the diff folder is uploaded) when
+    given, else by a path relative to the file."""
     if report_url:
         page = report_url.rstrip("/") + "/index.html"
     else:
         page = Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix()
-    text = markdown(diff, page, violations)
     file.absolute().parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.absolute().parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temp, file)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    append_markdown(file, markdown(diff, page, violations))

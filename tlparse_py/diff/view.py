@@ -1,18 +1,23 @@
-"""The diff page's context and the Markdown summary: pure functions of the diff dict (compare.diff)."""
+"""The diff page's context and the Markdown summary: pure functions of the diff dict (analysis.comparison.diff).
+
+Every fact is the comparison's: which compiles runs eagerly now, whether compile times can be
+compared, the totals combined over ranks. This module only words and shapes them.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..analysis.totals import TOTALS, value_at
-from .compare import break_line, comparisons
+from ..analysis.comparison import comparisons
+from ..analysis.totals import TOTALS, break_line, first_line, value_at
 from ..report.markdown import code, text
 from ..report.views.common import Page
 from ..units import format_seconds
 
 TITLE = "torch.compile diff"
 # where the diff page details a total (its cards link there)
-DETAILS = {"graph_breaks": "graph-breaks", "recompiles": "recompiles", "failed": "failures", "compile_time_s": "compile-time", "cache": "cache"}
+DETAILS = {"graph_breaks": "graph-breaks", "recompiles": "recompiles", "failed": "failures", "skipped": "no-longer-compiled",
+           "compile_time_s": "compile-time", "cache": "cache"}
 
 
 def _count(value: Any) -> str:
@@ -24,7 +29,8 @@ def _seconds(value: Any) -> str:
 
 
 def change(values: dict[str, Any], better: str = "lower", seconds: bool = False) -> dict[str, Any]:
-    """A before/after pair as shown: texts, the signed delta and whether it got better or worse."""
+    """A before/after pair as shown: texts, the signed delta and whether it got better or worse
+    (`better="none"`: neither, e.g. a time that cannot be compared)."""
     show = _seconds if seconds else _count
     delta = values.get("delta")
     if delta is None:
@@ -69,20 +75,29 @@ def pairing_words(row: dict[str, Any]) -> str:
 def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """What one comparison (one report pair, or one rank) shows; anchors start with `prefix`."""
     totals = comparison["totals"]
+    time = comparison["time"]
+    # counts that drop because a frame stopped compiling (its cache lookups, its time) are no saving
+    lost = bool(comparison["no_longer_compiled"])
     cards = [
-        (t.label, t.name, change(value_at(totals, t.name), t.better, t.seconds), DETAILS.get(t.name.partition(".")[0]))
+        (t.label, t.name, change(value_at(totals, t.name), _better(t.better, t.seconds or (lost and t.name.startswith("cache.")),
+                                                                    time["comparable"] and not lost), t.seconds),
+         DETAILS.get(t.name.partition(".")[0]))
         for t in TOTALS
     ]
     frames = comparison["frames"]
     recompiles = [
-        {**_where(f["frame"], f["user_location"], f), "recompiles": change(f["recompiles"]), "compiles": change(f["compiles"], "none"),
-         "reasons": f["new_recompile_reasons"], "presence": f["presence"]}
+        {**_where(f["frame"], f["user_location"], f), "recompiles": change(f["recompiles"], "none" if f["regression"] else "lower"),
+         "compiles": change(f["compiles"], "none"), "reasons": f["new_recompile_reasons"], "presence": f["presence"],
+         "regression": f["regression"]}
         for f in frames if f["recompiles"]["base"] or f["recompiles"]["new"] or f["new_recompile_reasons"]
     ]
     times = [
-        {**_where(f["frame"], f["user_location"], f), "time": change(f["compile_time_s"], seconds=True), "presence": f["presence"],
+        {**_where(f["frame"], f["user_location"], f), "presence": f["presence"], "regression": f["regression"],
+         "time": change(f["compile_time_s"], _better("lower", True, f["compile_time_s"]["ratio"] is not None or f["presence"] != "both"),
+                        seconds=True),
          "compiles": change(f["compiles"], "none"),
-         "pairs": [{"base": p["base"]["id"] if p["base"] else None, "new": p["new"]["id"] if p["new"] else None} for p in f["pairs"]]}
+         "pairs": [{"base": p["base"]["id"] if p["base"] else None, "new": p["new"]["id"] if p["new"] else None,
+                    "comparable": p["time_comparable"]} for p in f["pairs"]]}
         for f in frames
     ]
     cache_frames = [
@@ -100,8 +115,17 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "moved_graph_breaks": [_gb(g) for g in graph_breaks.get("moved", [])],
         "recompiles": recompiles,
         "times": times,
-        "total_time": change(totals["compile_time_s"], seconds=True),
-        "cache_totals": [(state, change(totals["cache"][state], "higher" if state == "hit" else "lower")) for state in ("hit", "miss", "bypass")],
+        "total_time": change(totals["compile_time_s"], _better("lower", True, time["comparable"]), seconds=True),
+        "time": {**change(time, _better("lower", True, time["comparable"]), seconds=True), "comparable": time["comparable"],
+                 "why_not": time["why_not"], "compared": time["compared"]},
+        "no_longer_compiled": [
+            {**_where(f["frame"], f["user_location"]), "base_id": (f["base"] or {}).get("id"), "new_id": (f["new"] or {}).get("id"),
+             "outcome": f["outcome"], "headline": first_line(f["reason"] or ""), "reason": f["reason"] or "",
+             "lost": _seconds(f["lost_compile_time_s"])}
+            for f in comparison["no_longer_compiled"]
+        ],
+        "cache_totals": [(state, change(totals["cache"][state], "none" if lost else "higher" if state == "hit" else "lower"))
+                         for state in ("hit", "miss", "bypass")],
         "cache_frames": cache_frames,
         "new_failures": [_failure(f) for f in comparison["failures"]["new"]],
         "fixed_failures": [_failure(f) for f in comparison["failures"]["fixed"]],
@@ -111,6 +135,11 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
             for o in comparison["graph_op_counts"]
         ],
     }
+
+
+def _better(better: str, seconds: bool, comparable: bool) -> str:
+    """A time that cannot be compared (cache states differ, or a frame runs eagerly now) is never shown as better or worse."""
+    return better if not seconds or comparable else "none"
 
 
 def _gb(g: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +198,7 @@ def is_empty(diff: dict[str, Any]) -> bool:
         t = c["totals"]
         if c["graph_breaks"]["new"] or c["graph_breaks"]["gone"] or c["graph_breaks"]["changed"] or c["graph_breaks"].get("moved"):
             return False
-        if c["failures"]["new"] or c["failures"]["fixed"] or c["graph_op_counts"]:
+        if c["failures"]["new"] or c["failures"]["fixed"] or c["graph_op_counts"] or c["no_longer_compiled"]:
             return False
         if any(value_at(t, total.name)["delta"] for total in TOTALS if not total.seconds):
             return False
@@ -200,7 +229,15 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     if parts:
         lines += ["| | base | new | Δ |", "|---|---:|---:|---:|"]
         for total in TOTALS:
-            lines.append(_md_row(total.label, _summed([value_at(c["totals"], total.name) for c in parts]), total.seconds))
+            lines.append(_md_row(total.label, value_at(diff["totals"], total.name), total.seconds))
+        lines.append("")
+    eager = [f for c in parts for f in c["no_longer_compiled"]]
+    if eager:
+        lines.append(f"**No longer compiled: runs eagerly ({len(eager)})** — [details]({page}{'#no-longer-compiled' if diff.get('comparison') is not None else ''})")
+        lines += [f"- {code(f['frame'])} {text(f['user_location'] or '')}: {text(f['outcome'])}"
+                  + (f": {text(first_line(f['reason']), LONG)}" if f["reason"] else "") for f in eager[:limit]]
+        if len(eager) > limit:
+            lines.append(f"- … and {len(eager) - limit} more")
         lines.append("")
     single = diff.get("comparison") is not None  # rank sections have their own anchors: link the page
     gbs = [g for c in parts for g in c["graph_breaks"]["new"]]
@@ -227,21 +264,10 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     return "\n".join(lines) + "\n"
 
 
-def _summed(values: list[dict[str, Any]]) -> dict[str, Any]:
-    def total(key: str) -> Any:
-        got = [v[key] for v in values]
-        return None if not got or None in got else sum(got)
-
-    out = {"base": total("base"), "new": total("new"), "delta": total("delta")}
-    out["ratio"] = None if not out["base"] or out["new"] is None else out["new"] / out["base"]
-    return out
-
-
-def _without_ratio(values: dict[str, Any]) -> dict[str, Any]:
-    return {**values, "ratio": None}
-
-
 def _md_row(label: str, values: dict[str, Any], seconds: bool) -> str:
-    shown = change(values if seconds else _without_ratio(values), seconds=seconds)
+    """One total before and after, as each side's own summary shows it (over ranks: combined)."""
+    shown = change(values, seconds=seconds)
     delta = shown["delta"] + (f" ({shown['ratio']})" if shown["ratio"] and shown["changed"] else "")
-    return f"| {label} | {shown['base']} | {shown['new']} | {delta} |"
+    if seconds and values.get("ratio") is None and shown["changed"]:
+        delta += " (not comparable)"
+    return f"| {label} | {text(values['base_shown'])} | {text(values['new_shown'])} | {delta} |"

@@ -329,11 +329,3 @@ def _junk_lines(region: bytes) -> int:
     if b"x" not in marks:
         return 0  # only blank lines (padding, a gzip of newlines): memchr speed
     return marks.count(b"\nx") + (marks[:1] == b"x")
-
-
-def _strip_eol(line: bytes) -> bytes:
-    if line.endswith(b"\n"):
-        line = line[:-1]
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    return line

@@ -8,18 +8,28 @@ from where the Markdown lives (`""` for the report's own `summary.md`, e.g. `"..
 `--markdown`). A multi-rank summary gets a row per rank and one for all ranks, each total combined
 as its declaration says (`analysis.totals`).
 
+User files are named relative to `source_root` (`--source-root`) when inside it, else to the common
+folder of the run's user files (`analysis.stacks.user_folder`): the Markdown is published (a job
+summary, a PR comment), and the runner's absolute paths mean nothing to its readers.
+
 Text from the log (reasons, frame names, file names) is escaped, so it cannot make links, tables
 or HTML of its own.
+
+`append_markdown` adds a summary to a file as shell `>>` does (`--markdown FILE`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..analysis.stacks import inside_folder, is_user_code, split_location, user_folder
 from ..analysis.summary import CompileSummary, RanksSummary, Summary, graph_break_groups, recompiled_frames, slowest, summaries_of
 from ..analysis.totals import Combined, Value, columns, over_ranks, totals_of
 from ..units import format_seconds
@@ -90,10 +100,11 @@ def _instant(stamp: str) -> datetime | None:
         return None
 
 
-def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gate_failures: Iterable[str] = ()) -> str:
-    """The Markdown summary of a report (or of a multi-rank report)."""
+def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gate_failures: Iterable[str] = (), source_root: str = "") -> str:
+    """The Markdown summary of a report (or of a multi-rank report); user files relative to
+    `source_root` (`--source-root`) when inside it, else to the run's common folder of user files."""
     prefix = link_prefix if not link_prefix or link_prefix.endswith("/") else link_prefix + "/"
-    lines = _landing(summary, prefix) if isinstance(summary, RanksSummary) else _report(summary, prefix)
+    lines = _landing(summary, prefix) if isinstance(summary, RanksSummary) else _report(summary, prefix, source_root)
     failures = list(gate_failures)
     if failures:
         lines += ["", f"**Gate failed** ({len(failures)}):"]
@@ -104,11 +115,11 @@ def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gat
 # -- one report ------------------------------------------------------------------------------------
 
 
-def _report(summary: Summary, prefix: str) -> list[str]:
+def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
     compiles = summary.compiles
     lines = [f"### torch.compile report: {text(summary.log_name)}", "", _context(summary, prefix), ""]
     lines += _totals_table([("", _shown(totals_of(compiles)))])
-    lines += _graph_breaks(compiles, prefix)
+    lines += _graph_breaks(compiles, prefix, (source_root, user_folder(_user_paths(compiles))))
     lines += _recompiles(compiles, prefix)
     lines += _slowest(compiles, prefix)
     return lines
@@ -159,7 +170,22 @@ def _more(count: int, anchor: str, prefix: str) -> list[str]:
     return [f"…and {count} more in the {link('report', f'index.html#{anchor}', prefix)}."] if count > 0 else []
 
 
-def _graph_breaks(compiles: list[CompileSummary], prefix: str) -> list[str]:
+def _user_paths(compiles: list[CompileSummary]) -> list[str]:
+    """Every file the run's frames and graph breaks name (`user_folder` keeps the user's own)."""
+    locations = [c.user_location for c in compiles] + [b.user_location for c in compiles for b in c.graph_breaks]
+    return [site[0] for location in locations if (site := split_location(location))]
+
+
+def _location(location: str, roots: tuple[str, ...]) -> str:
+    """A `file.py:23` of user code relative to the first of `roots` it is inside; as logged otherwise."""
+    site = split_location(location)
+    if site is None or not is_user_code(site[0]):
+        return location
+    relative = next((r for root in roots if (r := inside_folder(site[0], root)) is not None), None)
+    return f"{relative}:{site[1]}" if relative is not None else location
+
+
+def _graph_breaks(compiles: list[CompileSummary], prefix: str, roots: tuple[str, ...]) -> list[str]:
     groups = graph_break_groups(compiles)
     if not groups:
         return []
@@ -170,7 +196,7 @@ def _graph_breaks(compiles: list[CompileSummary], prefix: str) -> list[str]:
         kind = f"{text(first.registry_id)} " if first.registry_id else ""
         sites = group.sites
         site = sites[0]
-        where = (text(site.user_location, 60) if site.user_location else "unknown") + (f" (inside {site.inside})" if site.inside else "")
+        where = (text(_location(site.user_location, roots), 60) if site.user_location else "unknown") + (f" (inside {site.inside})" if site.inside else "")
         where += f" +{len(sites) - 1} more" if len(sites) > 1 else ""
         hint = text(first.hints[0], 80) if first.hints else ""
         lines.append(f"| {group.count} | {kind}{text(group.reason)} | {where} | {hint} | {_ids(list({id(c): c for c in group.compiles}.values()), prefix)} |")
@@ -202,6 +228,35 @@ def _slowest(compiles: list[CompileSummary], prefix: str) -> list[str]:
     for c in timed[:ROWS]:
         lines.append(f"| {_ids([c], prefix)} | {text(c.frame or '', 40)} | {format_seconds(c.compile_time_s.total)} | {text(c.status)} |")
     return lines
+
+
+# -- appending to a file --------------------------------------------------------------------------
+
+
+def append_markdown(file: Path, markdown: str) -> None:
+    """Add `markdown` at the end of `file`, created when missing, as shell `>>` does: a CI job's
+    summary file ($GITHUB_STEP_SUMMARY) holds what earlier steps wrote, and it must survive. A
+    blank line parts it from earlier text. A symlink at `file` is replaced by a plain file, never
+    written through: a link planted where the file goes must not make us write into what it names."""
+    if file.is_symlink():
+        file.unlink()
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(file, flags, 0o666)  # the umask applies, as for any new file
+    with os.fdopen(fd, "ab") as stream:
+        stream.write((_separator(fd) + markdown).encode("utf-8"))
+
+
+def _separator(fd: int) -> str:
+    """What goes between a file's text and what is appended to it: nothing, or a newline or two,
+    so that a blank line parts them."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:  # a new file, or a pipe such as /dev/stdout
+        return ""
+    os.lseek(fd, max(info.st_size - 2, 0), os.SEEK_SET)  # O_APPEND: the write still goes to the end
+    tail = os.read(fd, 2)
+    if tail.endswith(b"\n\n") or tail == b"\n":
+        return ""
+    return "\n" if tail.endswith(b"\n") else "\n\n"
 
 
 # -- a multi-rank report ---------------------------------------------------------------------------

@@ -166,7 +166,6 @@ class FolderWriter:
     def __init__(self, root: Path):
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
-        self.files_written = 0
         self.bytes_written = 0
         self._dirs: set[Path] = {self.root}
         self._behind: BehindWrites | None = None
@@ -208,12 +207,10 @@ class FolderWriter:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
         _write_file(self.path(rel), data)
-        self.files_written += 1
         self.bytes_written += len(data)
 
     def open(self, rel: str) -> IO[bytes]:
         """A binary stream for files written piece by piece (raw.jsonl, chromium_events.json)."""
-        self.files_written += 1
         return open(self.path(rel), "wb")
 
     def read(self, rel: str) -> bytes | None:
@@ -223,10 +220,6 @@ class FolderWriter:
             return self.path(rel).read_bytes()
         except (OSError, ValueError):
             return None
-
-    def copy_file(self, source: Path, rel: str) -> None:
-        """A byte copy of `source` in the report, made by the kernel."""
-        shutil.copyfile(source, self.path(rel))
 
     def copy_logs(self, logs: list[Path], rel: str, limits: Limits) -> None:
         """raw.log: the logs as read (un-gzipped, concatenated), byte for byte, up to `max_raw_log`.
@@ -250,7 +243,6 @@ class FolderWriter:
                     break
         finally:
             os.close(fd)
-        self.files_written += 1
         if written > cap:  # a .gz that expands past the cap
             self.write(rel, _raw_log_note(logs, limits))
             return
@@ -338,7 +330,6 @@ class LiveWriter(FolderWriter):
         self.digests[rel] = digest
         if LIVE_MARK in data[:4096]:
             self.live_pages.add(rel)
-        self.files_written += 1
         self.bytes_written += len(data)
 
     def write_behind(self, rel: str, data: bytes | str) -> None:
@@ -376,7 +367,6 @@ class NullWriter(FolderWriter):
 
     def __init__(self) -> None:
         self.root = Path(tempfile.gettempdir())
-        self.files_written = 0
         self.bytes_written = 0
 
     def sub(self, folder: str) -> FolderWriter:
@@ -393,9 +383,6 @@ class NullWriter(FolderWriter):
 
     def read(self, rel: str) -> bytes | None:
         return None
-
-    def copy_file(self, source: Path, rel: str) -> None:
-        pass
 
     def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
         return tempfile.SpooledTemporaryFile(max_size=in_memory, prefix=".tlparse-py-spool-")

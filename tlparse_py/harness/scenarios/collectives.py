@@ -56,7 +56,7 @@ def patch_for_cpu() -> None:
     """Let the compiler collective run on CPU: one "accelerator", a no-op device context."""
     torch.accelerator.device_count = lambda: 1
     # a CPU stand-in for the device context torch expects (a class attribute torch declares as a type)
-    torch._dynamo.device_interface.CpuInterface.device = staticmethod(lambda *a, **k: contextlib.nullcontext())  # type: ignore[misc, assignment]
+    torch._dynamo.device_interface.CpuInterface.device = staticmethod(lambda *a, **k: contextlib.nullcontext())  # type: ignore[misc, assignment, unused-ignore]  # unused without torch installed
 
 
 def patch_all_gather_object() -> None:
