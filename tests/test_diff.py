@@ -493,3 +493,14 @@ def test_report_and_diff_use_the_same_words_for_a_skipped_frame(tmp_path):
     """The report of NEW counts the skipped forward as skipped, not failed, as the diff does."""
     summary = tlparse_py.analyze(SKIP_NAN).to_dict()
     assert summary["totals"]["failed"] == 0 and summary["totals"]["skipped"] == 1
+
+
+def test_the_readme_table_of_diff_gates_is_their_declarations():
+    """README and `diff --help` say what DIFF_GATES declare: a gate added, renamed or reworded there shows here."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("<!-- diff-gates:start -->", 1)[1].split("<!-- diff-gates:end -->", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.strip().splitlines()[2:]]
+    assert rows == [[f"`{g.name}`", g.description, f"as `{g.total}`"] for g in DIFF_GATES]
+    help_text = " ".join(CliRunner().invoke(main, ["diff", "--help"], terminal_width=10_000).output.split())
+    for gate in DIFF_GATES:
+        assert f"{gate.name} ({' '.join(gate.description.split())})" in help_text
