@@ -22,7 +22,9 @@ from click.testing import CliRunner
 
 from conftest import TRACES, read_json
 from linkcheck import broken_links
+from tlparse_py.analysis.summary import Summary
 from tlparse_py.cli import main
+from tlparse_py.options import Options
 from tlparse_py.multirank import cluster as cluster_module
 from tlparse_py.multirank import landing as landing_module
 from tlparse_py.multirank import run as run_module
@@ -116,6 +118,18 @@ def test_cluster_report_is_the_local_pools_byte_for_byte(tmp_path, cluster, loca
     assert sorted(built) == sorted(local)
     assert "index.html" in built and "rank_0/summary.json" in built and "rank_1/summary.json" in built
     assert [path for path in local if built[path] != local[path]] == []
+
+
+def test_cluster_results_are_the_local_ones_typed(tmp_path, cluster):
+    """What travels back from a worker: the rank's typed summary and facts, equal to a local build's."""
+    jobs = run_module.discover(TRACES / "collectives", Options(workers=0))
+    client = cluster_module.connect(cluster.scheduler_address)
+    try:
+        remote = run_module.build_all(jobs, tmp_path / "dask", cluster=client)
+    finally:
+        cluster_module.close(client)
+    local = run_module.build_all(jobs, tmp_path / "local", workers=1)
+    assert remote == local and all(isinstance(r.summary, Summary) and r.summary.compiles for r in remote)
 
 
 # -- an unusable scheduler: one line, exit 2, nothing written ----------------------------------------

@@ -13,6 +13,8 @@ from conftest import SHARED, TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, start, write_log
 from tlparse_py import multirank
+from tlparse_py.analysis import ranks
+from tlparse_py.model import CompileId
 from tlparse_py.pipeline import Options
 from tlparse_py.cli import main
 from tlparse_py.reading.inputs import InputError
@@ -73,11 +75,17 @@ def test_compile_id_and_cache_divergence(tmp_path):
     rank_log(folder, 1, compile_lines() + compile_lines(1, 0))
     rank_log(folder, 2, compile_lines(cache="hit"))
     landing, out = landing_of(tmp_path, folder)
-    assert landing.compile_ids == [{"rank": 2, "missing": ["[1/0]"], "extra": [], "folder": "rank_2", "pages": landing.ranks[2].pages}]
-    assert [(g["ranks"], g["marks"], g["at"]) for g in landing.cache] == [([0, 1], "❌❌", None), ([2], "✅", 0)]
+    found = landing.comparison
+    assert found.compile_ids == [ranks.CompileSetDivergence(2, missing=[CompileId(None, 1, 0, 0)], extra=[])]
+    assert [(g.ranks, g.items, g.at) for g in found.cache] == [([0, 1], ["miss", "miss"], None), ([2], ["hit"], 0)]
+    assert [(d.kind, d.compile_id, d.ranks, d.detail) for d in found.divergences] == [("compile_ids", "[1/0]", [2], "missing [1/0]; extra nothing")]
+    [note] = found.notes
+    assert (note.compile_id, note.ranks, note.compile_time_s) == ("[0/0]", [2], {"0": 1.0, "1": 1.0, "2": 0.5})
+    assert note.detail == "rank 2 took different cache results from the majority (ranks 0 and 1): lookup 1 in [0/0] was a hit where ranks 0 and 1 had a miss"
     index = (out / "index.html").read_text()
     assert "Rank 2 compiled different graphs" in index and "<code>[1/0]</code>" in index
     assert "first different at lookup 1" in index and "<code>[0/0]</code>" in index
+    assert "<code>miss miss</code>" in index and "<code>hit</code>" in index  # the results in words, not marks
 
 
 def test_collective_schedule_divergence_and_parity(tmp_path):
@@ -88,8 +96,10 @@ def test_collective_schedule_divergence_and_parity(tmp_path):
     for rank, schedule in ((0, ops), (1, ops), (2, list(reversed(ops)) + ops)):
         rank_log(folder, rank, compile_lines(extra=[artifact("inductor_collective_schedule", json.dumps(schedule)), line({"inductor_output_code": {}, **cid()}, code)]))
     landing, out = landing_of(tmp_path, folder)
-    assert [(g["ranks"], g["count"], g["at"]) for g in landing.schedules] == [([0, 1], 2, None), ([2], 4, 0)]
-    assert landing.schedules[1]["op"] == ops[1] and landing.schedules[1]["expected"] == ops[0]
+    schedules = landing.comparison.schedules
+    assert [(g.ranks, g.count, g.at) for g in schedules] == [([0, 1], 2, None), ([2], 4, 0)]
+    assert schedules[1].item == ops[1] and schedules[1].expected == ops[0]
+    assert [(d.kind, d.ranks) for d in landing.comparison.divergences] == [("collective_schedule", [2])]
     # one all_reduce scheduled and called, but no wait_tensor follows it in the code (the commented call is ignored)
     assert read_json(out / "rank_0" / "collectives_parity.json")["graphs"] == [{"graph": "-_0_0_0", "compile_id": "[0/0]", "offset": 0, "missing_waits": 1}]
     assert read_json(out / "collective_schedules.json")[0] == {"rank": 0, "graph": "-_0_0_0", "ops": ops}
@@ -106,9 +116,10 @@ def test_runtime_estimates_deltas_and_tensor_meta(tmp_path):
     rank_log(folder, 1, compile_lines(extra=[artifact("inductor_runtime_and_tensor_meta", meta(5_000_000, [4]))]))
     rank_log(folder, 2, compile_lines(extra=[artifact("inductor_runtime_and_tensor_meta", meta(2_000_000, [8]))]))
     landing, out = landing_of(tmp_path, folder)
-    assert landing.runtime["graphs"] == [{"graph": "-_0_0_0", "delta_ms": 3.0, "fastest": (2, 2.0), "slowest": (1, 5.0)}]
+    runtime = landing.comparison.runtime
+    assert runtime is not None and runtime.graphs == [ranks.RuntimeSpread("-_0_0_0", 3.0, (2, 2.0), (1, 5.0))]
     # runtimes differ between ranks 0 and 1 but their tensor metadata does not (tlparse would call them divergent)
-    assert landing.tensor_meta == [{"ranks": [0, 1]}, {"ranks": [2]}]
+    assert landing.comparison.tensor_meta == [[0, 1], [2]]
     trace = read_json(out / "chromium_trace_with_runtime.json")
     spans = [e for e in trace if e["ph"] == "X"]
     assert {e["pid"] for e in spans} == {0, 1, 2} and all(e["dur"] > 0 and e["args"]["rank"] == e["pid"] for e in spans)
@@ -119,9 +130,9 @@ def test_execution_order_analysis_unit():
     """tlparse's own test 39, with the same inputs."""
     orders = {0: ["0/0", "0/1", "0/2"], 1: ["0/1", "0/0", "0/2"]}
     schedules = {(0, "0/0"): ["all_reduce"], (0, "0/1"): ["all_gather"], (1, "0/0"): ["all_reduce"], (1, "0/1"): ["broadcast"]}
-    cache = {(0, "0/0"): "✅", (0, "0/1"): "❌", (1, "0/0"): "✅", (1, "0/1"): "✅"}
-    rows = multirank.analyze_execution_order(orders, schedules, cache)
-    assert [(r["by_rank"], r["issues"]) for r in rows] == [
+    cache = {(0, "0/0"): "hit", (0, "0/1"): "miss", (1, "0/0"): "hit", (1, "0/1"): "hit"}
+    rows = ranks.analyze_execution_order(orders, schedules, cache)
+    assert [(r.by_rank, r.issues) for r in rows] == [
         ({0: "0/0", 1: "0/1"}, ["schedule"]),
         ({0: "0/1", 1: "0/0"}, ["schedule", "cache"]),  # tlparse's test asks that it "includes" the cache one
         ({0: "0/2", 1: "0/2"}, []),
@@ -134,7 +145,8 @@ def test_execution_order_in_the_landing(tmp_path):
     for rank, order in ((0, ["0/0", "1/0"]), (1, ["1/0", "0/0"])):
         rank_log(folder, rank, compile_lines() + compile_lines(1, 0) + [line({"artifact": {"name": "graph_execution", "encoding": "json"}}, json.dumps({"graph_execution_order": [{"compile_id": c} for c in order]}))])
     landing, out = landing_of(tmp_path, folder)
-    assert landing.execution["order_differs"] is True
+    execution = landing.comparison.execution
+    assert execution is not None and execution.order_differs is True
     assert "Graph execution order differs across ranks" in (out / "index.html").read_text()
 
 
@@ -147,10 +159,11 @@ def test_compiler_collectives_and_dynamic_decisions(tmp_path):
             extra.append(line({"create_symbol": {"symbol": "s0", "source": "L['x'].size()[0]"}, **cid()}))
         rank_log(folder, rank, compile_lines(extra=extra))
     landing, out = landing_of(tmp_path, folder)
-    assert [(r["compile_id"], r["name"], [g["ranks"] for g in r["groups"]]) for r in landing.agreements] == [
+    found = landing.comparison
+    assert [(r.compile_id, r.name, [g.ranks for g in r.groups]) for r in found.agreements] == [
         ("[0/0]", "aot_joint_graph_sync_decision_cross_ranks", [[0], [1]])
     ]
-    assert landing.dynamic == [{"compile_id": "[0/0]", "groups": [{"ranks": [0], "sources": ["L['x'].size()[0]"]}, {"ranks": [1], "sources": []}]}]
+    assert found.dynamic == [ranks.DynamicDivergence("[0/0]", [ranks.DynamicGroup([0], ["L['x'].size()[0]"]), ranks.DynamicGroup([1], [])])]
     index = (out / "index.html").read_text()
     assert "Ranks disagree on <code>aot_joint_graph_sync_decision_cross_ranks</code>" in index
     assert "different dynamic-shape decisions" in index
@@ -265,6 +278,7 @@ def test_parallel_and_serial_give_the_same_reports(tmp_path):
     serial = multirank.build_all(jobs, tmp_path / "serial", workers=1)
     parallel = multirank.build_all(jobs, tmp_path / "parallel", workers=2)
     assert [r.compile_ids for r in serial] == [r.compile_ids for r in parallel]
+    assert serial == parallel and all(r.summary is not None for r in parallel)  # typed results come back from the workers whole
     assert (tmp_path / "serial" / "rank_2" / "compile_directory.json").read_text() == (tmp_path / "parallel" / "rank_2" / "compile_directory.json").read_text()
     shutil.rmtree(tmp_path / "serial")
 

@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
 
 from conftest import TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, start
 from test_multirank import artifact, landing_of, rank_log
-from tlparse_py.analysis import facts
-from tlparse_py.multirank import divergences
+from tlparse_py.analysis import facts, ranks
+from tlparse_py.model import CompileId
+from tlparse_py.multirank import analyse
 
 GRAPH = '''class GraphModule(torch.nn.Module):
     def forward(self, L_x_: "f32[{n}][1]cpu"):
@@ -126,7 +133,7 @@ def test_input_signature_masks_dynamic_dimensions_and_differing_lines():
 def test_identical_ranks_no_divergence(tmp_path):
     # different users' cache paths, checkouts and line numbers: run-to-run noise, not divergence
     landing, out, summary, index = two_ranks(tmp_path, frame() + frame(1, graph=COS), frame(user="b", lineno=23) + frame(1, graph=COS, user="b", lineno=23))
-    assert summary["divergences"] == [] and not landing.diverges and landing.content == []
+    assert summary["divergences"] == [] and not landing.diverges and landing.comparison.content == []
     assert summary["compiler_collectives"] == []
     assert "Yes, as far as the logs tell" in index and "with the same graphs, output code and input shapes" in index
     assert broken_links(out) == []
@@ -138,7 +145,7 @@ def test_different_input_shape_diverges_at_the_first_compile(tmp_path):
     detail = summary["divergences"][0]["detail"]
     assert detail.startswith("Dynamo graph, post-grad graph, output code and input shapes differ from rank 0's")
     assert 'f32[4][1]cpu' in detail and 'f32[5][1]cpu' in detail
-    assert landing.first["compile_id"] == "[0/0]"
+    assert landing.comparison.first is not None and landing.comparison.first.compile_id == "[0/0]"
     assert "as far as the logs tell" not in index
     assert "No: the ranks diverge, first at <code>[0/0]</code>" in index
     assert "First differing lines of the Dynamo graph" in index
@@ -149,13 +156,13 @@ def test_different_input_shape_diverges_at_the_first_compile(tmp_path):
 def test_same_compile_id_different_graph(tmp_path):
     landing, out, summary, index = two_ranks(tmp_path, frame() + frame(1, graph=SIN), frame() + frame(1, graph=COS))
     assert [(d["kind"], d["compile_id"], d["ranks"]) for d in summary["divergences"]] == [("compile_content", "[1/0]", [1])]
-    [row] = landing.content
-    [departure] = row["departures"]
-    assert row["reference"] == [0] and departure["differs"] == ["Dynamo graph", "post-grad graph", "output code"]
-    view = departure["side_by_side"]
-    assert (view["what"], view["left"], view["right"]) == ("Dynamo graph", 0, 1)
-    left = [text for _, text, _, _ in view["rows"]]
-    right = [text for _, _, _, text in view["rows"]]
+    [row] = landing.comparison.content
+    [departure] = row.departures
+    assert row.reference == [0] and departure.differs == ["Dynamo graph", "post-grad graph", "output code"]
+    view = departure.side_by_side
+    assert view is not None and (view.what, view.left, view.right) == ("Dynamo graph", 0, 1)
+    left = [text for _, text, _, _ in view.rows]
+    right = [text for _, _, _, text in view.rows]
     assert any("l_x_.sin()" in t for t in left) and any("l_x_.cos()" in t for t in right) and any("mul.sum()" in t for t in right)
     assert "In <code>[1/0]</code>" in index and "l_x_.sin()" in index and "mul.sum()" in index
     assert "return x.sin() + 1" in summary["divergences"][0]["detail"]
@@ -224,8 +231,123 @@ def test_spmd_graph_mismatch_is_a_divergence(tmp_path):
 def test_real_distributed_fixture_agrees(tmp_path):
     landing, out = landing_of(tmp_path, TRACES / "distributed")
     summary = read_json(out / "summary.json")
-    assert summary["divergences"] == [] and divergences(landing) == []
+    assert summary["divergences"] == [] and landing.comparison.divergences == []
     assert all(r.distributed.fingerprints for r in landing.ranks)
     fingerprint = landing.ranks[0].distributed.fingerprints["[4/0]"]
     assert set(fingerprint.graphs) == {"dynamo", "post_grad", "output_code"} and fingerprint.inputs
     assert "Yes, as far as the logs tell" in (out / "index.html").read_text()
+
+
+# ------------------------------------------------------------------------------------------------
+# the typed comparison against the raw rank logs
+
+RANK_FIXTURES = ("distributed", "collectives", "collectives_desync", "collectives_gloo_fail", "collectives_shapes", "ddp_cache_race")
+CACHE_ARTIFACT = re.compile(r"cache_(hit|miss|bypass)")
+
+
+class RawRank(msgspec.Struct):
+    """What a rank's log says, read here record by record (no tlparse_py reading)."""
+
+    compiles: dict[CompileId, None] = msgspec.field(default_factory=dict)  # frame compiles, in log order
+    cache: list[tuple[str, str]] = msgspec.field(default_factory=list)  # (hit / miss / bypass, compile id as logged)
+    exchanges: dict[str, int] = msgspec.field(default_factory=dict)  # frame compile → compiler_collective artifacts
+    dynamic: dict[str, set[str]] = msgspec.field(default_factory=dict)  # frame compile → create_symbol sources
+    compile_time: float = 0.0  # entire_frame_compile_time_s, plus each lazy backward's inductor_compile_time_s
+
+
+def raw_rank(log: Path) -> RawRank:
+    data = log.read_bytes()
+    text = (gzip.decompress(data) if log.name.endswith(".gz") else data).decode("utf-8")
+    raw = RawRank()
+    for record in text.split("\n"):
+        if record.startswith("\t") or "] {" not in record:
+            continue
+        meta = json.loads(record.split("] ", 1)[1])
+        ca, frame_id, compile_id, attempt = (meta.get(k) for k in ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt"))
+        if frame_id is None and ca is None:
+            continue
+        key = CompileId(ca, frame_id, compile_id, attempt)
+        frame = str(key.frame_key())
+        raw.compiles.setdefault(key.frame_key(), None)
+        name = (meta.get("artifact") or {}).get("name", "")
+        if found := CACHE_ARTIFACT.search(name):
+            raw.cache.append((found.group(1), str(key.directory_key())))
+        if name == "compiler_collective":
+            raw.exchanges[frame] = raw.exchanges.get(frame, 0) + 1
+        if "create_symbol" in meta:
+            raw.dynamic.setdefault(frame, set()).add(meta["create_symbol"]["source"])
+        raw.compile_time += (meta.get("compilation_metrics") or {}).get("entire_frame_compile_time_s") or 0.0
+        raw.compile_time += (meta.get("bwd_compilation_metrics") or {}).get("inductor_compile_time_s") or 0.0
+    return raw
+
+
+def majority(signatures):
+    """Ranks grouped by equal signature, the biggest group first (lowest ranks on a tie)."""
+    groups = {}
+    for rank, signature in sorted(signatures.items()):
+        groups.setdefault(signature, []).append(rank)
+    return sorted(groups.items(), key=lambda g: (-len(g[1]), g[1]))
+
+
+@pytest.mark.parametrize("name", RANK_FIXTURES)
+def test_cross_rank_facts_are_the_raw_logs(tmp_path, name):
+    """Each cross-rank answer of the typed analysis, against the same fact read from the rank logs here."""
+    landing, out = landing_of(tmp_path, TRACES / name)
+    found = landing.comparison
+    raw = {rank: raw_rank(next((TRACES / name).glob(f"*_rank_{rank}_*"))) for rank in found.ranks}
+    assert found.ranks == [0, 1] and sorted(raw) == [0, 1]
+
+    # what each rank compiled, and which ranks compiled something else than the majority
+    for result in landing.ranks:
+        assert result.facts().compile_keys == list(raw[result.number].compiles)
+    groups = majority({rank: frozenset(r.compiles) for rank, r in raw.items()})
+    reference = groups[0][0]
+    expected = [(rank, reference - set(r.compiles), set(r.compiles) - reference) for rank, r in raw.items() if set(r.compiles) != reference]
+    assert [(row.rank, set(row.missing), set(row.extra)) for row in found.compile_ids] == expected
+
+    # cache results, and where a group of ranks first departs from the majority's
+    groups = majority({rank: tuple(r.cache) for rank, r in raw.items()})
+    assert [(g.ranks, g.sequence) for g in found.cache] == ([(members, list(sequence)) for sequence, members in groups] if len(groups) > 1 else [])
+    if len(groups) > 1:
+        (mine, _), (theirs, [rank, *_]) = groups
+        at = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a[0] != b[0])
+        [note] = found.notes
+        assert (note.ranks, note.compile_id) == ([rank], theirs[at][1])
+        assert f"lookup {at + 1} in {theirs[at][1]} was a {theirs[at][0]} where rank 0 had a {mine[at][0]}" in note.detail
+        assert note.compile_time_s == {str(r): pytest.approx(raw[r].compile_time) for r in raw}
+        assert note.spread_s == pytest.approx(abs(raw[0].compile_time - raw[1].compile_time))
+    else:
+        assert found.notes == []
+
+    # compiler collectives: which ranks exchanged their state in which frame, and the dynamic dimensions each ended with
+    frames = {frame for r in raw.values() for frame in r.exchanges}
+    assert {c.compile_id: (c.ranks, c.exchanges, c.dynamic_by_rank) for c in found.collectives} == {
+        frame: (
+            [rank for rank, r in raw.items() if frame in r.exchanges],
+            max(r.exchanges.get(frame, 0) for r in raw.values()),
+            {str(rank): sorted(r.dynamic.get(frame, ())) for rank, r in raw.items() if frame in r.dynamic or frame in r.exchanges},
+        )
+        for frame in frames
+    }
+
+    # every verdict names a compile the ranks logged; summary.json holds exactly the typed verdicts
+    logged = {str(key) for r in raw.values() for key in r.compiles}
+    assert all(d.compile_id in logged for d in [*found.divergences, *found.notes] if d.compile_id is not None and d.kind != "cache")
+    summary = read_json(out / "summary.json")
+    assert summary["divergences"] == msgspec.to_builtins(found.divergences) and summary["notes"] == msgspec.to_builtins(found.notes)
+    assert summary["compiler_collectives"] == msgspec.to_builtins(found.collectives)
+
+
+def test_the_comparison_reads_typed_summaries_not_their_json(tmp_path):
+    """The rank results carry their typed summaries (as `summary.json` holds them); comparing them
+    again gives the same answers, and a rank that could not be read compares as having compiled nothing."""
+    landing, _ = landing_of(tmp_path, TRACES / "collectives_desync")
+    for result in landing.results:
+        assert result.summary is not None and result.summary.compiles
+        assert [c.id for c in result.summary.compiles] == [c["id"] for c in read_json(tmp_path / "out" / result.folder / "summary.json")["compiles"]]
+    again = analyse(landing.results)
+    assert again.comparison == landing.comparison
+    broken = [landing.results[0], msgspec.structs.replace(landing.results[1], summary=None, error="unreadable")]
+    [row] = analyse(broken).comparison.compile_ids  # on a tie, the group with the lowest rank is the reference
+    assert row.rank == 1 and row.missing == landing.ranks[0].facts().compile_keys and row.extra == []
+    assert ranks.figures(None) == ranks.RankFigures(0, 0, [])

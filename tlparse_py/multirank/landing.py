@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,18 +11,19 @@ from msgspec.structs import replace
 import orjson
 
 from .._version import __version__
-from ..analysis.compiles import schema_version
+from ..analysis.compiles import schema_version, summary_dict
 from ..report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
 from ..report.markdown import summary_markdown
 from ..options import Options
 from ..pipeline import write_static
 from ..report.render import render_page, trusted_html
 from ..report.views.common import Page
+from ..analysis.ranks import RankComparison, words
 from ..analysis.store import InputInfo
-from ..analysis.summary import STATUS_LABELS, load_ranks
+from ..analysis.summary import RankEntry, RanksSummary
 from ..report.writer import FolderWriter, ReportWriter, check_target
 from .cluster import close, connect
-from .compare import Landing, analyse, collective_schedules, divergences, primary, runtime_trace, words
+from .compare import Landing, RankRow, analyse, as_json, collective_schedules, primary, rank_rows, runtime_trace
 from .run import RankJob, RankResult, _size, build_all, discover
 
 
@@ -50,15 +50,16 @@ def write_outputs(writer: FolderWriter, landing: Landing) -> list[str]:
     """The landing's JSON files and every rank's collectives_parity.json; returns notes for stdout."""
     notes = []
     for folder, parity in landing.parity.items():
-        writer.write(f"{folder}/collectives_parity.json", json.dumps(parity, indent=2))
+        writer.write(f"{folder}/collectives_parity.json", json.dumps(as_json(parity), indent=2))
     with writer.open("chromium_events.json") as out:
         landing.chromium_events = merge_chromium(writer, landing.results, out)
         merged = out.tell()
     if merged <= EVENTS_SCRIPT_LIMIT:  # the "Open in Perfetto" button's copy (see chromium.py)
         writer.write(EVENTS_SCRIPT, events_script(writer.read("chromium_events.json") or b"[]"))
-    if landing.estimations:
-        writer.write("runtime_estimations.json", json.dumps(landing.estimations, indent=2))
-        writer.write("chromium_trace_with_runtime.json", json.dumps(runtime_trace(landing.estimations), indent=2, sort_keys=True))
+    estimations = landing.comparison.estimations
+    if estimations:
+        writer.write("runtime_estimations.json", json.dumps(as_json(estimations), indent=2))
+        writer.write("chromium_trace_with_runtime.json", json.dumps(runtime_trace(estimations), indent=2, sort_keys=True))
         notes.append("Runtime estimations: runtime_estimations.json")
     schedules = collective_schedules(landing.ranks)
     if schedules:
@@ -73,8 +74,8 @@ class LandingPage(Page, kw_only=True):
     template: ClassVar[str] = "landing.html.j2"
     custom_header: Any  # the user's --custom-header-html, trusted
     landing: Landing
-    rows: list[dict[str, Any]]
-    by_folder: dict[str, RankResult]
+    found: RankComparison  # landing.comparison: what the ranks' comparison found
+    rows: list[RankRow]
     words: Callable[[list[str]], str]
 
 
@@ -85,15 +86,8 @@ def landing_page(landing: Landing, source: InputInfo, custom_header_html: str) -
         failures_link=False,
         custom_header=trusted_html(custom_header_html),
         landing=landing,
-        rows=[
-            {
-                "result": r,
-                "statuses": outcomes(r),
-                "parity": landing.parity.get(r.folder, {}).get("graphs", []),
-            }
-            for r in sorted(landing.results, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.folder))
-        ],
-        by_folder={r.folder: r for r in landing.results},
+        found=landing.comparison,
+        rows=rank_rows(landing),
         words=words,
     )
 
@@ -104,16 +98,6 @@ class RankFailedPage(Page, kw_only=True):
     template: ClassVar[str] = "rank_failed.html.j2"
     log: str
     error: str
-
-
-def outcomes(result: RankResult) -> Counter[tuple[str, str]]:
-    """(status, label) → how many of the rank's compiles ended so (a compiler-collective restart is
-    no graph break: the analysis counts such a compile as a success)."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for compile in result.summary.get("compiles", []):
-        status = compile.get("status", "")
-        counts[(status, STATUS_LABELS.get(status, status))] += 1
-    return counts
 
 
 def write_all_ranks(
@@ -148,7 +132,7 @@ def _write(
         source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
         summary = landing_summary(landing, jobs)
         writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-        landing.summary = load_ranks(summary)
+        landing.summary = ranks_summary(landing, summary)
         writer.write("summary.md", summary_markdown(landing.summary))
         writer.write("index.html", render_page(landing_page(landing, source, options.custom_header_html)))
         writer.commit()
@@ -175,8 +159,19 @@ def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
         "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
         "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
-        "ranks": [{"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": r.summary or None} for r in landing.results],
-        "divergences": divergences(landing),
-        "notes": landing.notes,
-        "compiler_collectives": landing.collectives,
+        "ranks": [
+            {"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": summary_dict(r.summary) if r.summary is not None else None}
+            for r in landing.results
+        ],
+        "divergences": as_json(landing.comparison.divergences),
+        "notes": as_json(landing.comparison.notes),
+        "compiler_collectives": as_json(landing.comparison.collectives),
     }
+
+
+def ranks_summary(landing: Landing, written: dict[str, Any]) -> RanksSummary:
+    """The multi-rank summary.json just written, typed (as `analysis.summary.load_ranks` reads it back)."""
+    return RanksSummary(
+        [RankEntry(r.rank, r.folder, r.error or None, r.summary) for r in landing.results],
+        written["divergences"], written["inputs"], __version__, written["notes"],
+    )

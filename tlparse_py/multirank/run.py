@@ -1,9 +1,10 @@
 """Rank reports: one pure function per rank, (rank log, output folder) → rank report + rank analysis.
 
 Ranks are read in parallel worker processes, or as tasks on a Dask cluster (`cluster.py`); each
-writes its own `rank_N/` report and returns a small `RankResult`: its summary (what `summary.json`
-holds) and its distributed facts. Only those travel back to be compared. A rank whose worker
-dies is built once more; dying again, it is reported as failed and the other ranks are kept.
+writes its own `rank_N/` report and returns a small `RankResult`: its typed summary (what its
+`summary.json` holds, as `analysis.summary` loads it) and its distributed facts. Only those travel
+back to be compared (`analysis.ranks`). A rank whose worker dies is built once more; dying again,
+it is reported as failed and the other ranks are kept.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from ..reading.inputs import InputError, candidate_logs, rank_of
 from ..model import Stats
 from ..options import Options
 from ..pipeline import build_report
-from ..analysis.store import CacheMark, DistributedFacts, InputInfo
+from ..analysis.ranks import RankFacts
+from ..analysis.store import DistributedFacts, InputInfo
+from ..analysis.summary import Summary, load_summary
 from ..report.writer import FolderWriter
 from .cluster import build_on_cluster
 
@@ -87,7 +90,7 @@ class RankResult(Struct):
     problems: int = 0
     unknown_kinds: dict[str, int] = field(default_factory=dict)
     chromium_events: int = 0
-    summary: dict[str, Any] = field(default_factory=dict)  # the rank's summary.json
+    summary: Summary | None = None  # the rank's summary.json, typed (None when it could not be read)
     distributed: DistributedFacts = field(default_factory=DistributedFacts)
 
     @property
@@ -97,26 +100,19 @@ class RankResult(Struct):
             raise ValueError(f"{self.folder} holds no rank")
         return self.rank
 
+    def facts(self) -> RankFacts:
+        """What the cross-rank comparison (`analysis.ranks`) reads of it."""
+        return RankFacts(self.number, self.summary, self.distributed)
+
     @property
     def compile_ids(self) -> list[str]:
         """Compile ids in first-appearance order (a reused id once)."""
-        return list(dict.fromkeys(c["id"] for c in self.summary.get("compiles", [])))
+        return list(dict.fromkeys(c.id for c in self.summary.compiles)) if self.summary is not None else []
 
     @property
-    def pages(self) -> dict[str, str]:
-        return {c["id"]: c["url"] for c in self.summary.get("compiles", [])}
-
-    @property
-    def statuses(self) -> dict[str, str]:
-        return {c["id"]: c["status"] for c in self.summary.get("compiles", [])}
-
-    @property
-    def failures(self) -> int:
-        return self.summary.get("totals", {}).get("failed", 0)
-
-    @property
-    def cache(self) -> list[CacheMark]:
-        return self.distributed.cache
+    def pages(self) -> dict[str, str | None]:
+        """Compile id → its page in the rank's report (None: listed without one)."""
+        return {c.id: c.url for c in self.summary.compiles} if self.summary is not None else {}
 
 
 def build_rank(job: RankJob, root: Path) -> RankResult:
@@ -136,7 +132,9 @@ def build_rank(job: RankJob, root: Path) -> RankResult:
     result.problems = analysis.diagnostics.total
     result.unknown_kinds = dict(analysis.unknown_kinds)
     result.chromium_events = analysis.chromium_events
-    result.summary = analysis.to_dict()
+    summary = load_summary(analysis.to_dict())  # what its summary.json holds, typed
+    assert isinstance(summary, Summary)
+    result.summary = summary
     result.distributed = analysis.distributed
     return result
 
