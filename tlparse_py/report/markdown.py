@@ -8,9 +8,9 @@ from where the Markdown lives (`""` for the report's own `summary.md`, e.g. `"..
 `--markdown`). A multi-rank summary gets a row per rank and one for all ranks, each total combined
 as its declaration says (`analysis.totals`).
 
-User files are named relative to `source_root` (`--source-root`) when inside it, else to the common
-folder of the run's user files (`analysis.stacks.user_folder`): the Markdown is published (a job
-summary, a PR comment), and the runner's absolute paths mean nothing to its readers.
+What it shows is the analysis' digest of the report (`analysis.digest`): the totals as shown, the
+top graph-break kinds with their user code relative to `--source-root` or the run's common folder,
+the recompiled frames, the slowest compiles. This module only words and links them.
 
 Text from the log (reasons, frame names, file names) is escaped, so it cannot make links, tables
 or HTML of its own.
@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..analysis.stacks import inside_folder, is_user_code, split_location, user_folder
-from ..analysis.summary import CompileSummary, RanksSummary, Summary, graph_break_groups, recompiled_frames, slowest, summaries_of
-from ..analysis.totals import Combined, Value, columns, over_ranks, totals_of
+from ..analysis.digest import ROWS, ReportDigest, ranks_digest, report_digest
+from ..analysis.summary import CompileSummary, RanksSummary, Summary
+from ..analysis.totals import columns
 from ..units import format_seconds
 
-ROWS = 5  # rows per section: the whole summary fits in about 40 lines
 IDS_PER_ROW = 4  # compile ids named per row before "+N more"
 TEXT_CHARS = 90
 
@@ -116,12 +115,12 @@ def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gat
 
 
 def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
-    compiles = summary.compiles
+    digest = report_digest(summary, source_root)
     lines = [f"### torch.compile report: {text(summary.log_name)}", "", _context(summary, prefix), ""]
-    lines += _totals_table([("", _shown(totals_of(compiles)))])
-    lines += _graph_breaks(compiles, prefix, (source_root, user_folder(_user_paths(compiles))))
-    lines += _recompiles(compiles, prefix)
-    lines += _slowest(compiles, prefix)
+    lines += _totals_table([("", digest.totals)])
+    lines += _graph_breaks(digest, prefix)
+    lines += _recompiles(digest, prefix)
+    lines += _slowest(digest, prefix)
     return lines
 
 
@@ -136,11 +135,6 @@ def _context(summary: Summary, prefix: str) -> str:
     parts.append(text(run.get("tool") or f"tlparse-py {summary.generator_version}".strip()))
     parts.append(link("full report", "index.html", prefix))
     return " · ".join(parts)
-
-
-def _shown(values: dict[str, Value]) -> dict[str, str]:
-    """Each total of one report as a table shows it."""
-    return {total.name: total.show(values.get(total.name)) for _, group in columns() for total in group}
 
 
 def _totals_table(rows: list[tuple[str, dict[str, str]]]) -> list[str]:
@@ -170,62 +164,39 @@ def _more(count: int, anchor: str, prefix: str) -> list[str]:
     return [f"…and {count} more in the {link('report', f'index.html#{anchor}', prefix)}."] if count > 0 else []
 
 
-def _user_paths(compiles: list[CompileSummary]) -> list[str]:
-    """Every file the run's frames and graph breaks name (`user_folder` keeps the user's own)."""
-    locations = [c.user_location for c in compiles] + [b.user_location for c in compiles for b in c.graph_breaks]
-    return [site[0] for location in locations if (site := split_location(location))]
-
-
-def _location(location: str, roots: tuple[str, ...]) -> str:
-    """A `file.py:23` of user code relative to the first of `roots` it is inside; as logged otherwise."""
-    site = split_location(location)
-    if site is None or not is_user_code(site[0]):
-        return location
-    relative = next((r for root in roots if (r := inside_folder(site[0], root)) is not None), None)
-    return f"{relative}:{site[1]}" if relative is not None else location
-
-
-def _graph_breaks(compiles: list[CompileSummary], prefix: str, roots: tuple[str, ...]) -> list[str]:
-    groups = graph_break_groups(compiles)
-    if not groups:
+def _graph_breaks(digest: ReportDigest, prefix: str) -> list[str]:
+    if not digest.breaks:
         return []
-    lines = ["", f"**{link('Graph breaks', 'index.html#graph-breaks', prefix)}** (top {min(ROWS, len(groups))} of {len(groups)} kinds)", ""]
+    lines = ["", f"**{link('Graph breaks', 'index.html#graph-breaks', prefix)}** (top {len(digest.breaks)} of {digest.break_kinds} kinds)", ""]
     lines += ["| count | graph break | user code | hint | compiles |", "|---:|---|---|---|---|"]
-    for group in groups[:ROWS]:
-        first = group.first
-        kind = f"{text(first.registry_id)} " if first.registry_id else ""
-        sites = group.sites
-        site = sites[0]
-        where = (text(_location(site.user_location, roots), 60) if site.user_location else "unknown") + (f" (inside {site.inside})" if site.inside else "")
-        where += f" +{len(sites) - 1} more" if len(sites) > 1 else ""
-        hint = text(first.hints[0], 80) if first.hints else ""
-        lines.append(f"| {group.count} | {kind}{text(group.reason)} | {where} | {hint} | {_ids(list({id(c): c for c in group.compiles}.values()), prefix)} |")
-    return lines + _more(len(groups) - ROWS, "graph-breaks", prefix)
+    for row in digest.breaks:
+        kind = f"{text(row.registry_id)} " if row.registry_id else ""
+        where = (text(row.where, 60) if row.where else "unknown") + (f" (inside {row.inside})" if row.inside else "")
+        where += f" +{row.other_sites} more" if row.other_sites else ""
+        hint = text(row.hint, 80) if row.hint else ""
+        lines.append(f"| {row.count} | {kind}{text(row.reason)} | {where} | {hint} | {_ids(row.compiles, prefix)} |")
+    return lines + _more(digest.break_kinds - ROWS, "graph-breaks", prefix)
 
 
-def _recompiles(compiles: list[CompileSummary], prefix: str) -> list[str]:
-    frames = recompiled_frames(compiles)
-    if not frames:
+def _recompiles(digest: ReportDigest, prefix: str) -> list[str]:
+    if not digest.recompiles:
         return []
     lines = ["", f"**{link('Recompiles', 'index.html#recompiles', prefix)}** per frame", ""]
-    for frame in frames[:ROWS]:
-        name = frame.name
-        reason = next((r for _, r in frame.reasons), None)
-        why = f"; first reason: {text(reason, 70)}" if reason else ""
-        if frame.retries:
-            retry, failed = frame.retries[0]
-            why += f"; {text(retry.label)} retried after {text(failed.label)} failed"
-        lines.append(f"- frame {text(frame.frame)}{' ' + text(name, 40) if name else ''}: {len(frame.compiles)} compiles {_ids(frame.compiles, prefix)}{why}")
-    return lines + _more(len(frames) - ROWS, "recompiles", prefix)
+    for frame in digest.recompiles:
+        why = f"; first reason: {text(frame.first_reason, 70)}" if frame.first_reason else ""
+        if frame.retry:
+            why += f"; {text(frame.retry[0])} retried after {text(frame.retry[1])} failed"
+        name = f" {text(frame.name, 40)}" if frame.name else ""
+        lines.append(f"- frame {text(frame.frame)}{name}: {len(frame.compiles)} compiles {_ids(frame.compiles, prefix)}{why}")
+    return lines + _more(digest.recompiled_frames - ROWS, "recompiles", prefix)
 
 
-def _slowest(compiles: list[CompileSummary], prefix: str) -> list[str]:
-    timed = slowest(compiles)
-    if not timed:
+def _slowest(digest: ReportDigest, prefix: str) -> list[str]:
+    if not digest.slowest:
         return []
     lines = ["", f"**{link('Slowest compiles', 'index.html#slowest', prefix)}**", ""]
     lines += ["| compile | frame | time | status |", "|---|---|---:|---|"]
-    for c in timed[:ROWS]:
+    for c in digest.slowest:
         lines.append(f"| {_ids([c], prefix)} | {text(c.frame or '', 40)} | {format_seconds(c.compile_time_s.total)} | {text(c.status)} |")
     return lines
 
@@ -264,13 +235,11 @@ def _separator(fd: int) -> str:
 
 def _landing(summary: RanksSummary, prefix: str) -> list[str]:
     ranks = summary.ranks
+    digest = ranks_digest(summary, ROWS * 2)
     lines = [f"### torch.compile report: {len(ranks)} ranks", ""]
     lines += [f"tlparse-py {text(summary.generator_version)} · {link('landing page', 'index.html', prefix)}", ""]
-    rows = [
-        (link(entry.name, f"{entry.folder}/index.html", prefix), _shown(totals_of(entry.summary.compiles)))
-        for entry in ranks[: ROWS * 2] if entry.summary is not None
-    ]
-    rows.append(("**all**", {name: combined.text for name, combined in rank_totals(summary).items()}))
+    rows = [(link(row.entry.name, f"{row.entry.folder}/index.html", prefix), row.totals) for row in digest.rows]
+    rows.append(("**all**", digest.combined))
     lines += _totals_table(rows)
     lines += _more(len(ranks) - ROWS * 2, "", prefix)
     errors = [e for e in ranks if e.error]
@@ -286,7 +255,3 @@ def _landing(summary: RanksSummary, prefix: str) -> list[str]:
                       f"{text(note.get('detail'), 160)}; compile-time spread {format_seconds(note.get('spread_s'))}, {text(note.get('timeout'), 120)}"]
     return lines
 
-
-def rank_totals(summary: RanksSummary) -> dict[str, Combined]:
-    """Each total over the ranks that could be read, combined as its declaration says."""
-    return over_ranks([totals_of(s.compiles) for s in summaries_of(summary.ranks)])
