@@ -25,11 +25,14 @@ Unknown values are None, never guessed.
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Annotated, Any, TypeVar
 
-from msgspec import Struct, field
+from msgspec import UNSET, Meta, Struct, UnsetType, ValidationError, convert, field, structs
 
 from ..model import CompileId
 
@@ -60,16 +63,22 @@ CACHE_RESULTS = ("hit", "miss", "bypass")
 RECOMPILE_LIMIT = "recompile limit"  # in the failure reason of the compile that hit torch's recompile limit
 
 
-class CompileTime(Struct, frozen=True):
-    forward: float | None  # entire_frame_compile_time_s: Dynamo, AOTAutograd and the forward compile
-    backward: float | None  # the lazy backward compile (bwd_compilation_metrics.inductor_compile_time_s)
-    total: float | None
+Seconds = Annotated[float, Meta(ge=0)]  # a time in summary.json: a number, at least 0
+
+
+class CompileTime(Struct, frozen=True, gc=False):
+    """A compile's times; also summary.json's `compile_time_s` as it is (fields = keys, in order)."""
+
+    # defaults: what a summary.json that leaves a time out means (unknown)
+    forward: Seconds | None = None  # entire_frame_compile_time_s: Dynamo, AOTAutograd and the forward compile
+    backward: Seconds | None = None  # the lazy backward compile (bwd_compilation_metrics.inductor_compile_time_s)
+    total: Seconds | None = None
     # the backward compiled inside the forward compile (chromium `bw_compiler` spans within
     # `entire_frame_compile`, as under dynamic shapes): part of `forward`, never added again
-    backward_in_forward: float | None = None
+    backward_in_forward: Seconds | None = None
 
     def to_dict(self) -> dict[str, float | None]:
-        return {"forward": self.forward, "backward": self.backward, "total": self.total, "backward_in_forward": self.backward_in_forward}
+        return _write_time(self)
 
 
 UNKNOWN_TIME = CompileTime(None, None, None)
@@ -107,17 +116,35 @@ class GraphBreak(Struct, frozen=True):
         return self.registry_id or self.reason
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "reason": self.reason,
-            "user_location": self.user_location,
-            "user_source": self.user_source or None,
-            "user_function": self.user_function or None,
-            "registry_id": self.registry_id or None,
-            "explanation": self.explanation or None,
-            "hints": list(self.hints),
-            "doc_url": self.doc_url or None,
-            "library_location": self.library_location or None,
-        }
+        return _write_break(self.record())
+
+    def record(self) -> GraphBreakRecord:
+        """What summary.json says of it."""
+        return GraphBreakRecord(self.reason, self.user_location, self.user_source or None, self.user_function or None,
+                                self.registry_id or None, self.explanation or None, list(self.hints), self.doc_url or None,
+                                self.library_location or None)
+
+
+class GraphBreakRecord(Struct, gc=False):
+    """A graph break in summary.json (`compiles[].graph_breaks[]`): fields = keys, in order. Text
+    it does not know is null; schema 1.x before 1.3 wrote only the reason and user location."""
+
+    reason: str
+    user_location: str
+    user_source: str | None = None
+    user_function: str | None = None
+    registry_id: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+    doc_url: str | None = None
+    library_location: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _write_break(self)
+
+    def graph_break(self) -> GraphBreak:
+        return GraphBreak(self.reason, self.user_location, self.explanation or "", self.user_source or "", self.user_function or "",
+                          self.registry_id or "", tuple(self.hints), self.doc_url or "", self.library_location or "")
 
 
 def library_name(location: str) -> str:
@@ -132,21 +159,25 @@ def library_name(location: str) -> str:
     return "the standard library"
 
 
-class CacheLookup(Struct, frozen=True):
+class CacheLookup(Struct, frozen=True, gc=False):
+    """One cache lookup of a compile; also summary.json's `cache[]` item as it is (fields = keys, in order)."""
+
     cache: str  # "fx_graph" / "aotautograd" / ...
     result: str  # hit / miss / bypass
-    reason: str  # why it was bypassed, when it was
+    reason: str = ""  # why it was bypassed, when it was
 
     def to_dict(self) -> dict[str, str]:
-        return {"cache": self.cache, "result": self.result, "reason": self.reason}
+        return _write_cache(self)
 
 
-class Failure(Struct, frozen=True):
+class Failure(Struct, frozen=True, gc=False):
+    """Why a compile failed; also summary.json's `failure` as it is (fields = keys, in order)."""
+
     type: str
-    reason: str | None
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, str | None]:
-        return {"type": self.type, "reason": self.reason}
+        return _write_failure(self)
 
 
 class CompileSummary(Struct):
@@ -215,25 +246,90 @@ class CompileSummary(Struct):
         return sum(1 for lookup in self.cache if lookup.result == result)
 
     def to_dict(self) -> dict[str, Any]:
-        """What summary.json says of it. By hand, not `dataclasses.asdict`, whose deep copies cost
-        seconds and 100s of MB on logs with 100,000s of compiles."""
-        return {
-            "id": self.id,
-            "url": self.url,
-            "generation": self.generation,
-            "attempts": self.attempts,
-            "frame": self.frame,
-            "user_location": self.user_location,
-            "status": self.status,
-            "cause": self.cause,
-            "restart_reasons": self.restart_reasons,
-            "compile_time_s": self.compile_time_s.to_dict(),
-            "graph_breaks": [b.to_dict() for b in self.graph_breaks],
-            "recompile_reasons": self.recompile_reasons,
-            "cache": [c.to_dict() for c in self.cache],
-            "graph_op_count": self.graph_op_count,
-            "failure": self.failure.to_dict() if self.failure is not None else None,
-        }
+        """What summary.json says of it: its `CompileRecord` as plain data (written by `_writer`, as
+        fast as a dict written by hand: it runs for each of 100,000s of compiles)."""
+        return _write_compile(self)
+
+
+class CompileRecord(Struct, gc=False):
+    """A compile in summary.json (`compiles[]`): the one declaration of its shape. Fields are its keys,
+    in the order written; `CompileSummary.to_dict` encodes one, and `load_summary` decodes and
+    validates one (`msgspec.convert`). A default is what an older summary.json that leaves the field
+    out means; UNSET ones depend on the id (`_load_compile`). The shipped schema's
+    `$defs/compile` describes the same fields (tests/test_record_schema.py holds them equal)."""
+
+    id: str
+    url: str | None = None
+    generation: Annotated[int, Meta(ge=0)] = 0
+    attempts: list[str] | UnsetType = UNSET  # absent: the id's only attempt
+    frame: str | None = None
+    user_location: str | None = None
+    status: str = STATUS_MISSING
+    cause: str | UnsetType = UNSET  # absent (schema 1.x): a recompile when frame_compile_id > 0
+    restart_reasons: list[str] = field(default_factory=list)
+    compile_time_s: CompileTime = UNKNOWN_TIME
+    graph_breaks: list[GraphBreakRecord] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    cache: list[CacheLookup] = field(default_factory=list)
+    graph_op_count: int | None = None
+    failure: Failure | None = None
+
+
+def _writer(record: type[Struct], source: type[Struct] | None = None) -> Callable[[Any], dict[str, Any]]:
+    """A function that writes what `msgspec.to_builtins` makes of a `record` with every field set, from
+    a `source` object with attributes named as its fields (a `CompileSummary` for a `CompileRecord`).
+    Generated from the declaration, to cost no more than a dict written by hand: to_builtins costs
+    twice that, and summary.json holds 100,000s of compiles."""
+    namespace: dict[str, Any] = {}
+    names = (f"v{i}" for i in itertools.count())
+    exec(f"def write(o):\n    return {_written(record, source or record, 'o', names)}\n", namespace)  # our own field names
+    write: Callable[[Any], dict[str, Any]] = namespace["write"]
+    return write
+
+
+def _written(record: type[Struct], source: type[Struct], value: str, names: Iterator[str]) -> str:
+    """The expression of the dict `record` `value` is written as. A nested record (one, a list of
+    them, or one or None) of the same type in `record` and `source` is written inline, another by
+    its `to_dict()` (a `GraphBreak` of a `CompileSummary`, whose record is a `GraphBreakRecord`)."""
+    source_types = {info.name: info.type for info in structs.fields(source)}
+    items = []
+    for info in structs.fields(record):
+        written = f"{value}.{info.name}"
+        nested, how = _nested(info.type)
+        if nested is not None:
+            inline = _nested(source_types[info.name])[0] is nested
+            name = written if how == "one" else next(names)
+            one = _written(nested, nested, name, names) if inline else f"{name}.to_dict()"
+            if how == "list":
+                written = f"[{one} for {name} in {written}]"
+            elif how == "optional":
+                written = f"(None if ({name} := {written}) is None else {one})"
+            else:
+                written = one
+        items.append(f"{info.encode_name!r}: {written}")
+    return "{" + ", ".join(items) + "}"
+
+
+def _nested(hint: Any) -> tuple[type[Struct] | None, str]:
+    """The record a field holds, and how: "one", "list" or "optional" (`Record | None`); (None, "") for plain data."""
+    def record(kind: Any) -> type[Struct] | None:
+        return kind if isinstance(kind, type) and issubclass(kind, Struct) else None
+
+    args = typing.get_args(hint)
+    if record(hint):
+        return record(hint), "one"
+    if typing.get_origin(hint) is list and record(args[0]):
+        return record(args[0]), "list"
+    if isinstance(hint, types.UnionType) and len(args) == 2 and args[1] is type(None) and record(args[0]):
+        return record(args[0]), "optional"
+    return None, ""  # anything else (a record in a dict, `Record | UnsetType`) would be left a Struct: tests/test_record_schema.py
+
+
+_write_time = _writer(CompileTime)
+_write_break = _writer(GraphBreakRecord)
+_write_cache = _writer(CacheLookup)
+_write_failure = _writer(Failure)
+_write_compile = _writer(CompileRecord, CompileSummary)
 
 
 def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
@@ -430,7 +526,8 @@ def _load_ranks(data: dict[str, Any]) -> RanksSummary:
 
 
 def _load_report(data: dict[str, Any], where: str = "") -> Summary:
-    compiles = [_load_compile(_object(c, f"{where}compiles[{i}]"), f"{where}compiles[{i}]") for i, c in enumerate(_list(data.get("compiles"), f"{where}compiles"))]
+    records = _convert(data.get("compiles"), list[CompileRecord], f"{where}compiles")
+    compiles = [_load_compile(record, f"{where}compiles[{i}]") for i, record in enumerate(records)]
     stats = _object(data.get("stats", {}), f"{where}stats")
     export = data.get("export")
     return Summary(
@@ -444,53 +541,47 @@ def _load_report(data: dict[str, Any], where: str = "") -> Summary:
     )
 
 
-def _load_compile(data: dict[str, Any], where: str) -> CompileSummary:
-    label = _text(data.get("id"), f"{where}.id")
+def _load_compile(record: CompileRecord, where: str) -> CompileSummary:
+    """A compile of summary.json (validated as a `CompileRecord`), with the defaults of older schemas."""
+    label = record.id
     key = CompileId.parse(label)
     if key is None:
         raise SummaryError(f"{where}.id: {label[:60]!r} is not a compile id")
-    times = _object(data.get("compile_time_s") or {}, f"{where}.compile_time_s")
-    failure = data.get("failure")
-    failure = _object(failure, f"{where}.failure") if failure is not None else None
+    attempts = [label] if isinstance(record.attempts, UnsetType) else record.attempts
+    # schema 1.x wrote no cause: every later compile of a frame was counted a recompile
+    cause = (CAUSE_RECOMPILE if key.frame_compile_id else CAUSE_FIRST) if isinstance(record.cause, UnsetType) else record.cause
     return CompileSummary(
         key=key.frame_key(),
         id=sys.intern(label),
-        url=_text_or_none(data.get("url"), f"{where}.url"),
-        generation=_int_or_none(data.get("generation", 0), f"{where}.generation") or 0,
-        attempts=[_text(a, f"{where}.attempts") for a in _list(data.get("attempts", [label]), f"{where}.attempts")],
-        frame=_text_or_none(data.get("frame"), f"{where}.frame"),
-        user_location=_text_or_none(data.get("user_location"), f"{where}.user_location"),
-        status=_text(data.get("status", STATUS_MISSING), f"{where}.status"),
-        compile_time_s=CompileTime(*(_seconds(times.get(part), f"{where}.compile_time_s.{part}") for part in ("forward", "backward", "total", "backward_in_forward"))),
-        graph_breaks=[_load_break(_object(b, f"{where}.graph_breaks"), f"{where}.graph_breaks")
-                      for b in _list(data.get("graph_breaks", []), f"{where}.graph_breaks")],
-        recompile_reasons=[_text(r, f"{where}.recompile_reasons") for r in _list(data.get("recompile_reasons", []), f"{where}.recompile_reasons")],
-        cache=[
-            CacheLookup(_text(c.get("cache"), f"{where}.cache.cache"), _text(c.get("result"), f"{where}.cache.result"), _text(c.get("reason", ""), f"{where}.cache.reason"))
-            for c in (_object(c, f"{where}.cache") for c in _list(data.get("cache", []), f"{where}.cache"))
-        ],
-        graph_op_count=_int_or_none(data.get("graph_op_count"), f"{where}.graph_op_count"),
-        failure=Failure(_text(failure.get("type"), f"{where}.failure.type"), _text_or_none(failure.get("reason"), f"{where}.failure.reason")) if failure else None,
-        pages=[(label, _text_or_none(data.get("url"), f"{where}.url"))],
-        # schema 1.x wrote no cause: every later compile of a frame was counted a recompile
-        cause=_text(data.get("cause", CAUSE_RECOMPILE if key.frame_compile_id else CAUSE_FIRST), f"{where}.cause"),
-        restart_reasons=[_text(r, f"{where}.restart_reasons") for r in _list(data.get("restart_reasons", []), f"{where}.restart_reasons")],
+        url=record.url,
+        generation=record.generation,
+        attempts=attempts,
+        frame=record.frame,
+        user_location=record.user_location,
+        status=record.status,
+        compile_time_s=record.compile_time_s,
+        graph_breaks=[b.graph_break() for b in record.graph_breaks],
+        recompile_reasons=record.recompile_reasons,
+        cache=record.cache,
+        graph_op_count=record.graph_op_count,
+        failure=record.failure,
+        pages=[(label, record.url)],
+        cause=cause,
+        restart_reasons=record.restart_reasons,
     )
 
 
-def _load_break(data: dict[str, Any], where: str) -> GraphBreak:
-    """A graph break of summary.json (its torch registry fields since schema 1.3)."""
-    return GraphBreak(
-        _text(data.get("reason"), f"{where}.reason"),
-        _text(data.get("user_location"), f"{where}.user_location"),
-        _text_or_none(data.get("explanation"), f"{where}.explanation") or "",
-        _text_or_none(data.get("user_source"), f"{where}.user_source") or "",
-        _text_or_none(data.get("user_function"), f"{where}.user_function") or "",
-        _text_or_none(data.get("registry_id"), f"{where}.registry_id") or "",
-        tuple(_text(h, f"{where}.hints") for h in _list(data.get("hints", []), f"{where}.hints")),
-        _text_or_none(data.get("doc_url"), f"{where}.doc_url") or "",
-        _text_or_none(data.get("library_location"), f"{where}.library_location") or "",
-    )
+_T = TypeVar("_T")
+
+
+def _convert(value: Any, kind: type[_T], where: str) -> _T:
+    """`value` as `kind` (a type of msgspec's), or SummaryError naming the field that is not what we write."""
+    try:
+        return convert(value, kind)
+    except ValidationError as exc:
+        message, _, path = str(exc).partition(" - at `")
+        field_ = where + path.rstrip("`").removeprefix("$")
+        raise SummaryError(f"{field_}: {message[:1].lower()}{message[1:]}") from None
 
 
 def _inputs(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -529,14 +620,6 @@ def _int_or_none(value: Any, where: str) -> int | None:
         return None
     if type(value) is not int:
         raise SummaryError(f"{where}: expected an integer, found {type(value).__name__}")
-    return value
-
-
-def _seconds(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise SummaryError(f"{where}: expected seconds (a number, at least 0)")
     return value
 
 
