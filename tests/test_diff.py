@@ -504,3 +504,21 @@ def test_the_readme_table_of_diff_gates_is_their_declarations():
     help_text = " ".join(CliRunner().invoke(main, ["diff", "--help"], terminal_width=10_000).output.split())
     for gate in DIFF_GATES:
         assert f"{gate.name} ({' '.join(gate.description.split())})" in help_text
+
+
+def test_a_summary_without_cache_results_never_gives_a_time_ratio(tmp_path, report_base):
+    """An older summary.json whose compiles say nothing of the cache: the times cannot be compared
+    (a warm run may hide behind it), so the ratio is unknown and the gate says why."""
+    old = tmp_path / "old"
+    shutil.copytree(report_base, old)
+    summary = json.loads((old / "summary.json").read_text())
+    for compile_ in summary["compiles"]:
+        del compile_["cache"]
+    (old / "summary.json").write_text(json.dumps(summary))
+    result = run(old, report_base, "-o", tmp_path / "out", "--fail-on", "compile_time_ratio>1.25,compile_time_ratio<0.8")
+    assert result.exit_code == 0, result.output
+    data = read(tmp_path / "out")
+    assert data["metrics"]["compile_time_ratio"] is None and data["comparison"]["time"]["ratio"] is None
+    assert "records no cache results" in data["unchecked"]["compile_time_ratio"]
+    assert result.stderr.count("not checked: a side's summary.json records no cache results") == 2
+    validate(data)

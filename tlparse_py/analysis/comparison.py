@@ -212,7 +212,7 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
     base_frames, new_frames = frames_of(base, base_files), frames_of(new, new_files)
     files = file_map(user_files(base_frames), user_files(new_frames), how.pairs)
     pairs = pair_frames(base_frames, new_frames, files)
-    time = TimeComparison(cache_known=_cache_known(base) and _cache_known(new))
+    time = TimeComparison(cache_known=base.cache_known and new.cache_known)
     frames, failures_new, failures_fixed, eager, op_counts = [], [], [], [], []
     for frame_pair in pairs:
         compiles = compile_pairs(frame_pair)
@@ -245,11 +245,6 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
         "graph_op_counts": op_counts,
         "notes": notes,
     }
-
-
-def _cache_known(summary: Summary) -> bool:
-    """Whether the summary tells its compiles' cache results (summary.json before schema 1.? did not)."""
-    return bool(getattr(summary, "cache_known", True))
 
 
 def _totals(base: Summary, new: Summary, time: TimeComparison) -> Dict:

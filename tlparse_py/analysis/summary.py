@@ -445,6 +445,9 @@ class Summary(Struct):
     run: dict[str, Any] = field(default_factory=dict)  # {torch_version, first_record, last_record, rank, tool}
     export: dict[str, Any] | None = None
     generator_version: str = ""
+    # whether its compiles say what their cache lookups found: a summary.json of an older schema
+    # may hold compiles without `cache`, and then "no lookup" is not known, so times cannot be compared
+    cache_known: bool = True
 
     @property
     def log_name(self) -> str:
@@ -538,6 +541,7 @@ def _load_report(data: dict[str, Any], where: str = "") -> Summary:
         _object(data.get("run", {}), f"{where}run"),
         _object(export, f"{where}export") if export is not None else None,
         _generator(data),
+        cache_known=all("cache" in c for c in data["compiles"] if isinstance(c, dict)),
     )
 
 
