@@ -12,7 +12,9 @@ from conftest import TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, write_log
 from tlparse_py import kinds
+from tlparse_py.analysis import phases
 from tlparse_py.analysis import questions as summary
+from tlparse_py.analysis.store import MetricsEntry
 from tlparse_py.analysis.summary import graph_break_groups, recompiled_frames
 from tlparse_py.analysis.tables import TensorRow, compile_tables
 from tlparse_py.model import CompileId
@@ -143,13 +145,48 @@ def test_pipeline_diffs_show_what_passes_changed(tmp_path, report_of):
     assert '<span class="added">+1</span> <span class="removed">−1</span>' in page
 
 
-def test_time_bar_segments():
-    bar = compile_view.time_bar({"entire_frame_compile_time_s": 2.0, "backend_compile_time_s": 1.5, "inductor_compile_time_s": 1.0, "code_gen_time_s": 0.5})
-    assert [(s["label"], s["seconds"], s["width"]) for s in bar["segments"]] == [
-        ("Dynamo", 0.5, 250.0), ("AOTAutograd", 0.5, 250.0), ("Inductor", 0.5, 250.0), ("Code generation", 0.5, 250.0)
+def entry(**fields) -> MetricsEntry:
+    return MetricsEntry(CompileId(None, 0, 0, 0), "", fields)
+
+
+def test_time_split_and_its_bar():
+    """The metrics nest their times (the backend's includes Inductor's, which includes code
+    generation): the analysis splits the forward time into consecutive phases, the bar draws them."""
+    split = phases.time_split(entry(entire_frame_compile_time_s=2.0, backend_compile_time_s=1.5, inductor_compile_time_s=1.0, code_gen_time_s=0.5))
+    assert split is not None and split.total == 2.0
+    assert [(p.name, p.seconds) for p in split.phases] == [("Dynamo", 0.5), ("AOTAutograd", 0.5), ("Inductor", 0.5), ("Code generation", 0.5)]
+    bar = compile_view.time_bar(split)
+    assert [(s["label"], s["seconds"], s["width"], s["x"]) for s in bar["segments"]] == [
+        ("Dynamo", 0.5, 250.0, 0.0), ("AOTAutograd", 0.5, 250.0, 250.0), ("Inductor", 0.5, 250.0, 500.0), ("Code generation", 0.5, 250.0, 750.0)
     ]
-    assert compile_view.time_bar({"entire_frame_compile_time_s": None}) is None
-    assert compile_view.time_bar({"entire_frame_compile_time_s": 1.0, "backend_compile_time_s": 5.0})["segments"][0]["seconds"] == 0
+    assert phases.time_split(entry(entire_frame_compile_time_s=None)) is None and compile_view.time_bar(None) is None
+    assert phases.time_split(entry(entire_frame_compile_time_s=True)) is None  # a flag is not a time
+    # a backend time past the whole (a bad log) is capped: Dynamo's share is 0, never negative
+    assert phases.time_split(entry(entire_frame_compile_time_s=1.0, backend_compile_time_s=5.0)).phases[0].seconds == 0
+
+
+def test_pass_timings_and_guard_count_come_from_the_analysis(tmp_path, report_of):
+    """A compile page's FX pass timings (chromium `pass.<stage>.<name>` spans) and its guard count are
+    the analysis' facts, shown on the page as the analysis gives them."""
+    def span(ph, name, ts):
+        return line({"chromium_event": {}, **cid()}, json.dumps({"ph": ph, "name": name, "ts": ts, "tid": 1, "pid": 1, "args": {"compile_id": "0/0"}}))
+
+    lines = [
+        line({"dynamo_start": {"stack": []}, **cid()}),
+        line({"inductor_post_grad_graph": {}, **cid()}, "graph():\n    return ()"),  # the timings are shown with the graphs
+        span("B", "pass.post_grad_passes.remove_noop_ops", 1_000), span("E", "pass.post_grad_passes.remove_noop_ops", 251_000),
+        span("B", "pass.post_grad_passes.reinplace", 300_000), span("E", "pass.post_grad_passes.reinplace", 1_300_000),
+        span("B", "pass.custom_stage.mine", 2_000_000), span("E", "pass.custom_stage.mine", 2_500_000),
+        span("B", "not_a_pass", 3_000_000), span("E", "not_a_pass", 3_100_000),
+        metrics(entire_frame_compile_time_s=2.0, guard_count=7),
+    ]
+    report, out = report_of(write_log(tmp_path / "passes.log", lines))
+    key = CompileId(None, 0, 0, 0)
+    assert phases.pass_timings(report, key) == {"post_grad": [("reinplace", 1.0), ("remove_noop_ops", 0.25)], "custom_stage": [("mine", 0.5)]}
+    assert report.guard_count(key) == 7
+    page = (out / "-_0_0_0" / "index.html").read_text()
+    assert '<caption>post_grad</caption><tbody><tr><td class="k">reinplace</td><td>1.00 s</td></tr><tr><td class="k">remove_noop_ops</td>' in page
+    assert " · 7 guards" in page
 
 
 def spooled_records(log, key):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import SHARED
 from linkcheck import broken_links, parse
-from logs import cid, line, metrics, write_log
+from logs import cid, line, metrics, start, write_log
 
 XSS = "<script>alert(1)</script>"
 CORPUS = SHARED / "corpus" / "tlparse"
@@ -96,3 +96,56 @@ def test_index_lists_every_compile_id_with_a_page(tmp_path, report_of):
     page = (out / "-_1_0_0/index.html").read_text()
     assert 'href="../-_0_0_0/index.html"' in page and 'href="../-_2_0_0/index.html"' in page  # previous / next
     assert re.search(r"status-ok", page)
+
+
+# -- the index's headline and its times ----------------------------------------------------------
+
+
+def headline_cards(page: str) -> list[tuple[str, str]]:
+    """The index's cards as (number, words), in order."""
+    cards = page[page.index('<ul class="cards">'): page.index("</ul>", page.index('<ul class="cards">'))]
+    items = re.findall(r'<span class="n">(.*?)</span>.*?<span class="t">(.*?)</span>', cards)
+    return [(number, words) for number, words in items]
+
+
+def test_the_headline_is_the_declared_totals_and_an_unknown_time_reads_unknown(tmp_path, report_of):
+    """[0/0] restarts twice (attempts _0, _1, _2); neither it nor [1/0] logs a compile time, so the
+    total compile time is unknown: its card says so, never 0. Every declared total has a card,
+    restarts included, shown as its declaration shows it."""
+    from tlparse_py.analysis.totals import columns
+
+    log = write_log(tmp_path / "t.log", [
+        start(0, 0, 0), start(0, 0, 1), start(0, 0, 2),
+        metrics(0, 0, 2, entire_frame_compile_time_s=None, graph_op_count=3),
+        start(1),
+        metrics(1, entire_frame_compile_time_s=None),
+    ])
+    _, out = report_of(log)
+    page = (out / "index.html").read_text()
+    cards = headline_cards(page)
+    assert len(cards) == len(columns()) + 1  # and the records card
+    assert ("2", "compiles") in cards and ("2", "frames") in cards and ("2", "restarts") in cards
+    assert ("unknown", "compile time (forward + backward)") in cards
+    assert ("0 / 0 / 0", "cache hits / misses / bypasses") in cards
+    assert ("0", "skipped frames (ran eagerly)") in cards and ("0", "retries after a failed compile") in cards
+    assert not any(number == "0" and "compile time" in words for number, words in cards)
+
+
+def test_every_time_on_the_index_says_which_time_it_is(tmp_path, report_of):
+    """[0/0] compiled its forward in 2 s and, later, its backward lazily in 0.5 s: the compiles table
+    and "Files by compile id" both show 2.50 s, each saying it is forward + backward; [1/0] logged
+    only its forward, which its section says."""
+    log = write_log(tmp_path / "t.log", [
+        line({"dynamo_start": {"stack": []}, **cid(0)}),
+        metrics(0, entire_frame_compile_time_s=2.0, graph_op_count=3),
+        line({"dynamo_start": {"stack": []}, **cid(1)}),
+        metrics(1, entire_frame_compile_time_s=0.25, graph_op_count=3),
+        line({"bwd_compilation_metrics": {"inductor_compile_time_s": 0.5}, **cid(0)}),
+    ])
+    _, out = report_of(log)
+    page = (out / "index.html").read_text()
+    assert page.count("Compile time <span class=\"muted\">(forward + backward)</span></th>") == 2  # the compiles and the slowest
+    section = lambda label: re.search(rf'<h3><a href="[^"]+">\[{label}\]</a>.*?</h3>', page).group(0)
+    assert '<span class="muted" title="forward 2.00 s + backward 0.50 s">2.50 s forward + backward</span>' in section("0/0")
+    assert '<span class="muted">250.0 ms forward</span>' in section("1/0")
+    assert 'title="forward 2.00 s + backward 0.50 s">2.50 s</td>' in page  # the compiles table: the same time

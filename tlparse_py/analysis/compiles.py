@@ -196,6 +196,19 @@ class Analysis(Store):
         """(log line, bwd_compilation_metrics) logged under exactly this compile id."""
         return [(line, meta) for compile_id, line, meta in self.backward_metrics.get(key.frame_key(), []) if compile_id == key]
 
+    def logged_time(self, key: CompileId) -> CompileTime:
+        """The compile time logged under exactly this id (the attempt whose metrics hold it), in the
+        first generation that logged one: its forward, plus the lazy backward compiles logged under it."""
+        entries = self.own_metrics(key)
+        first = next((m for m in entries if questions.seconds(m.get("entire_frame_compile_time_s")) is not None), None)
+        mine = [m for m in entries if first is not None and m.generation == first.generation]
+        return self.compile_time([key], mine, first.generation) if first is not None else UNKNOWN_TIME
+
+    def guard_count(self, key: CompileId | None, generation: int = 0) -> int | None:
+        """The guards of the compile logged under exactly this id, in this generation (None: not logged)."""
+        counts = (m.get("guard_count") for m in self.own_metrics(key) if m.generation == generation)
+        return next((n for n in counts if isinstance(n, int) and not isinstance(n, bool)), None)
+
     def totals(self) -> dict[str, Value]:
         """Every total (`totals.TOTALS`), by name."""
         return totals_of(self.compiles())

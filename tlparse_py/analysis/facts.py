@@ -19,7 +19,7 @@ from msgspec import Struct
 
 from ..model import CompileId
 from .stacks import is_user_code
-from .store import CacheEvent
+from .store import CacheEvent, ExportFailure
 
 CACHES = ("fx_graph_cache", "aotautograd_cache")
 _USER_CODE_AT = re.compile(r"Graph break in user code at (.+?:\d+)")
@@ -523,3 +523,37 @@ def strict_json(text: str) -> Any:
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             work.extend((child, depth + 1) for child in children)
     return value
+
+
+class ExportIssue(Struct, frozen=True):
+    """What one issue torch.export ran into is (an `ExportFailure` read): the export report's row.
+
+    `what` names the issue: "guard_evaluated" (a guard export evaluated, maybe a constraint
+    violation), "data_dependent" (an unbacked expression specialised, with a runtime assert),
+    "missing_fake_kernel", "mismatched_fake_kernel", or "data_dependent_guard" (a guard on a
+    data-dependent expression raised). The other fields are the record's, as logged (None when absent).
+    """
+
+    what: str
+    failure_type: str  # torch's name of it, as the report shows it ("Guard Evaluated", ...)
+    fake_kernel: bool  # a custom op's fake kernel is behind it
+    expr: Any = None
+    result: Any = None
+    op: Any = None
+    reason: Any = None
+
+
+_EXPORT_ISSUES = {
+    "Guard Evaluated": "guard_evaluated",
+    "Data Dependent Error": "data_dependent",
+    "Missing Fake Kernel": "missing_fake_kernel",
+    "Mismatched Fake Kernel": "mismatched_fake_kernel",
+}
+
+
+def export_issue(failure: ExportFailure) -> ExportIssue:
+    """What an export failure (its type as the kinds note it, and its record's metadata) is."""
+    what = _EXPORT_ISSUES.get(failure.failure_type, "data_dependent_guard")
+    meta = failure.meta
+    return ExportIssue(what, failure.failure_type, what.endswith("fake_kernel"),
+                       meta.get("expr"), meta.get("result"), meta.get("op"), meta.get("reason"))

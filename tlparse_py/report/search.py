@@ -19,8 +19,9 @@ pages: `#s5-L12`; code pages: `#L12`).
 
 What goes in, in this order (so that when the cap is reached the small, telling things are in):
 every page's compile id, frame, user location, status, failure, graph breaks, recompile reasons,
-symbols and file names; then the texts of graph breaks, recompiles and guards; then the graphs
-and generated code; then the other texts. The index is capped (`total_bytes`, 20 MB by default):
+symbols and file names; then the texts of each compile-page section in the order its declaration
+gives (`kinds.PageSection.priority`: graph breaks, recompiles and guards; then the graphs and
+generated code; then the other texts), each called what its declaration calls it. The index is capped (`total_bytes`, 20 MB by default):
 past it, texts are left out and the manifest's note says how many are covered. A text longer than
 `text_chars` is indexed in part (its first lines).
 """
@@ -33,6 +34,7 @@ from typing import Any
 from msgspec import Struct, field
 import orjson
 
+from ..analysis import kinds
 from ..analysis.compiles import Analysis
 from ..analysis.summary import STATUS_LABELS
 from ..model import CompileId, RecordSummary
@@ -44,8 +46,6 @@ SHARD = "static/search/index-{}.js"
 TOTAL_BYTES = 20_000_000  # the whole index, at most (the manifest's note says what was left out)
 SHARD_BYTES = 1_000_000  # per shard file (roughly: one entry may take a shard past it)
 TEXT_CHARS = 1_000_000  # of one text; a longer one is indexed up to the last line within it
-SECTION_KINDS = {"graph_breaks": "graph break", "recompiles": "recompile", "guards": "guards", "pipeline": "graph", "code": "code"}
-PRIORITY = {"graph_breaks": 0, "recompiles": 0, "guards": 0, "pipeline": 1, "code": 1}  # others: 2
 
 Reader = Callable[[str], bytes | None]
 RecordsOf = Callable[[CompileId | None], list[RecordSummary]]
@@ -200,8 +200,9 @@ def _page_texts(outline: CompileOutline, start: int) -> list[_Text]:
                 url, prefix, alt = code_page, "L", ["compile page", f"{page.url}#{section.id}", None]
             else:
                 url, prefix, alt = f"{page.url}#{section.id}", None, ["file", section.url or section.raw_url, None]
-            texts.append(_Text(PRIORITY.get(group, 2), section.line, SECTION_KINDS.get(group, "text"), clean(title), url,
-                               section.raw_url, prefix, alt))
+            declared = kinds.SECTIONS.get(group)  # what the section's declaration calls its texts, and their order
+            priority, kind = (declared.priority, declared.search_kind) if declared is not None else (2, "text")
+            texts.append(_Text(priority, section.line, kind, clean(title), url, section.raw_url, prefix, alt))
     texts.sort(key=lambda t: t.order)  # log order within the page, as its records come
     for offset, text in enumerate(texts):
         text.order = start + offset

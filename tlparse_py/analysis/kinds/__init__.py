@@ -20,10 +20,12 @@ from .registry import (
     SECTIONS,
     Kind,
     Output,
+    PageSection,
     Step,
     Symbol,
     collected,
     declare,
+    declare_section,
     declared,
     describe,
     kind,
@@ -33,11 +35,12 @@ from .registry import (
     payload_name,
     title_of,
     undeclare,
+    undeclare_section,
     with_lang,
 )
 
 __all__ = [
     "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "REFORMAT", "SECTIONS", "Kind", "Output",
-    "ParseContext", "Step", "Symbol", "collected", "declare", "declared", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
-    "payload_name", "title_of", "undeclare", "with_lang",
+    "PageSection", "ParseContext", "Step", "Symbol", "collected", "declare", "declare_section", "declared", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
+    "payload_name", "title_of", "undeclare", "undeclare_section", "with_lang",
 ]

@@ -70,6 +70,7 @@ def declared_anywhere(group: str = GROUP, paths: list[str] | None = None) -> boo
 def load_one(entry: EntryPoint) -> str:
     """Load one plugin; return "" on success, else what went wrong (its declarations are undone)."""
     before = _snapshot()
+    sections = dict(registry.SECTIONS)
     try:
         target = entry.load()
         if callable(target):
@@ -77,10 +78,10 @@ def load_one(entry: EntryPoint) -> str:
         problem = _mistyped(before)
     # someone else's code: any error skips the plugin, not the run (sys.exit() in it included)
     except (Exception, SystemExit) as exc:  # noqa: BLE001
-        _restore(before)
+        _restore(before, sections)
         return f"{type(exc).__name__}: {exc}"
     if problem:
-        _restore(before)
+        _restore(before, sections)
         return problem
     _mark_source(before, entry.name)
     return ""
@@ -122,10 +123,12 @@ def _snapshot() -> dict[str, dict[str, registry.Kind]]:
     return {name: dict(table) for name, table in _tables().items()}
 
 
-def _restore(before: dict[str, dict[str, registry.Kind]]) -> None:
+def _restore(before: dict[str, dict[str, registry.Kind]], sections: dict[str, registry.PageSection]) -> None:
     for name, table in _tables().items():
         table.clear()
         table.update(before[name])  # the copy keeps declaration order, which fixes file numbering
+    registry.SECTIONS.clear()
+    registry.SECTIONS.update(sections)  # and the sections it declared, in page order
 
 
 def _mark_source(before: dict[str, dict[str, registry.Kind]], source: str) -> None:

@@ -32,9 +32,44 @@ PAYLOAD = "payload"  # the payload verbatim, numbered
 REFORMAT = "reformat"  # the payload transformed (pretty JSON), numbered
 LINK = "link"  # an external URL; consumes a number, writes nothing
 
-# Compile-page sections a payload text can be shown in (None: the text is not shown as a section)
-SECTIONS = ("graph_breaks", "recompiles", "guards", "pipeline", "code", "other")
 CARRIERS = ("artifact", "graph_dump")  # kinds whose records carry a named payload
+
+
+class PageSection(Struct, frozen=True):
+    """A section of the compile page that payload texts are shown in (a kind's `section` names one).
+
+    The page shows a declared section's texts under its heading, and the search index names them
+    and orders them by it; a section declared here appears on both with no other change.
+    """
+
+    name: str
+    heading: str  # its heading on the compile page ("Generated code")
+    search_kind: str = "text"  # what the search results call one of its texts ("code", "graph", ...)
+    priority: int = 2  # the search index takes texts in this order when it is capped (0 first)
+    open: bool = False  # shown open on the compile page
+
+
+# Compile-page sections a payload text can be shown in, in page order (a kind's section None: not shown)
+SECTIONS: dict[str, PageSection] = {}
+
+
+def declare_section(name: str, heading: str, **fields: Any) -> PageSection:
+    """Register (or replace) a compile-page section, which kinds then name as their `section`."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"a section needs a name, not {name!r}")
+    SECTIONS[name] = declared = PageSection(name, heading, **fields)
+    return declared
+
+
+for _name, _heading, _search, _priority, _open in (
+    ("graph_breaks", "Graph breaks", "graph break", 0, True),
+    ("recompiles", "Why this recompiled", "recompile", 0, True),
+    ("guards", "Guards", "guards", 0, False),
+    ("pipeline", "Graphs, in pipeline order", "graph", 1, True),
+    ("code", "Generated code", "code", 1, False),
+    ("other", "Other artifacts", "text", 2, False),
+):
+    declare_section(_name, _heading, search_kind=_search, priority=_priority, open=_open)
 
 
 class Output(Struct):
@@ -119,8 +154,8 @@ NAMES: dict[str, Kind] = {}  # named payloads of artifact / graph_dump records
 
 def declare(name: str, title: str, *, carrier: str = "", **fields: Any) -> Kind:
     """Register (or replace) the declaration of a kind or of a named payload."""
-    if fields.get("section") not in (None, *SECTIONS):
-        raise ValueError(f"unknown section {fields['section']!r}; expected one of {SECTIONS}")
+    if fields.get("section") is not None and fields["section"] not in SECTIONS:
+        raise ValueError(f"unknown section {fields['section']!r}; expected one of {tuple(SECTIONS)} (or one declared with declare_section)")
     if carrier and carrier not in CARRIERS:
         raise ValueError(f"unknown carrier {carrier!r}; expected one of {CARRIERS}")
     table = NAMES if carrier else KINDS
@@ -157,6 +192,11 @@ def named(*names: str, title: str, **fields: Any) -> Callable[[Facts], Facts]:
 def undeclare(name: str, carrier: str = "") -> None:
     """Remove a declaration (tests that declare a kind of their own clean up with this)."""
     (NAMES if carrier else KINDS).pop(name, None)
+
+
+def undeclare_section(name: str) -> None:
+    """Remove a section declaration (tests that declare a section of their own clean up with this)."""
+    SECTIONS.pop(name, None)
 
 
 def known(name: str) -> bool:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from msgspec import Struct
 
-from ...analysis import kinds, questions
+from ...analysis import kinds, phases, questions
 from ...analysis.compiles import Analysis
+from ...analysis.phases import TimeSplit
 from ...analysis.stacks import Frame
 from ...analysis.store import MetricsEntry
 from ...analysis.summary import CompileSummary, GraphBreak
@@ -19,9 +19,6 @@ from .common import FrameView, Inputs, Page, artifact_view, compile_page_url, fr
 from .sections import PageBuilder, Section
 
 MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
-PASS_STAGES = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint", "post_grad_passes": "post_grad"}
-# compile-time phases drawn in the bar: (label, css class)
-PHASES = (("Dynamo", "dynamo"), ("AOTAutograd", "aot"), ("Inductor", "inductor"), ("Code generation", "codegen"))
 
 
 class SymbolView(Struct):
@@ -35,38 +32,17 @@ def symbol_views(rows: list[SymbolRow], inputs: Inputs) -> list[SymbolView]:
     return [SymbolView(r, frame_view(r.where, inputs) if r.where else None) for r in rows]
 
 
-def time_bar(fields: dict[str, Any]) -> dict[str, Any] | None:
-    """Compile time split into Dynamo / AOTAutograd / Inductor / codegen, as SVG-ready segments."""
-    entire = _seconds(fields.get("entire_frame_compile_time_s"))
-    if entire is None or entire <= 0:
+def time_bar(split: TimeSplit | None) -> dict[str, Any] | None:
+    """A compile's forward time split into its phases (`analysis.phases.time_split`), as SVG-ready segments."""
+    if split is None:
         return None
-    backend = min(_seconds(fields.get("backend_compile_time_s")) or 0.0, entire)
-    inductor = min(_seconds(fields.get("inductor_compile_time_s")) or 0.0, backend)
-    codegen = min(_seconds(fields.get("code_gen_time_s")) or 0.0, inductor)
-    values = (entire - backend, backend - inductor, inductor - codegen, codegen)
     segments, x = [], 0.0
-    for (name, css), seconds in zip(PHASES, values, strict=True):
-        width = 1000 * seconds / entire
-        segments.append({"label": name, "css": css, "seconds": seconds, "x": round(x, 2), "width": round(width, 2), "share": seconds / entire})
+    for phase in split.phases:
+        width = 1000 * phase.seconds / split.total
+        segments.append({"label": phase.name, "css": phase.key, "seconds": phase.seconds, "x": round(x, 2), "width": round(width, 2),
+                         "share": phase.seconds / split.total})
         x += width
-    return {"total": entire, "segments": segments}
-
-
-def _seconds(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
-
-
-def pass_timings(report: Analysis, key: CompileId | None) -> dict[str, list[tuple[str, float]]]:
-    """`pass.<stage>.<name>` chromium timings of the frame compile, by pipeline stage, slowest first."""
-    if key is None:
-        return {}
-    times = report.phase_times.get(key.frame_key(), {})
-    stages: dict[str, list[tuple[str, float]]] = {}
-    for name, micros in times.items():
-        parts = name.split(".", 2)
-        if len(parts) == 3 and parts[0] == "pass":
-            stages.setdefault(PASS_STAGES.get(parts[1], parts[1]), []).append((parts[2], micros / 1e6))
-    return {stage: sorted(rows, key=lambda r: -r[1]) for stage, rows in stages.items()}
+    return {"total": split.total, "segments": segments}
 
 
 MAX_PHASE_ROWS = 80
@@ -209,6 +185,7 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     generation: int
     stack: list[FrameView]
     sections: dict[str, list[Section]]
+    declared_sections: list[dict[str, Any]]  # sections with texts the template has no block of its own for
     guard_count: int | None
     hops: list[tuple[Section, Any]]
     graph_breaks: list[GraphBreak]
@@ -279,8 +256,8 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         anchor=index_anchor(report, key),
         status=report.status_of(key, generation) if page.is_compile else None,
         artifacts=[artifact_view(a) for a in report.directory[key]],
-        metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(m.fields)} for m in metrics],
-        backward=_backward_times(report, key, mine),
+        metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(phases.time_split(m))} for m in metrics],
+        backward=phases.backward_times(report, key, generation) if key is not None else [],
         backward_in_forward=_backward_in_forward(report, key, generation) if page.is_compile else None,
         other_attempts=[
             {"label": label(m.compile_id), "page": compile_page_url(m.compile_id, generation)} for m in pooled if m not in metrics
@@ -289,7 +266,8 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         generation=generation,
         stack=[frame_view(f, inputs) for f in outline.stack],
         sections=sections,
-        guard_count=next((m.fields.get("guard_count") for m in metrics if isinstance(m.fields.get("guard_count"), int)), None),
+        declared_sections=declared_sections(sections),
+        guard_count=report.guard_count(key, generation),
         hops=[(s, hop) for s in sections["pipeline"] for hop in s.hops],
         graph_breaks=outline.graph_breaks,
         recompiles=outline.recompiles,
@@ -297,7 +275,7 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         symbols=symbol_views(outline.tables.symbols, inputs),
         runtime=outline.tables.runtime,
         cache=[row for row in cache_rows(report, key) if mine(row["line"])],
-        pass_timings=pass_timings(report, key),
+        pass_timings=phases.pass_timings(report, key),
         phases=phase_tree(report, key, generation),
         subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),
         groups=record_groups(outline.records, _unspooled_counts(report, key, generation)),
@@ -306,6 +284,21 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         previous_label=before.label if before else None,
         next_label=after.label if after else None,
     )
+
+
+# The sections compile.html.j2 lays out in blocks of their own (with tables, counts and diffs besides
+# their texts); any other declared section (`kinds.declare_section`) is shown by one generic block.
+OWN_BLOCKS = frozenset({"graph_breaks", "recompiles", "guards", "pipeline", "code", "other"})
+
+
+def declared_sections(sections: dict[str, list[Section]]) -> list[dict[str, Any]]:
+    """The page's texts in declared sections that have no block of their own, in declaration order:
+    each with its declaration's heading and its page anchor."""
+    return [
+        {"name": name, "id": f"section-{name}", "heading": declared.heading, "open": declared.open, "sections": sections[name]}
+        for name, declared in kinds.SECTIONS.items()
+        if name not in OWN_BLOCKS and sections.get(name)
+    ]
 
 
 def graph_breaks_of_page(report: Analysis, key: CompileId | None, generation: int) -> list[GraphBreak]:
@@ -326,15 +319,3 @@ def _unspooled_counts(report: Analysis, key: CompileId | None, generation: int) 
 def _backward_in_forward(report: Analysis, key: CompileId | None, generation: int) -> float | None:
     compile_ = report.compile_of(key, generation) if key is not None else None
     return compile_.compile_time_s.backward_in_forward if compile_ is not None else None
-
-
-def _backward_times(report: Analysis, key: CompileId | None, mine: Callable[[int], bool]) -> list[float]:
-    """Seconds of each lazy backward compile of this compile (bwd_compilation_metrics)."""
-    if key is None:
-        return []
-    times = []
-    for compile_id, line, meta in report.backward_metrics.get(key.frame_key(), []):
-        seconds = questions.seconds(meta.get("inductor_compile_time_s"))
-        if compile_id == key and mine(line) and seconds is not None:
-            times.append(seconds)
-    return times

@@ -4,45 +4,46 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ... import limits
 from ...analysis import kinds
 from ...analysis.compiles import Analysis
+from ...analysis.facts import ExportIssue, export_issue
 from ...analysis.questions import export_verdict, first_line, is_compile, is_draft_export
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
-from ...analysis.summary import CACHE_RESULTS, CompileSummary, graph_break_groups, recompiled_frames, slowest
-from ...analysis.totals import nested, totals_of
+from ...analysis.summary import CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, graph_break_groups, recompiled_frames, slowest
+from ...analysis.totals import Value, columns, nested, totals_of
 from ...model import CompileId, DiagnosticLog, Stats
 from ..markdown import time_span
 from ..render import trusted_html
 from .common import Inputs, Page, anchor, artifact_view, compile_page_url, frame_view, label, page_base
 
 
+# what each export issue is, in a sentence (`facts.ExportIssue.what`)
+EXPORT_TEXTS: dict[str, Callable[[ExportIssue], str]] = {
+    "guard_evaluated": lambda i: f"The guard {i.expr} was evaluated during export and may have caused a constraint violation.",
+    "data_dependent": lambda i: f"Could not decide whether {i.expr} always holds, so it was specialised to {i.result} and a runtime assert was inserted.",
+    "missing_fake_kernel": lambda i: f"torch.ops.{i.op} has no fake kernel implementation.",
+    "mismatched_fake_kernel": lambda i: f"torch.ops.{i.op} has a fake kernel whose behaviour differs from the real kernel: {i.reason}",
+    "data_dependent_guard": lambda i: f"A guard on the data-dependent expression {i.expr} raised an error.",
+}
+
+
 def export_rows(analysis: Analysis) -> list[dict[str, Any]]:
     """The issues torch.export ran into, as table rows (plain text; the template escapes it)."""
     rows = []
     for failure in analysis.export_failures:
-        meta = failure.meta
-        expr, result, op, reason = (meta.get(k) for k in ("expr", "result", "op", "reason"))
-        if failure.failure_type == "Guard Evaluated":
-            text = f"The guard {expr} was evaluated during export and may have caused a constraint violation."
-        elif failure.failure_type == "Data Dependent Error":
-            text = f"Could not decide whether {expr} always holds, so it was specialised to {result} and a runtime assert was inserted."
-        elif failure.failure_type == "Missing Fake Kernel":
-            text = f"torch.ops.{op} has no fake kernel implementation."
-        elif failure.failure_type == "Mismatched Fake Kernel":
-            text = f"torch.ops.{op} has a fake kernel whose behaviour differs from the real kernel: {reason}"
-        else:
-            text = f"A guard on the data-dependent expression {expr} raised an error."
+        issue = export_issue(failure)
         rows.append(
             {
-                "type": failure.failure_type,
-                "text": text,
+                "type": issue.failure_type,
+                "text": EXPORT_TEXTS[issue.what](issue),
                 "url": failure.url,
                 "line": failure.lineno,
-                "fake_kernel": "Fake Kernel" in failure.failure_type,
+                "fake_kernel": issue.fake_kernel,
                 "label": label(failure.compile_id),
                 "page": compile_page_url(failure.compile_id),
             }
@@ -86,11 +87,23 @@ def key_status(report: Analysis, key: CompileId | None) -> str | None:
     return report.status_of(key) if is_compile(key) else None
 
 
+FORWARD, FORWARD_AND_BACKWARD = "forward", "forward + backward"
+
+
+def time_split(times: CompileTime) -> str:
+    """A compile time's parts, in words ("" when it has one part)."""
+    if times.backward is not None and times.forward is not None:
+        return f"forward {times.forward:.2f} s + backward {times.backward:.2f} s"
+    if times.backward_in_forward is not None and times.forward is not None:
+        return f"forward {times.forward:.2f} s, of which {times.backward_in_forward:.2f} s compiled the backward"
+    return ""
+
+
 def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str, Any]]:
     """"Files by compile id": the first `limit` compile ids (all of them when None), in log order."""
     entries = []
     for key, artifacts in itertools.islice(report.directory.items(), limit):
-        metrics = report.own_metrics(key)  # the time belongs to the attempt that logged it
+        times = report.logged_time(key) if key is not None else UNKNOWN_TIME  # the attempt that logged it
         entries.append(
             {
                 "label": label(key),
@@ -99,7 +112,9 @@ def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str
                 "status": key_status(report, key),
                 "artifacts": [artifact_view(a) for a in artifacts],
                 "kinds": kind_rows(report.kinds.get(key, Counter())),
-                "compile_time": next((m.get("entire_frame_compile_time_s") for m in metrics if m.get("entire_frame_compile_time_s") is not None), None),
+                "compile_time": times.total,
+                "time_is": FORWARD_AND_BACKWARD if times.backward is not None else FORWARD,
+                "time_split": time_split(times),
             }
         )
     return entries
@@ -108,11 +123,6 @@ def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str
 def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     """One row of the compiles table: a compile, in one generation of its id."""
     times = compile_.compile_time_s
-    split = ""
-    if times.backward is not None and times.forward is not None:
-        split = f"forward {times.forward:.2f} s + backward {times.backward:.2f} s"
-    elif times.backward_in_forward is not None and times.forward is not None:
-        split = f"forward {times.forward:.2f} s, of which {times.backward_in_forward:.2f} s compiled the backward"
     return {
         "label": compile_.label,
         "page": compile_.url,
@@ -120,7 +130,7 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
         "name": compile_.frame or "",
         "location": compile_.user_location or "",
         "seconds": times.total,
-        "split": split,
+        "split": time_split(times),
         "graph_ops": compile_.graph_op_count,
         "cache": [(result, n) for result in CACHE_RESULTS if (n := compile_.cache_count(result))],
         "reason": compile_.headline,
@@ -129,11 +139,50 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     }
 
 
+# Where the index details a total (its card links there); the cards themselves are the declarations'
+CARD_LINKS = {
+    "compiles": "#compiles", "graph_breaks": "#graph-breaks", "recompiles": "#recompiles", "retries": "#recompiles",
+    "restarts": "failures_and_restarts.html", "failed": "failures_and_restarts.html", "skipped": "#compiles", "compile_time_s": "#slowest",
+}
+
+
+def singular(words: str) -> str:
+    """A total's label for a count of one: "graph breaks" → "graph break", "retries" → "retry"."""
+    if words.endswith("ies"):
+        return words[:-3] + "y"
+    return words[:-1] if words.endswith("s") else words
+
+
+def headline_cards(values: dict[str, Value], notes: dict[str, str], has_rows: bool) -> list[dict[str, Any]]:
+    """The index's headline: a card per column of the declared totals (`totals.TOTALS`, in their
+    order; totals sharing a column share a card, "a / b"), each shown as its declaration shows it, so
+    an unknown value reads "unknown", never 0. `notes`: words a total's card adds, by total name."""
+    cards = []
+    for _, totals in columns():
+        if len(totals) == 1:
+            (total,) = totals
+            words = singular(total.label) if values.get(total.name) == 1 and not total.seconds else total.label
+        else:  # "cache hits / misses / bypasses": the first word they share said once
+            head = totals[0].label.split(" ", 1)[0]
+            shared = all(t.label.startswith(head + " ") for t in totals)
+            words = " / ".join([totals[0].label] + [t.label.removeprefix(head + " ") if shared else t.label for t in totals[1:]])
+        words = " ".join([words, *(notes[t.name] for t in totals if t.name in notes)])
+        href = next((CARD_LINKS[t.name] for t in totals if t.name in CARD_LINKS), None)
+        cards.append({
+            "value": " / ".join(total.show(values.get(total.name)) for total in totals),
+            "words": words,
+            "title": totals[0].description if len(totals) == 1 else "",  # what it counts (a shared column's heading says it)
+            "href": href if href != "#compiles" or has_rows else None,  # the compiles table is left out when there are none
+        })
+    return cards
+
+
 class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """The index: what happened and what went wrong, every compile and every compile id."""
 
     template: ClassVar[str] = "index.html.j2"
     totals: dict[str, Any]  # summary.json's totals
+    cards: list[dict[str, Any]]  # the headline: the declared totals (headline_cards)
     distinct_graph_breaks: int
     records: int
     chromium_events: int
@@ -169,9 +218,13 @@ def index_page(inputs: Inputs) -> IndexPage:
     compiles = summary.compiles
     rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
     groups = graph_break_groups(compiles)
+    values = totals_of(compiles)
+    notes = {"graph_breaks": f"({len(groups)} distinct)", "retries": "after a failed compile", "skipped": "(ran eagerly)",
+             "compile_time_s": f"({FORWARD_AND_BACKWARD})"}
     return IndexPage(
         **page_base(inputs, "tlparse-py report"),
-        totals=nested(totals_of(compiles)),
+        totals=nested(values),
+        cards=headline_cards(values, notes, bool(rows)),
         distinct_graph_breaks=len(groups),
         records=report.records,
         chromium_events=report.chromium_events,

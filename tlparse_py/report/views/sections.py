@@ -79,7 +79,7 @@ class PageBuilder:
             section = self._section(f"s{index}", declared, record, key)
             section.lineage = (lineages or {}).get(record.line, "")
             section.title = titled(section.title, section.lineage)
-            groups[declared.section or "other"].append(section)
+            groups.setdefault(declared.section or "other", []).append(section)
         return groups
 
     def sections(
@@ -94,7 +94,7 @@ class PageBuilder:
         for section in in_log_order:
             if not section.too_large:
                 self._fill(section)
-        self._add_diffs(groups["pipeline"])
+        self._add_diffs(groups.get("pipeline", []))
         for sections in groups.values():
             for section in sections:
                 section.text = ""
