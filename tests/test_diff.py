@@ -522,3 +522,27 @@ def test_a_summary_without_cache_results_never_gives_a_time_ratio(tmp_path, repo
     assert "records no cache results" in data["unchecked"]["compile_time_ratio"]
     assert result.stderr.count("not checked: a side's summary.json records no cache results") == 2
     validate(data)
+
+
+def test_a_frame_newly_at_the_recompile_limit_runs_eagerly_and_is_no_failure(tmp_path):
+    """NEW is the recompile_limit trace; BASE is the same run before its frame reached the limit
+    (the compile over the limit taken out). The frame runs eagerly from there: new_skipped, not a failure."""
+    report = tmp_path / "limit"
+    tlparse_py.build(TRACES / "recompile_limit", report)
+    new = json.loads((report / "summary.json").read_text())
+    over = [c for c in new["compiles"] if c["failure"] and "recompile limit" in c["failure"]["reason"].lower()]
+    assert len(over) == 1  # the log's compile over the limit
+    base = {**new, "compiles": [c for c in new["compiles"] if c is not over[0]]}
+    data = compare.diff(base, new)
+    [eager] = data["comparison"]["no_longer_compiled"]
+    assert eager["outcome"] == "recompile limit" and eager["new"]["id"] == over[0]["id"] and eager["base"] is None
+    assert data["metrics"]["new_skipped"] == 1 and data["metrics"]["new_failures"] == 0
+    validate(data)
+
+
+def test_a_frame_skipped_in_both_runs_is_no_regression():
+    summary = tlparse_py.analyze(TRACES / "skipped_frame").to_dict()
+    assert summary["totals"]["skipped"] >= 1
+    data = compare.diff(summary, summary)
+    assert data["comparison"]["no_longer_compiled"] == [] and data["metrics"]["new_skipped"] == 0
+    assert data["comparison"]["time"]["comparable"]

@@ -120,11 +120,14 @@ class CompilePair(Struct):
 
     base: CompileSummary | None
     new: CompileSummary | None
+    # the frame compiled in BASE with no compile run eagerly, and in NEW some compile of it runs
+    # eagerly: skipped, or over the recompile limit (a compile BASE may not have had at all)
+    frame_regressed: bool = False
 
     @property
     def no_longer_compiled(self) -> bool:
-        """BASE compiled this and NEW runs it eagerly."""
-        return self.base is not None and not runs_eagerly(self.base) and runs_eagerly(self.new)
+        """NEW runs this compile eagerly, where BASE compiled the frame."""
+        return self.frame_regressed and runs_eagerly(self.new)
 
     @property
     def cache_differs(self) -> bool:
@@ -133,13 +136,14 @@ class CompilePair(Struct):
     @property
     def time_comparable(self) -> bool:
         """Its times say something about the code: not a lost compile, not a cache difference."""
-        return not self.no_longer_compiled and not self.cache_differs and not (runs_eagerly(self.base) or runs_eagerly(self.new))
+        return not self.no_longer_compiled and not self.cache_differs
 
 
 def compile_pairs(frame_pair: FramePair) -> list[CompilePair]:
     b_list = frame_pair.base.compiles if frame_pair.base else []
     n_list = frame_pair.new.compiles if frame_pair.new else []
-    return [CompilePair(_nth(b_list, i), _nth(n_list, i)) for i in range(max(len(b_list), len(n_list)))]
+    regressed = bool(b_list) and any(map(runs_eagerly, n_list)) and not any(map(runs_eagerly, b_list))
+    return [CompilePair(_nth(b_list, i), _nth(n_list, i), regressed) for i in range(max(len(b_list), len(n_list)))]
 
 
 class TimeComparison(Struct):
@@ -227,7 +231,7 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
                 failures_new.append(_failure_row(key, p, n_fail))
             if b_fail and (not n_fail or b_fail.type != n_fail.type):
                 failures_fixed.append(_failure_row(key, p, b_fail))
-            if p.no_longer_compiled and frame_pair.base is not None:
+            if p.no_longer_compiled:
                 eager.append(_eager_row(key, p))
             if p.base is not None and p.new is not None and p.base.graph_op_count != p.new.graph_op_count:
                 op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(p.base), "new": _ref(p.new),
@@ -273,7 +277,7 @@ def _frame_row(frame_pair: FramePair, compiles: list[CompilePair]) -> Dict:
     base, new = frame_pair.base, frame_pair.new
     shown = new or base
     assert shown is not None
-    regression = EAGER if any(p.no_longer_compiled for p in compiles) and base is not None else None
+    regression = EAGER if any(p.no_longer_compiled for p in compiles) else None
     return {
         "frame": shown.raw_name,
         "user_location": shown.location,
