@@ -26,6 +26,7 @@ COMMANDS = {
     "run": "tlparse_py.commands.run:run",
     "pack": "tlparse_py.commands.pack:pack",
     "watch": "tlparse_py.commands.watch:watch",
+    "serve": "tlparse_py.commands.serve:serve",
 }
 # The one-line summaries `tlparse-py --help` lists (a test keeps them equal to each command's own).
 SUMMARIES = {
@@ -34,6 +35,7 @@ SUMMARIES = {
     "run": "Run COMMAND with TORCH_TRACE set, then write the report of what it compiled.",
     "pack": "Write the report in REPORT_DIR as one self-contained HTML file, FILE.html.",
     "watch": "Write a report that updates while the program writes its trace.",
+    "serve": "Serve the report in DIR over HTTP until Ctrl-C (default DIR: tl_out).",
 }
 
 

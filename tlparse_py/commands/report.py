@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from msgspec.structs import replace
 
 from .. import shutdown
 from ..analysis.compiles import Analysis
@@ -31,7 +32,7 @@ from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
 from ..terminal import sanitize
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
 from .gates import raise_if_gates_fail
-from .request import ReportRequest, report_options
+from .request import ReportRequest, ServeAt, report_options, serve_options
 
 if TYPE_CHECKING:
     from ..multirank import RankResult
@@ -40,12 +41,22 @@ if TYPE_CHECKING:
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @report_options
+@serve_options
 def report(path: Path | None, **params: Any) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
+    With --serve the report's folder is then served over HTTP until Ctrl-C (when the report's
+    checks pass: --strict or --fail-on failing exits as without it).
     """
     request = ReportRequest.parse(params)  # before any work: a malformed option writes nothing
+    serve_at = ServeAt.parse(params)
+    server = None
+    if serve_at is not None:  # imported only here: http.server costs ~17 ms at start-up
+        from .serve import open_server
+
+        server = open_server(serve_at, request.out)  # a port in use: exit 2, before any work
+        request = replace(request, no_browser=True)
     previous = shutdown.install()
     try:
         write_and_check(path, request)
@@ -57,6 +68,10 @@ def report(path: Path | None, **params: Any) -> None:
         shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(request.out)}")
     finally:
         shutdown.restore(previous)
+    if server is not None:
+        from .serve import serve_until_stopped
+
+        serve_until_stopped(server)
 
 
 def write_and_check(path: Path | None, request: ReportRequest) -> None:

@@ -108,6 +108,49 @@ REPORT_OPTIONS: list[Callable[[F], F]] = [
 ]
 
 
+# --serve: the report folder over HTTP once it is written (`tlparse-py PATH` and `watch`); `tlparse-py
+# serve DIR` takes --port and --host. Not among REPORT_OPTIONS: `run` takes those, and does not serve.
+DEFAULT_HOST = "127.0.0.1"
+port_option = click.option(
+    "--port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+    help="Port to serve on; without it the first free port of 8000-8099 (else one the system picks). A port in use: exit 2.")
+host_option = click.option(
+    "--host", default=None, metavar="HOST",
+    help=f"Address to serve on (default {DEFAULT_HOST}: only this machine can connect; reach it from another over SSH, "
+         "`ssh -L PORT:127.0.0.1:PORT HOST`). Any other address, such as 0.0.0.0, lets anyone who can reach this machine "
+         "read the report.")
+SERVE_OPTIONS: list[Callable[[F], F]] = [
+    click.option("--serve", is_flag=True,
+                 help="Once the report is written, serve its folder over HTTP until Ctrl-C, printing the URL (no browser is opened)."),
+    port_option,
+    host_option,
+]
+
+
+def serve_options(command: F) -> F:
+    """Decorate a command with --serve, --port and --host (they reach it as keyword arguments)."""
+    for option in reversed(SERVE_OPTIONS):
+        command = option(command)
+    return command
+
+
+class ServeAt(Struct, frozen=True):
+    """Where to serve a report folder: --host (loopback unless told) and --port (None: the first
+    free port of 8000-8099, else one the system picks)."""
+
+    host: str = DEFAULT_HOST
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, params: dict[str, Any]) -> ServeAt | None:
+        """--serve's address; None without --serve (where --port or --host is a usage error, exit 2)."""
+        if not params.get("serve"):
+            if params.get("port") is not None or params.get("host") is not None:
+                raise CliError("--port and --host say where --serve serves the report: add --serve")
+            return None
+        return cls(params["host"] or DEFAULT_HOST, params["port"])
+
+
 def report_options(command: F) -> F:
     """Decorate a command with every report option (they reach it as keyword arguments)."""
     for option in reversed(REPORT_OPTIONS):

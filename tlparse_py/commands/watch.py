@@ -29,7 +29,7 @@ from ..report.writer import OutputError
 from ..terminal import sanitize
 from .common import Amount, CliError, echo_diagnostic, echo_err, open_browser
 from .report import conclude, path_or_env, rank_detected, source_info, write_and_check
-from .request import ReportRequest, report_options
+from .request import ReportRequest, ServeAt, report_options, serve_options
 
 EXIT_INTERRUPTED = 130
 
@@ -50,13 +50,15 @@ class Watching(Struct):
 @click.option("--quiet-s", type=Amount(min=0), default=3.0, show_default=True, metavar="S",
               help="Stop once the program that writes the log has exited and the log has not grown for this long.")
 @report_options
+@serve_options
 def watch(path: Path | None, interval: float, quiet_s: float, **params: Any) -> None:
     """Write a report that updates while the program writes its trace.
 
     PATH is a log file or the TORCH_TRACE folder (it defaults to $TORCH_TRACE); it may not exist
     yet. Run it on the machine that runs the program: the program's pid decides when it is done.
     The report is written in place as it goes, so --overwrite replaces an earlier report at the
-    start, not once the new one is complete.
+    start, not once the new one is complete. With --serve the folder is served over HTTP while it
+    is watched, and the final report after, until Ctrl-C.
     """
     request = ReportRequest.parse(params)
     if request.all_ranks_html:
@@ -64,7 +66,18 @@ def watch(path: Path | None, interval: float, quiet_s: float, **params: Any) -> 
     request.check_output()
     path = path_or_env(path)
     request.check_not_an_input(path)
-    watch_trace(path, request, Watching(interval, quiet_s))
+    serve_at = ServeAt.parse(params)
+    if serve_at is None:
+        watch_trace(path, request, Watching(interval, quiet_s))
+        return
+    from .serve import announce, open_server, serve_until_stopped, start  # only with --serve: http.server costs ~17 ms
+
+    server = open_server(serve_at, request.out)  # a port in use: exit 2, before anything is written
+    thread = start(server)
+    announce(server, "while watching, then the final report ")
+    watch_trace(path, replace(request, no_browser=True), Watching(interval, quiet_s))
+    announce(server)
+    serve_until_stopped(server, thread)  # the final report, until Ctrl-C
 
 
 def watch_trace(path: Path, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None = None,
