@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 from markupsafe import Markup
 
-from .analysis.compiles import Analysis
+from .analysis.compiles import Analysis, vllm_run
 from .analysis.store import InputInfo
 from .analysis.summary import STATUS_LABELS
 from .model import CompileId, Diagnostic
@@ -33,7 +33,9 @@ from .report.jobs import ErrorPage
 from .report.render import Model, render_macro, render_page
 from .report.views.common import page_base
 from .report.views.compile import compile_page, page_refs
+from .report.views.common import VLLM_USUAL_INDEX
 from .report.views.index import IndexPage, failures_page, index_page
+from .report.views.vllm import vllm_page
 from .report.views.live import LiveMark, live_banner
 from .report.views.pages import PAGE_VIEWS, Builder
 from .report.views.sections import PageBuilder
@@ -119,7 +121,12 @@ class LiveReport:
         self._write_compile_pages(touched or set())
         banner = live_banner(self.analysis, note)
         self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs))
-        self._write("index.html", self._index_page, banner)
+        run = vllm_run(self.analysis)
+        if run is not None:  # vLLM's pieces, as they compile: its summary is the front page, as in the final report
+            self._write(VLLM_USUAL_INDEX, self._index_page, banner)
+            self._write("index.html", lambda: vllm_page(self.pipeline.inputs, run), banner)
+        else:
+            self._write("index.html", self._index_page, banner)
         state = {"update": self.version, "done": False, "pages": self.versions}
         self.writer.write(LIVE_STATE, b"tlparseLive(" + orjson.dumps(state) + b");\n")
 

@@ -87,6 +87,7 @@ STAT_NAMES = (
     "fail_utf8",
     "fail_field_type",
     "fail_orphan_payload",
+    "fail_vllm_json",
 )
 # Counters that make `--strict` fail (tlparse's set, plus the problems it could not see).
 STRICT_STATS = (
@@ -99,6 +100,7 @@ STRICT_STATS = (
     "fail_utf8",
     "fail_field_type",
     "fail_orphan_payload",
+    "fail_vllm_json",
 )
 
 
@@ -128,6 +130,7 @@ HINTS = {
     "fail_utf8": "the line holds bytes that are not UTF-8; they are shown as \ufffd",
     "fail_field_type": "a field has an unexpected type (a different torch version?); the record is kept, that field ignored",
     "fail_orphan_payload": "payload lines whose record is missing (a cut log?); they are skipped",
+    "fail_vllm_json": "a vLLM record's JSON could not be read (a cut or edited log); its file is kept, the vLLM summary is written without it",
     "fail_dynamo_guards_json": "the guard list is not the JSON torch writes; its raw text is kept in payloads/",
     "fail_parser": "a bug in tlparse-py: please report it with this log; the record's raw data is in raw.jsonl",
     "fail_key_conflict": "the record uses a key raw.jsonl adds; it is left out of raw.jsonl only",
@@ -279,6 +282,7 @@ class Artifact(Struct):
     kind: str = ""  # the record kind that made it (for our pages; not in compile_directory.json)
     is_link: bool = False
     raw: str | None = None  # the file holding the record's raw payload (itself, for payload files)
+    subgraph: str | None = None  # its record's `subgraph_name`: the index groups a compile's files by it
 
     def to_json(self) -> dict[str, Any]:
         return {

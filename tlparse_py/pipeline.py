@@ -17,6 +17,7 @@ import orjson
 
 from .analysis import kinds
 from .analysis.compiles import Analysis, summary_dict
+from .analysis.summary import Summary
 from .analysis.kinds import LINK, PAYLOAD, REFORMAT, ParseContext
 from .analysis.questions import pageless_keys
 from .analysis.stacks import frames_from_json
@@ -29,6 +30,7 @@ from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents,
 from .report.highlight import Highlighter, highlight_workers
 from .report.jobs import Job, PageJobs, private_reader
 from .report.markdown import summary_markdown
+from .report.views.vllm import USUAL_INDEX, vllm_page
 from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
 from .report.render import STATIC_DIR, render_page
 from .report.search import build_index
@@ -181,8 +183,8 @@ class Pipeline:
         if self.options.provenance:
             self._write_provenance_pages(keys, build)
         self.writer.write("failures_and_restarts.html", render_page(failures_page(self.inputs)))
-        self.writer.write("index.html", render_page(index_page(self.inputs)))
         summary = self.analysis.summary()
+        write_indexes(self.writer, self.inputs, summary)
         self.writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
         self.writer.write("summary.md", summary_markdown(summary, source_root=self.options.source_root).encode("utf-8"))
         self.spool.handle.close()
@@ -245,6 +247,15 @@ class Pipeline:
             except Exception as exc:
                 self.inputs.provenance_pages.append((key, url, False))
                 self.jobs.failed(url, f"provenance of {label(key)}", exc)
+
+
+def write_indexes(writer: FolderWriter, inputs: Inputs, summary: Summary) -> None:
+    """index.html; for a vLLM log, vLLM's summary there and the usual index beside it (as upstream)."""
+    if summary.vllm is not None:
+        writer.write(USUAL_INDEX, render_page(index_page(inputs)))
+        writer.write("index.html", render_page(vllm_page(inputs, summary.vllm)))
+    else:
+        writer.write("index.html", render_page(index_page(inputs)))
 
 
 def write_static(writer: FolderWriter) -> None:

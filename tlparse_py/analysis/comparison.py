@@ -32,7 +32,7 @@ from .pairing import (
 from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
 from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of, value_at
 
-SCHEMA_VERSION = "2.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
+SCHEMA_VERSION = "2.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
                       "and graph break is listed as gone or new")
 EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW
@@ -247,6 +247,7 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
         "failures": {"new": failures_new, "fixed": failures_fixed},
         "no_longer_compiled": eager,
         "graph_op_counts": op_counts,
+        "vllm": _vllm(base, new),
         "notes": notes,
     }
 
@@ -295,6 +296,48 @@ def _frame_row(frame_pair: FramePair, compiles: list[CompilePair]) -> Dict:
         "cache": {r: pair(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
         "pairs": rows,
     }
+
+
+def _vllm(base: Summary, new: Summary) -> Dict | None:
+    """vLLM's pieces paired by compile call (its prefix), submod and range or size: the pieces only one
+    run compiled, and the passes whose effect on the graph changed (e.g. "no longer changes the graph")."""
+    if base.vllm is None and new.vllm is None:
+        return None
+    b_pieces, n_pieces = _pieces(base), _pieces(new)
+    b_passes, n_passes = _pass_effects(base), _pass_effects(new)
+    passes = [
+        {"call": call, "pass": name, "base": b_passes.get((call, name)), "new": n_passes.get((call, name))}
+        for call, name in list(b_passes) + [k for k in n_passes if k not in b_passes]
+        if b_passes.get((call, name)) != n_passes.get((call, name))
+    ]
+    return {
+        "new_pieces": [{"call": k[0], "submod": k[1], "group": k[2]} for k in n_pieces if k not in b_pieces],
+        "gone_pieces": [{"call": k[0], "submod": k[1], "group": k[2]} for k in b_pieces if k not in n_pieces],
+        "pieces": pair(len(b_pieces), len(n_pieces)),
+        "passes": passes,
+    }
+
+
+def _call_name(call: Any) -> str:
+    return str(call.prefix or f"call {call.number}")
+
+
+def _pieces(summary: Summary) -> dict[tuple[str, str, str], Any]:
+    if summary.vllm is None:
+        return {}
+    return {(_call_name(call), p.submod, p.group): p for call in summary.vllm.calls for p in call.pieces}
+
+
+def _pass_effects(summary: Summary) -> dict[tuple[str, str], str]:
+    """(call, pass) → what the pass did to the graphs of the run: "changes the graph" (any piece's),
+    "no change" (none's), or "unknown" (no graph before it to compare with)."""
+    if summary.vllm is None:
+        return {}
+    seen: dict[tuple[str, str], set[bool | None]] = {}
+    for call in summary.vllm.calls:
+        for change in call.all_passes():
+            seen.setdefault((_call_name(call), change.pass_name), set()).add(change.changed)
+    return {key: "changes the graph" if True in found else "no change" if False in found else "unknown" for key, found in seen.items()}
 
 
 def _moved(base: Frame | BreakSite | None, new: Frame | BreakSite | None) -> dict[str, int] | None:

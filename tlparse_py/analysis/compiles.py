@@ -29,6 +29,7 @@ from .summary import (
     Summary, distinct_breaks,
 )
 from .totals import Value, nested, totals_of
+from .vllm import VllmFile, VllmRun, vllm_dict
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "summary.schema.json"
 html_view: Callable[[Analysis], str] | None = None  # set by tlparse_py.notebook
@@ -237,11 +238,21 @@ class Analysis(Store):
             self.run_context(),
             questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None or questions.export_inferred(self) else None,
             __version__,
+            vllm=vllm_run(self),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """What `summary.json` holds (see summary.schema.json)."""
         return summary_dict(self.summary())
+
+
+def vllm_run(analysis: Store) -> VllmRun | None:
+    """vLLM's piecewise compiles, so far (None for a log without vLLM's records); each call lists the
+    Dynamo files of the compile ids its pieces were logged under."""
+    if not analysis.vllm.active:
+        return None
+    files = {display_key(key): [VllmFile.at(a.url) for a in entries if not a.is_link] for key, entries in analysis.directory.items()}
+    return analysis.vllm.run(files)
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -258,6 +269,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
     }
     if summary.export is not None:
         data["export"] = summary.export
+    if summary.vllm is not None:
+        data["vllm"] = vllm_dict(summary.vllm)
     return data
 
 
@@ -301,4 +314,4 @@ def _failure(fields: dict[str, Any]) -> Failure | None:
     return Failure(str(fields["fail_type"]), str(reason) if reason is not None else None)
 
 
-__all__ = ["Analysis", "CompileSummary", "CompileTime", "schema_version", "summary_dict"]
+__all__ = ["Analysis", "CompileSummary", "CompileTime", "schema_version", "summary_dict", "vllm_run"]

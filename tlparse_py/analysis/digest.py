@@ -44,13 +44,19 @@ class RecompileRow(Struct):
     retry: tuple[str, str] | None  # (the retry's label, the failed compile's label)
 
 
+USUAL_INDEX = "index.html"
+VLLM_USUAL_INDEX = "tlparse_index.html"  # the usual index, when index.html is the vLLM summary (as upstream)
+
+
 class ReportDigest(Struct):
     totals: dict[str, str]  # each total as shown ("unknown" when the log does not tell)
+    index: str = USUAL_INDEX  # the page that lists every compile (its anchors: graph-breaks, recompiles, slowest)
     breaks: list[BreakRow] = field(default_factory=list)
     break_kinds: int = 0
     recompiles: list[RecompileRow] = field(default_factory=list)
     recompiled_frames: int = 0
     slowest: list[CompileSummary] = field(default_factory=list)
+    vllm: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (compile call, [(range or size, pieces)])
 
 
 class RankRow(Struct):
@@ -75,11 +81,14 @@ def report_digest(summary: Summary, source_root: str = "") -> ReportDigest:
     frames = recompiled_frames(compiles)
     return ReportDigest(
         totals=shown_totals(compiles),
+        index=VLLM_USUAL_INDEX if summary.vllm is not None else USUAL_INDEX,
         breaks=[_break_row(group, roots) for group in groups[:ROWS]],
         break_kinds=len(groups),
         recompiles=[_recompile_row(frame) for frame in frames[:ROWS]],
         recompiled_frames=len(frames),
         slowest=slowest(compiles)[:ROWS],
+        vllm=[(call.prefix or f"call {call.number}", [(group, len(pieces)) for group, pieces in call.groups()])
+              for call in (summary.vllm.calls if summary.vllm is not None else [])],
     )
 
 

@@ -26,6 +26,7 @@ from ..model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTab
 from ..paths import compile_page_url
 from .export_shapes import ExportShapes
 from .stacks import Frame, StackTrie
+from .vllm import VllmLog
 
 # Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective
 # restarts happen by design on every rank (Dynamo traces again with the decisions all ranks agreed
@@ -315,6 +316,16 @@ def label_of(compile_id: CompileId | None) -> str:
     return "(unknown)" if compile_id is None else str(compile_id.directory_key())
 
 
+def subgraph_of(record: Record) -> str | None:
+    """The subgraph a record's files belong to: its envelope's `subgraph_name` (None when absent or
+    empty). Kept on each directory entry (`Artifact.subgraph`); the index's list of a compile's
+    files opens a group at each change of it, as upstream tlparse does after 0.4.3."""
+    value = record.envelope.get("subgraph_name")
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
 def graph_of(compile_id: CompileId | None) -> str:
     """The compile directory a graph's files live in (how tlparse names graphs across ranks)."""
     return "unknown" if compile_id is None else compile_id.dirname
@@ -487,6 +498,7 @@ class Store(Questions):
     exported_programs: list[str] = field(default_factory=list)  # urls (empty outside export mode)
     expressions: dict[int, dict[str, Any]] = field(default_factory=dict)  # export provenance graph nodes
     distributed: DistributedFacts = field(default_factory=DistributedFacts)
+    vllm: VllmLog = field(default_factory=VllmLog)  # vLLM's piecewise compiles, when the log holds them
     export_shapes: ExportShapes = field(default_factory=ExportShapes)  # a non-strict export's symbols and guards
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]] = field(default_factory=dict)  # (log line, reason)
     cache_events: list[CacheEvent] = field(default_factory=list)

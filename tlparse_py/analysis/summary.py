@@ -35,6 +35,7 @@ from typing import Annotated, Any, TypeVar
 from msgspec import UNSET, Meta, Struct, UnsetType, ValidationError, convert, field, structs
 
 from ..model import CompileId
+from .vllm import VllmRun
 
 # Status of a compile: what happened to it (summary.json `status`), first match wins.
 STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
@@ -448,6 +449,7 @@ class Summary(Struct):
     # whether its compiles say what their cache lookups found: a summary.json of an older schema
     # may hold compiles without `cache`, and then "no lookup" is not known, so times cannot be compared
     cache_known: bool = True
+    vllm: VllmRun | None = None  # vLLM's piecewise compiles, when the log holds its records (summary.json 2.1)
 
     @property
     def log_name(self) -> str:
@@ -542,6 +544,7 @@ def _load_report(data: dict[str, Any], where: str = "") -> Summary:
         _object(export, f"{where}export") if export is not None else None,
         _generator(data),
         cache_known=all("cache" in c for c in data["compiles"] if isinstance(c, dict)),
+        vllm=_convert(data["vllm"], VllmRun, f"{where}vllm") if data.get("vllm") is not None else None,
     )
 
 

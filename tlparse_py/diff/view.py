@@ -129,6 +129,7 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "cache_frames": cache_frames,
         "new_failures": [_failure(f) for f in comparison["failures"]["new"]],
         "fixed_failures": [_failure(f) for f in comparison["failures"]["fixed"]],
+        "vllm": comparison.get("vllm"),
         "op_counts": [
             {**_where(o["frame"], o["user_location"]), "base_id": o["base"]["id"], "new_id": o["new"]["id"],
              "ops": change(o["graph_op_count"], "none")}
@@ -200,6 +201,9 @@ def is_empty(diff: dict[str, Any]) -> bool:
             return False
         if c["failures"]["new"] or c["failures"]["fixed"] or c["graph_op_counts"] or c["no_longer_compiled"]:
             return False
+        vllm = c.get("vllm")
+        if vllm and (vllm["new_pieces"] or vllm["gone_pieces"] or vllm["passes"]):
+            return False
         if any(value_at(t, total.name)["delta"] for total in TOTALS if not total.seconds):
             return False
         if any(f["new_recompile_reasons"] or f["presence"] != "both" for f in c["frames"]):
@@ -254,6 +258,8 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
         if len(failures) > limit:
             lines.append(f"- … and {len(failures) - limit} more")
         lines.append("")
+    for c in parts:
+        lines += _vllm_lines(c.get("vllm"), page, limit)
     if diff.get("ranks"):
         lines.append(f"{len(diff['ranks'])} ranks compared: [per-rank sections]({page})")
         lines.append("")
@@ -262,6 +268,18 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
         lines.append("")
     lines.append(f"[Full diff]({page})")
     return "\n".join(lines) + "\n"
+
+
+def _vllm_lines(vllm: dict[str, Any] | None, page: str, limit: int) -> list[str]:
+    """vLLM's pieces only one run compiled, and passes whose effect changed."""
+    if not vllm or not (vllm["new_pieces"] or vllm["gone_pieces"] or vllm["passes"]):
+        return []
+    lines = [f"**vLLM pieces** — [details]({page}#vllm)"]
+    lines += [f"- {code(p['submod'])} for {text(p['group'])} ({text(p['call'])}) is new" for p in vllm["new_pieces"][:limit]]
+    lines += [f"- {code(p['submod'])} for {text(p['group'])} ({text(p['call'])}) is gone" for p in vllm["gone_pieces"][:limit]]
+    lines += [f"- pass {code(p['pass'])} ({text(p['call'])}): {text(p['base'] or 'not run')} → {text(p['new'] or 'not run')}"
+              for p in vllm["passes"][:limit]]
+    return lines + [""]
 
 
 def _md_row(label: str, values: dict[str, Any], seconds: bool) -> str:

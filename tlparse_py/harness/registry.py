@@ -390,6 +390,22 @@ SCENARIOS: tuple[Scenario, ...] = (
         "skip_base with a NaN check in its layer loop: a graph break in a loop, Dynamo skips the forward",
         expect=(_artifact("dynamo_graph_break_reason"), "Failed to handle graph break gracefully", "frame skipped"),
     ),
+    Scenario(
+        "vllm_piecewise",
+        "vLLM's piecewise compile imitated on CPU: split at attention, each piece compiled for sizes 4, 2 and a range, pass dumps",
+        expect=(
+            _artifact("vllm_compile_event"),
+            _artifact("vllm_compilation_config"),
+            _artifact("vllm_patterns.SinCosFusionPass"),
+            _artifact("vllm_piecewise_split_graph"),
+            _artifact("vllm_piecewise_compile_start"),
+            _artifact("vllm_submod_2"),
+            _artifact("before_post_grad_graph"),
+            _artifact("vllm_post_grad.0.SinCosFusionPass"),
+            _artifact("vllm_post_grad.1.SiluMulFusionPass"),
+            '"is_single_size": true',
+        ),
+    ),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

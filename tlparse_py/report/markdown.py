@@ -121,6 +121,17 @@ def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
     lines += _graph_breaks(digest, prefix)
     lines += _recompiles(digest, prefix)
     lines += _slowest(digest, prefix)
+    lines += _vllm(digest, prefix)
+    return lines
+
+
+def _vllm(digest: ReportDigest, prefix: str) -> list[str]:
+    if not digest.vllm:
+        return []
+    lines = ["", f"**{link('vLLM piecewise compiles', 'index.html', prefix)}**", ""]
+    for call, groups in digest.vllm[:ROWS]:
+        shown = ", ".join(f"{text(group)}: {count} piece{'s' if count != 1 else ''}" for group, count in groups) or "no piece logged"
+        lines.append(f"- {text(call)}: {shown}")
     return lines
 
 
@@ -160,14 +171,14 @@ def _ids(compiles: list[CompileSummary], prefix: str) -> str:
     return " ".join(shown) + (f" +{more} more" if more > 0 else "")
 
 
-def _more(count: int, anchor: str, prefix: str) -> list[str]:
-    return [f"…and {count} more in the {link('report', f'index.html#{anchor}', prefix)}."] if count > 0 else []
+def _more(count: int, anchor: str, prefix: str, index: str = "index.html") -> list[str]:
+    return [f"…and {count} more in the {link('report', f'{index}#{anchor}', prefix)}."] if count > 0 else []
 
 
 def _graph_breaks(digest: ReportDigest, prefix: str) -> list[str]:
     if not digest.breaks:
         return []
-    lines = ["", f"**{link('Graph breaks', 'index.html#graph-breaks', prefix)}** (top {len(digest.breaks)} of {digest.break_kinds} kinds)", ""]
+    lines = ["", f"**{link('Graph breaks', f'{digest.index}#graph-breaks', prefix)}** (top {len(digest.breaks)} of {digest.break_kinds} kinds)", ""]
     lines += ["| count | graph break | user code | hint | compiles |", "|---:|---|---|---|---|"]
     for row in digest.breaks:
         kind = f"{text(row.registry_id)} " if row.registry_id else ""
@@ -175,26 +186,26 @@ def _graph_breaks(digest: ReportDigest, prefix: str) -> list[str]:
         where += f" +{row.other_sites} more" if row.other_sites else ""
         hint = text(row.hint, 80) if row.hint else ""
         lines.append(f"| {row.count} | {kind}{text(row.reason)} | {where} | {hint} | {_ids(row.compiles, prefix)} |")
-    return lines + _more(digest.break_kinds - ROWS, "graph-breaks", prefix)
+    return lines + _more(digest.break_kinds - ROWS, "graph-breaks", prefix, digest.index)
 
 
 def _recompiles(digest: ReportDigest, prefix: str) -> list[str]:
     if not digest.recompiles:
         return []
-    lines = ["", f"**{link('Recompiles', 'index.html#recompiles', prefix)}** per frame", ""]
+    lines = ["", f"**{link('Recompiles', f'{digest.index}#recompiles', prefix)}** per frame", ""]
     for frame in digest.recompiles:
         why = f"; first reason: {text(frame.first_reason, 70)}" if frame.first_reason else ""
         if frame.retry:
             why += f"; {text(frame.retry[0])} retried after {text(frame.retry[1])} failed"
         name = f" {text(frame.name, 40)}" if frame.name else ""
         lines.append(f"- frame {text(frame.frame)}{name}: {len(frame.compiles)} compiles {_ids(frame.compiles, prefix)}{why}")
-    return lines + _more(digest.recompiled_frames - ROWS, "recompiles", prefix)
+    return lines + _more(digest.recompiled_frames - ROWS, "recompiles", prefix, digest.index)
 
 
 def _slowest(digest: ReportDigest, prefix: str) -> list[str]:
     if not digest.slowest:
         return []
-    lines = ["", f"**{link('Slowest compiles', 'index.html#slowest', prefix)}**", ""]
+    lines = ["", f"**{link('Slowest compiles', f'{digest.index}#slowest', prefix)}**", ""]
     lines += ["| compile | frame | time | status |", "|---|---|---:|---|"]
     for c in digest.slowest:
         lines.append(f"| {_ids([c], prefix)} | {text(c.frame or '', 40)} | {format_seconds(c.compile_time_s.total)} | {text(c.status)} |")

@@ -21,8 +21,8 @@ from typing import IO, Any
 import orjson
 
 from ..analysis.facts import NOT_JSON, strict_json
-from ..analysis.kinds import GLOBAL, LINK, PAYLOAD, REFORMAT, Output, ParseContext
-from ..analysis.store import Store
+from ..analysis.kinds import GLOBAL, LINK, PAYLOAD, PLACED, REFORMAT, Output, ParseContext
+from ..analysis.store import Store, subgraph_of
 from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
 from ..paths import numbered, safe_relpath
 from .highlight import Highlighter
@@ -110,10 +110,12 @@ class Outputs:
         number = self.ctx.number = self.next_number()
         entries = self.analysis.directory[key]
         if output.kind == LINK:
-            entries.append(Artifact(url=output.url, name=output.name, number=number, kind=self.ctx.current_kind, is_link=True))
+            entries.append(Artifact(url=output.url, name=output.name, number=number, kind=self.ctx.current_kind, is_link=True,
+                                    subgraph=subgraph_of(record)))
             return output.url
         url = self._url(output, number, folder)
-        artifact = Artifact(url=url, name=url.rpartition("/")[2], number=number, suffix=cache_suffix(url), kind=self.ctx.current_kind)
+        artifact = Artifact(url=url, name=url.rpartition("/")[2], number=number, suffix=cache_suffix(url), kind=self.ctx.current_kind,
+                            subgraph=subgraph_of(record))
         if output.kind in (PAYLOAD, REFORMAT):
             artifact.raw = url
         elif record.payload:
@@ -124,11 +126,15 @@ class Outputs:
         if self.pages:
             self._write(output, record, url)
         entries.append(artifact)
+        if self.analysis.vllm.active:  # vLLM's pieces own the files written while they compile
+            self.analysis.vllm.output(url, self.ctx.current_kind)
         if output.on_written is not None:
             output.on_written(url)
         return url
 
     def _url(self, output: Output, number: int, folder: str) -> str:
+        if output.kind == PLACED:  # named as upstream tlparse names it; the number is spent all the same
+            return f"{folder}/{safe_relpath(output.name)}"
         if output.kind != GLOBAL:
             return f"{folder}/{numbered(output.name, number)}"
         url = safe_relpath(output.name)

@@ -35,7 +35,7 @@ from msgspec import Struct, field
 import orjson
 
 from ..analysis import kinds
-from ..analysis.compiles import Analysis
+from ..analysis.compiles import Analysis, vllm_run
 from ..analysis.summary import STATUS_LABELS
 from ..model import CompileId, RecordSummary
 from .views.compile import CompileOutline, compile_outline, page_refs
@@ -123,6 +123,9 @@ def build_index(
             small += 1
             shards.add(entry)
         texts.extend(_page_texts(outline, len(texts)))
+    for entry in _vllm_entries(analysis):
+        small += 1
+        shards.add(entry)
     texts.sort(key=lambda t: (t.priority, t.order))
     covered = partial = 0
     for text in texts:
@@ -150,6 +153,20 @@ def _outlines(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder) -
         if page.key != last_key:
             last_key, records = page.key, records_of(page.key)
         yield compile_outline(analysis, page, records, builder)
+
+
+def _vllm_entries(analysis: Analysis) -> Iterable[list[Any]]:
+    """vLLM's pieces and passes, as its summary (index.html) shows them: found by submod, range or size, pass."""
+    run = vllm_run(analysis)
+    for call in run.calls if run is not None else []:
+        name = f"vLLM call {call.number}" + (f" {call.prefix}" if call.prefix else "")
+        for piece in call.pieces:
+            time = "unknown" if piece.compile_time_s is None else f"{piece.compile_time_s:.3f} s"
+            yield ["vllm piece", f"{name} · {piece.submod} · {piece.group}", f"index.html#call-{call.number}",
+                   clean(f"{piece.submod} {piece.group} cudagraph {'yes' if piece.cudagraph else 'no'} inductor compile {time}")]
+        for change in call.all_passes():
+            effect = "unknown" if change.changed is None else "changes the graph" if change.changed else "no change"
+            yield ["vllm pass", f"{name} · pass {change.name}", change.diff or change.graph, clean(f"{change.name} {effect}")]
 
 
 def _page_entries(analysis: Analysis, outline: CompileOutline) -> Iterable[list[Any]]:

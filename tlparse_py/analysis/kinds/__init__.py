@@ -16,6 +16,7 @@ from .registry import (
     LINK,
     NAMES,
     PAYLOAD,
+    PLACED,
     REFORMAT,
     SECTIONS,
     Kind,
@@ -40,7 +41,7 @@ from .registry import (
 )
 
 __all__ = [
-    "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "REFORMAT", "SECTIONS", "Kind", "Output",
+    "FILE", "GLOBAL", "KINDS", "LINK", "NAMES", "PAYLOAD", "PLACED", "REFORMAT", "SECTIONS", "Kind", "Output",
     "PageSection", "ParseContext", "Step", "Symbol", "collected", "declare", "declare_section", "declared", "describe", "kind", "known", "load_plugins", "named", "parsers_for",
     "payload_name", "title_of", "undeclare", "undeclare_section", "with_lang",
 ]

@@ -21,6 +21,8 @@ from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure
 from ...model import Record
 from ..export_shapes import ExportGuard, ExportSymbol, export_call
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
+from . import vllm
+from ..vllm import PIECE_SPAN
 from .context import ParseContext
 from .registry import FILE, GLOBAL, KINDS, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
 
@@ -28,12 +30,38 @@ from .registry import FILE, GLOBAL, KINDS, LINK, NAMES, PAYLOAD, REFORMAT, Outpu
 # Graphs and code logged as plain text payloads (tlparse parsers 1-11, same order)
 
 
+PIECE_SPAN_BYTES = PIECE_SPAN.encode()  # looked for in chromium events, only in vLLM logs
+
+
 def _payload_as(name: str) -> list[Output]:
     return [Output(PAYLOAD, f"{name}.txt")]
 
 
+# The metrics fields the metrics page (templates/metrics.html.j2, shared by the three metrics kinds)
+# shows in a place of their own; tests/test_other_metrics.py holds this equal to the fields it names.
+METRICS_SHOWN = frozenset({
+    "co_name", "co_filename", "co_firstlineno",
+    "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s",
+    "dynamo_time_before_restart_s",
+    "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno", "restart_reasons",
+    "cache_size", "accumulated_cache_size",
+    "guard_count", "shape_env_guard_count", "graph_op_count", "graph_node_count", "graph_input_count",
+    "compliant_custom_ops", "non_compliant_ops",
+})
+
+
+def other_metrics(meta: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The fields of a metrics record with no place of their own on its page, in log order: (those
+    with a value, those logged as null). The page lists the first in its "Other Metrics" table, as
+    upstream tlparse does after 0.4.3, and names the second."""
+    valued = [name for name, value in meta.items() if name not in METRICS_SHOWN and value is not None]
+    null = [name for name, value in meta.items() if name not in METRICS_SHOWN and value is None]
+    return valued, null
+
+
 def _metrics_page(name: str, meta: dict[str, Any], title: str) -> Output:
-    return Output(FILE, name, view="metrics", data={"meta": meta, "title": title})
+    other, null = other_metrics(meta)
+    return Output(FILE, name, view="metrics", data={"meta": meta, "title": title, "other": other, "null": null})
 
 
 _GRAPH = {"section": "pipeline", "lang": "python"}
@@ -72,6 +100,8 @@ def _note_fingerprint(record: Record, ctx: ParseContext, part: str, code: bool =
 @kind("graph_dump", title="A named graph or code dump (AOTInductor sources, vLLM graphs)")
 def graph_dump(record: Record, ctx: ParseContext) -> list[Output]:
     name = ctx.text_field(record, "graph_dump", "name") or "graph_dump"
+    if vllm.is_vllm_dump(name):
+        return vllm.graph_dump(record, ctx, name)
     return _payload_as(name)
 
 
@@ -267,6 +297,8 @@ def dynamo_start(record: Record, ctx: ParseContext) -> list[Output]:
 def chromium_event(record: Record, ctx: ParseContext) -> list[Output]:
     if ctx.on_chromium_event is not None:
         ctx.on_chromium_event(record)
+    if ctx.analysis.vllm.active and record.payload and PIECE_SPAN_BYTES in record.payload:
+        vllm.chromium_event(record, ctx)
     return []
 
 
@@ -426,7 +458,7 @@ for _name, _stage, _role, _label in (
     ("post_decomp_comms", "decomp_comms", "end", "After comms decomposition"),
 ):
     declare(_name, "A graph at one step of the compile pipeline", carrier="artifact", **_GRAPH, label=_label, step=Step(_stage, _role),
-            provenance=_PROVENANCE.get(_name))
+            provenance=_PROVENANCE.get(_name), facts=vllm.baseline if _name == "before_post_grad_graph" else None)
 
 for _name, _lang, _label in (
     ("inductor_aot_wrapper_code", "cpp", "AOTInductor wrapper code"),

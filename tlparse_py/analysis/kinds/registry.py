@@ -31,6 +31,7 @@ GLOBAL = "global"  # a generated page at a fixed path from the report root (dump
 PAYLOAD = "payload"  # the payload verbatim, numbered
 REFORMAT = "reformat"  # the payload transformed (pretty JSON), numbered
 LINK = "link"  # an external URL; consumes a number, writes nothing
+PLACED = "placed"  # a generated page at a fixed name in its compile's folder; consumes a number (vLLM's pass diffs)
 
 CARRIERS = ("artifact", "graph_dump")  # kinds whose records carry a named payload
 

@@ -55,6 +55,7 @@ class Page(Struct, kw_only=True, eq=False):  # a view model: never compared or p
     compile_id: CompileId | None = None  # the compile the page belongs to
     kind: str = ""  # the record kind it shows
     lineno: int | None = None  # the record's line in the log
+    usual_index: str = "index.html"  # the index of every compile (tlparse_index.html when index.html is the vLLM summary)
     compile_page: str | None = None
     failures_link: bool = True  # the top bar links failures_and_restarts.html (a single report has one)
 
@@ -63,9 +64,17 @@ class Page(Struct, kw_only=True, eq=False):  # a view model: never compared or p
         return {name: getattr(self, name) for name in self.__struct_fields__}
 
 
+VLLM_USUAL_INDEX = "tlparse_index.html"  # where the usual index goes when index.html is the vLLM summary (as upstream)
+
+
+def usual_index(inputs: Inputs) -> str:
+    return VLLM_USUAL_INDEX if inputs.analysis.vllm.active else "index.html"
+
+
 def page_base(inputs: Inputs, title: str, root: str = "") -> dict[str, Any]:
     """The `Page` fields of a page that belongs to no compile."""
-    return {"title": title, "root": root, "source": inputs.analysis.source, "source_links": inputs.source_links}
+    return {"title": title, "root": root, "source": inputs.analysis.source, "source_links": inputs.source_links,
+            "usual_index": usual_index(inputs)}
 
 
 class FrameView(Struct):

@@ -20,6 +20,7 @@ from ...model import CompileId, DiagnosticLog, Stats
 from ..markdown import time_span
 from ..render import trusted_html
 from .common import Inputs, Page, anchor, artifact_view, compile_page_url, frame_view, label, page_base
+from .sections import artifact_rows
 
 
 # what each export issue is, in a sentence (`facts.ExportIssue.what`)
@@ -110,7 +111,7 @@ def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str
                 "anchor": anchor(key),
                 "page": report.page_of(key),
                 "status": key_status(report, key),
-                "artifacts": [artifact_view(a) for a in artifacts],
+                "artifacts": artifact_rows(artifacts, artifact_view),
                 "kinds": kind_rows(report.kinds.get(key, Counter())),
                 "compile_time": times.total,
                 "time_is": FORWARD_AND_BACKWARD if times.backward is not None else FORWARD,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import orjson
 from msgspec import Struct, field
 
 from ...analysis.stacks import frames_from_json
@@ -17,7 +18,11 @@ from ...model import CompileId
 from ...paths import compile_page_url
 from .. import provenance
 from ..highlight import Highlighter, Lines
-from .common import FrameView, Inputs, Page, artifact_view, format_value, frame_view, key_of, label, page_base, pretty_value
+from .common import (
+    MAX_VALUE_CHARS, FrameView, Inputs, Page, artifact_view, format_value, frame_view, key_of, label, page_base, pretty_value,
+    usual_index,
+)
+from .sections import artifact_rows
 
 Reader = Callable[[str], bytes | None]
 
@@ -57,6 +62,7 @@ def record_page(inputs: Inputs, pending: PendingPage, title: str) -> dict[str, A
         "kind": pending.kind,
         "lineno": pending.lineno,
         "compile_page": compile_page_url(pending.compile_id),
+        "usual_index": usual_index(inputs),
     }
 
 
@@ -73,6 +79,31 @@ def code_page(build: Builder, pending: PendingPage) -> CodePage:
     return CodePage(**record_page(build.inputs, pending, pending.data["title"]), lines=lines, lang=lang, raw_url=pending.payload)
 
 
+class PassDiffPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
+    """One of vLLM's post-grad passes: the graph before it beside the graph after it."""
+
+    template: ClassVar[str] = "pass_diff.html.j2"
+    before: Lines
+    after: Lines
+    before_url: str
+    after_url: str
+    baseline: str
+    added: int | None
+    removed: int | None
+
+
+def pass_diff_page(build: Builder, pending: PendingPage) -> PassDiffPage:
+    data = pending.data
+    before_url, after_url = data.get("before") or "", data.get("after") or ""
+    return PassDiffPage(
+        **record_page(build.inputs, pending, data["title"]),
+        before=build.highlighter.lines(build.text(before_url), "python", budgeted=False),
+        after=build.highlighter.lines(build.text(after_url), "python", budgeted=False),
+        before_url=before_url, after_url=after_url, baseline=data.get("baseline") or "",
+        added=data.get("added"), removed=data.get("removed"),
+    )
+
+
 class ShapeFactView(Struct):
     symbol: str
     sources: list[str]
@@ -81,6 +112,32 @@ class ShapeFactView(Struct):
     expr: str
     user_stack: list[FrameView]
     stack: list[FrameView]
+
+
+class MetricView(Struct):
+    """A row of the metrics page's "Other Metrics" table: a field and its value as JSON text."""
+
+    name: str
+    text: str  # the value as compact JSON (cut at OTHER_METRIC_CHARS)
+    preview: str  # its start, shown while a long value is collapsed ("" when it is short)
+    chars: int  # the length of the whole JSON text
+
+
+# "Other Metrics": a value longer than this (or of several lines) is collapsed, and one longer
+# than OTHER_METRIC_CHARS cut (raw.jsonl keeps every record whole)
+OTHER_METRIC_SHORT = 120
+OTHER_METRIC_CHARS = 4 * MAX_VALUE_CHARS
+
+
+def metric_view(name: str, value: Any) -> MetricView:
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    chars = len(text)
+    short = chars <= OTHER_METRIC_SHORT and "\n" not in text
+    preview = "" if short else text[:OTHER_METRIC_SHORT].split("\n", 1)[0] + "…"
+    return MetricView(name, text[:OTHER_METRIC_CHARS], preview, chars)
 
 
 class MetricsPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
@@ -92,6 +149,9 @@ class MetricsPage(Page, kw_only=True, eq=False):  # a view model: never compared
     specializations: list[ShapeFactView] = field(default_factory=list)
     guards_added: list[ShapeFactView] = field(default_factory=list)
     restart_reasons: list[Any] = field(default_factory=list)
+    other_metrics: list[MetricView] = field(default_factory=list)  # the fields with no place of their own
+    null_metrics: list[str] = field(default_factory=list)  # those of them logged as null
+    value_limit: int = OTHER_METRIC_CHARS
 
 
 def metrics_page(build: Builder, pending: PendingPage) -> MetricsPage:
@@ -105,10 +165,13 @@ def metrics_page(build: Builder, pending: PendingPage) -> MetricsPage:
         fields=pretty_value(meta),
         meta=meta,
         stack=[frame_view(f, inputs) for f in stack or []],
-        outputs=[artifact_view(a) for a in analysis.directory.get(key_of(compile_id), [])],
+        outputs=artifact_rows(analysis.directory.get(key_of(compile_id), []), artifact_view),
         specializations=shape_fact_views(inputs, "specializations", compile_id),
         guards_added=shape_fact_views(inputs, "guards_added", compile_id),
         restart_reasons=reasons if isinstance(reasons, list) else [],
+        # which fields have no place of their own is the metrics kinds' word (kinds.builtin.other_metrics)
+        other_metrics=[metric_view(name, meta[name]) for name in pending.data.get("other", []) if name in meta],
+        null_metrics=list(pending.data.get("null", [])),
     )
 
 
@@ -272,4 +335,5 @@ PAGE_VIEWS: dict[str, PageView] = {
     "guards": guards_page,
     "guard_info": guard_info_page,
     "stack_traces": stack_traces_page,
+    "pass_diff": pass_diff_page,
 }

@@ -7,18 +7,35 @@ Texts are read back through the payload store, one compile id at a time, so memo
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from msgspec import Struct, field
 
 from ...analysis import facts, kinds
-from ...model import CompileId, RecordSummary
+from ...model import Artifact, CompileId, RecordSummary
 from ..highlight import Highlighter, Lines
 
 INLINE_LIMIT = 600_000  # bytes of text shown inline per section; larger ones are linked
 DIFF_LINE_LIMIT = 20_000  # lines per side above which a diff is not computed
 Reader = Callable[[str], bytes | None]
+
+
+def artifact_rows(artifacts: Iterable[Artifact], view: Callable[[Artifact], dict[str, Any]]) -> list[dict[str, Any]]:
+    """A compile id's files as a page lists them (`view` makes each row), grouped by the subgraph each
+    belongs to (`Artifact.subgraph`, its record's `subgraph_name`): each row has its `subgraph`, and
+    the first of each new group `opens_group` (a group of None: back outside any subgraph), which the
+    list shows as a row before it, as upstream tlparse's "Subgraph Name: <name>". Files before any
+    subgraph open no group."""
+    rows = []
+    current: str | None = None
+    for artifact in artifacts:
+        row = view(artifact)
+        row["subgraph"] = artifact.subgraph
+        row["opens_group"] = artifact.subgraph != current
+        current = artifact.subgraph
+        rows.append(row)
+    return rows
 
 
 class Section(Struct):
