@@ -292,3 +292,14 @@ def test_search_finds_each_piece_and_pass(scenario):
         assert f"vLLM call 1 · {piece_['submod']} · {piece_['group']}" in index
     for change in call["pieces"][0]["passes"]:
         assert f"pass {change['name']}" in index
+
+
+def test_pieces_logged_out_of_order_are_shown_as_logged_and_said(tmp_path):
+    log = write_log(tmp_path / "dedicated_log_torch_trace_o.log", [
+        artifact("vllm_compilation_config", json.dumps(CONFIG)),
+        piece(2, "submod_2", 1, 16, False), dump("vllm_submod_2", "g2"),
+        piece(0, "submod_0", 1, 16, False), dump("vllm_submod_0", "g0"),
+    ])
+    [call] = tlparse_py.analyze(log).to_dict()["vllm"]["calls"]
+    assert [p["submod"] for p in call["pieces"]] == ["submod_2", "submod_0"]  # as logged, not sorted
+    assert call["missing"] == ["The pieces of range [1, 16] were logged out of order: shown as logged."]
