@@ -50,3 +50,25 @@ def metrics(frame: int = 0, compile: int = 0, attempt: int | None = 0, **fields:
     base = {"co_name": "f", "graph_op_count": 2, "restart_reasons": [], "entire_frame_compile_time_s": 0.5}
     base.update(fields)
     return line({"compilation_metrics": base, **cid(frame, compile, attempt)})
+
+
+# -- reading a log back, independently of the tool ------------------------------------------------
+
+
+def log_text(path: Path) -> str:
+    """A log's text, gunzipped when it is a .gz."""
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8", "replace")
+
+
+def envelopes_of(folder_or_log: Path, kind: str) -> list[dict[str, Any]]:
+    """Every `kind` record's metadata (`{"kind": {...}}` on the envelope line), in log order, from
+    the log or from every trace log of the folder: what a test expects, read without the tool."""
+    logs = [folder_or_log] if folder_or_log.is_file() else sorted(folder_or_log.glob("dedicated_log*"))
+    found = []
+    for log in logs:
+        for text in log_text(log).splitlines():
+            at = text.find('{"%s"' % kind)
+            if at >= 0:
+                found.append(json.loads(text[at:])[kind])
+    return found

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tlparse_py
+from logs import envelopes_of
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
 
@@ -22,13 +23,8 @@ def raw_text(scenario: str) -> str:
 
 
 def raw_records(scenario: str, kind: str) -> list[dict]:
-    """Every `kind` envelope of the raw log, parsed from its own line."""
-    found = []
-    for line in raw_text(scenario).splitlines():
-        at = line.find('{"%s"' % kind)
-        if at >= 0:
-            found.append(json.loads(line[at:])[kind])
-    return found
+    """Every `kind` envelope of the raw log."""
+    return envelopes_of(TRACES / scenario, kind)
 
 
 @pytest.fixture(scope="module")

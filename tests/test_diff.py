@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import tlparse_py
 from linkcheck import broken_links
+from logs import envelopes_of
 from tlparse_py.cli import main
 from tlparse_py.analysis import comparison as compare
 from tlparse_py.analysis.conditions import Condition, ConditionError, parse_conditions, unknown, violated
@@ -427,14 +428,8 @@ SKIP_BASE, SKIP_NAN = TRACES / "skip_base", TRACES / "skip_nan"
 
 
 def raw_metrics(folder: Path, kind: str = "compilation_metrics") -> list[dict]:
-    """Independently of the tool: every `kind` record of the folder's log, parsed from its line."""
-    found = []
-    for log in sorted(folder.glob("dedicated_log*")):
-        for text in open_log_text(log).splitlines():
-            at = text.find('{"%s"' % kind)
-            if at >= 0:
-                found.append(json.loads(text[at:])[kind])
-    return found
+    """Independently of the tool: every `kind` record of the folder's log."""
+    return envelopes_of(folder, kind)
 
 
 @pytest.fixture(scope="module")
