@@ -47,9 +47,9 @@ def counts_of(report):
     "scenario, expected",
     [
         ("graph_break", dict(frames=5, compile_ids=5, graph_breaks=3, distinct_graph_breaks=2, restarts=3, recompiles=0, failures=0, cache_hits=0, cache_misses=10, cache_bypasses=0, records=676, chromium_events=552)),
-        ("recompile", dict(frames=2, compile_ids=7, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=5, failures=1, cache_hits=0, cache_misses=12, cache_bypasses=0, records=788, chromium_events=653)),
+        ("recompile", dict(frames=2, compile_ids=7, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=5, failures=0, cache_hits=0, cache_misses=12, cache_bypasses=0, records=788, chromium_events=653)),
         ("failure", dict(frames=3, compile_ids=3, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=0, failures=3, cache_hits=0, cache_misses=0, cache_bypasses=0, records=59, chromium_events=38)),
-        ("compiled_autograd", dict(frames=4, compile_ids=7, graph_breaks=2, distinct_graph_breaks=1, restarts=2, recompiles=1, failures=0, cache_hits=0, cache_misses=8, cache_bypasses=2, records=879, chromium_events=559)),
+        ("compiled_autograd", dict(frames=4, compile_ids=5, graph_breaks=2, distinct_graph_breaks=1, restarts=2, recompiles=1, failures=0, cache_hits=0, cache_misses=8, cache_bypasses=2, records=879, chromium_events=559)),
         ("transformer", dict(frames=1, compile_ids=2, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=1, failures=0, cache_hits=0, cache_misses=6, cache_bypasses=0, records=785, chromium_events=427)),
         ("training", dict(frames=1, compile_ids=1, graph_breaks=0, distinct_graph_breaks=0, restarts=0, recompiles=0, failures=0, cache_hits=0, cache_misses=3, cache_bypasses=0, records=238, chromium_events=193)),
     ],
@@ -71,8 +71,8 @@ def test_summary_tables_of_graph_breaks_and_recompiles(report_of):
     assert [(f.frame, f.name, len(f.compiles), f.hit_limit) for f in frames] == [("1", "scale_tag", 4, True), ("0", "scale_shape", 3, False)]
     assert frames[1].reasons[0] == (frames[1].compiles[1], "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8")
     rows = {c.label: c for c in report.compiles()}
-    assert rows["[1/3]"].status == "error" and rows["[1/3]"].headline == "Unsupported: Dynamo recompile limit exceeded"
-    assert rows["[1/3]"].frame == "scale_tag"  # from the frame's other compiles
+    assert rows["[1/3]"].status == "limit" and rows["[1/3]"].headline == "Unsupported: Dynamo recompile limit exceeded"
+    assert rows["[1/3]"].frame == "scale_tag" and rows["[1/3]"].user_location == rows["[1/2]"].user_location  # from the frame's other compiles
     assert rows["[0/1]"].headline.startswith("recompiled: 0/0: tensor 'x' size mismatch")
     slowest = sorted(report.compiles(), key=lambda c: -(c.compile_time_s.total or 0))
     assert slowest[0].label == "[0/0]"  # the cold compile

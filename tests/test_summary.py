@@ -80,7 +80,8 @@ def _raw_compiles(log: Path) -> dict[str, dict]:
         if "compilation_metrics" in env:
             meta = env["compilation_metrics"]
             entry = found.setdefault(key, {"backward": []})
-            entry.update(forward=meta.get("entire_frame_compile_time_s"), fail=meta.get("fail_type"), ops=meta.get("graph_op_count"))
+            entry.update(forward=meta.get("entire_frame_compile_time_s"), fail=meta.get("fail_type"), ops=meta.get("graph_op_count"),
+                         limit="recompile limit" in str(meta.get("fail_reason") or "").lower())
         elif "bwd_compilation_metrics" in env:
             found.setdefault(key, {"backward": []})["backward"].append(env["bwd_compilation_metrics"]["inductor_compile_time_s"])
     return found
@@ -106,7 +107,8 @@ def test_compile_times_and_failures_match_the_raw_log(reports, scenario):
     assert set(compiled) <= set(by_id)
     total = sum((c["compile_time_s"]["total"] or 0) for c in data["compiles"])
     assert data["totals"]["compile_time_s"] == pytest.approx(total)
-    assert data["totals"]["failed"] == sum(1 for k in raw if raw[k].get("fail"))
+    assert data["totals"]["failed"] == sum(1 for k in raw if raw[k].get("fail") and not raw[k].get("limit"))
+    assert data["totals"]["recompile_limit"] == sum(1 for k in raw if raw[k].get("limit"))
 
 
 def test_training_includes_the_lazy_backward_compile(reports):

@@ -24,9 +24,9 @@ from ..model import CompileId, display_key
 from . import questions
 from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
 from .summary import (
-    CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_MISSING,
+    CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING,
     STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
-    Summary, distinct_breaks,
+    Summary, distinct_breaks, over_recompile_limit,
 )
 from .totals import Value, nested, totals_of
 from .vllm import VllmFile, VllmRun, vllm_dict
@@ -79,10 +79,7 @@ class Analysis(Store):
                 compile_ = self._compile(frame, attempts, generation)
                 identity = compile_.frame_identity
                 if identity is not None:
-                    before = previous.get(identity)
-                    compile_.cause = _cause(compile_, before)
-                    if compile_.is_retry and before is not None:
-                        compile_.headline = "; ".join(filter(None, [f"retry after {before.label} failed", compile_.headline]))
+                    _follow(compile_, previous.get(identity))
                     previous[identity] = compile_
                 compiles.append(compile_)
         self.__dict__["_compiles_memo"] = (stamp, compiles)
@@ -278,7 +275,8 @@ def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reas
     """What happened to a compile, from its metrics (all attempts) and the graph breaks it logged.
 
     A failed compile that logged torch's "Skipping the function and falling back to eager" wrapper
-    (or whose failure says so) was skipped on purpose: the frame ran eagerly. A graph break comes
+    (or whose failure says so) was skipped on purpose: the frame ran eagerly. One whose failure is
+    torch's recompile limit compiled nothing: the frame runs eagerly from then on. A graph break comes
     before an empty graph (a frame that breaks at once compiles nothing before the break); a restart
     counts only when no graph break explains it (e.g. TensorifyScalarRestartAnalysis).
     """
@@ -287,7 +285,11 @@ def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reas
     if any(m.get("fail_type") for m in metrics):
         reasons = " ".join(str(m.get("fail_reason") or "") for m in metrics)
         skipped = any(b.skips_frame for b in breaks) or "Skipping the frame and falling back to eager" in reasons
-        return STATUS_SKIPPED if skipped else STATUS_ERROR
+        if skipped:
+            return STATUS_SKIPPED
+        last = metrics[-1]
+        limit = over_recompile_limit(str(last.get("fail_type") or ""), str(last.get("fail_reason") or ""))
+        return STATUS_LIMIT if limit else STATUS_ERROR
     if breaks:
         return STATUS_BREAK
     if any(not m.get("graph_op_count") for m in metrics):
@@ -295,6 +297,19 @@ def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reas
     if restart_reasons:
         return STATUS_RESTART
     return STATUS_OK
+
+
+def _follow(compile_: CompileSummary, before: CompileSummary | None) -> None:
+    """What a compile is, after its frame's previous compile in the same generation (`before`): why
+    it happened, and its frame's name and user location where it logged none (one frame in one
+    generation is one code object: the compile over the recompile limit logs neither)."""
+    compile_.cause = _cause(compile_, before)
+    if before is None:
+        return
+    compile_.frame = compile_.frame or before.frame
+    compile_.user_location = compile_.user_location or before.user_location
+    if compile_.is_retry:
+        compile_.headline = "; ".join(filter(None, [f"retry after {before.label} failed", compile_.headline]))
 
 
 def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:

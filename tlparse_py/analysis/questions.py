@@ -17,8 +17,30 @@ from .store import MetricsEntry, Store
 
 
 def is_compile(key: CompileId | None) -> bool:
-    """A bucket that is a compilation (a frame or compiled-autograd graph), not `[-/-]` or `(unknown)`."""
-    return key is not None and (key.frame_id is not None or key.compiled_autograd_id is not None)
+    """A bucket that is a compilation: a frame compile (`[0/1]`, `[!0/1/0]` inside compiled autograd),
+    not `[-/-]`, `(unknown)` or a compiled-autograd capture (`[!0/-/-]`, `is_capture`)."""
+    return key is not None and key.frame_id is not None
+
+
+def is_capture(key: CompileId | None) -> bool:
+    """Compiled autograd's capture of a backward graph: a compiled-autograd id with no frame (`[!0/-/-]`).
+    Its records belong to compiled-autograd graph 0, which is compiled as its frames (`[!0/1/0]`)."""
+    return key is not None and key.frame_id is None and key.compiled_autograd_id is not None
+
+
+def captures(report: Store) -> list[CompileId]:
+    """The compile ids of compiled autograd's captures, in log order (`is_capture`)."""
+    return [key for key in report.directory if key is not None and is_capture(key)]
+
+
+def capture_of(report: Store, compiled_autograd_id: int | None) -> CompileId | None:
+    """The capture of compiled-autograd graph N (None when none was logged, or for no graph); asked
+    per compile page, so indexed once."""
+    if compiled_autograd_id is None:
+        return None
+    by_graph = report.index_by("captures", captures(report), lambda key: key.compiled_autograd_id)
+    found: list[CompileId] = by_graph.get(compiled_autograd_id, [])
+    return found[0] if found else None
 
 
 def start_only(report: Store, key: CompileId | None) -> bool:

@@ -17,6 +17,13 @@ same in prose). Every view and command asks these objects, whether they were bui
   the frame on purpose;
 - a *skipped* frame is one torch gave up on and ran eagerly, as it was designed to ("Skipping the
   function and falling back to eager"): the program ran correctly, without this frame compiled;
+- the *recompile limit* is torch's cap on the compiles of one frame (`torch._dynamo.config.
+  recompile_limit`): the compile over it (status `limit`) compiles nothing, and the frame runs
+  eagerly from then on for inputs its compiled graphs do not fit. Not a failure: the program ran
+  correctly;
+- a *capture* is compiled autograd tracing the backward pass into one graph, logged under a
+  compiled-autograd id with no frame (`[!0/-/-]`): part of compiled-autograd graph 0, not a compile
+  (the graph it captured is compiled as `[!0/1/0]`, a compile);
 - a *frame* is a compiled function: its frame id in one generation (an id reused after
   `torch._dynamo.reset()` names another frame).
 
@@ -26,6 +33,7 @@ Unknown values are None, never guessed.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import types
 import typing
@@ -40,6 +48,7 @@ from .vllm import VllmRun
 # Status of a compile: what happened to it (summary.json `status`), first match wins.
 STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
 STATUS_SKIPPED = "skipped"  # torch gave up on the frame and ran it eagerly, as designed
+STATUS_LIMIT = "limit"  # over torch's recompile limit: nothing compiled, the frame runs eagerly from here on
 STATUS_ERROR = "error"  # the compile failed
 STATUS_BREAK = "break"  # compiled, with graph breaks
 STATUS_EMPTY = "empty"  # compiled to an empty graph
@@ -51,17 +60,28 @@ STATUS_LABELS = {
     STATUS_RESTART: "Success after a restart",
     STATUS_EMPTY: "Empty graph",
     STATUS_SKIPPED: "Skipped: ran eagerly",
+    STATUS_LIMIT: "Recompile limit: runs eagerly",
     STATUS_ERROR: "Error",
     STATUS_MISSING: "Metrics were missing",
 }
 # most severe first: how tables sort statuses, and which one a compile id with several compiles shows
-STATUS_SEVERITY = (STATUS_ERROR, STATUS_MISSING, STATUS_SKIPPED, STATUS_BREAK, STATUS_RESTART, STATUS_EMPTY, STATUS_OK)
+STATUS_SEVERITY = (STATUS_ERROR, STATUS_MISSING, STATUS_LIMIT, STATUS_SKIPPED, STATUS_BREAK, STATUS_RESTART, STATUS_EMPTY, STATUS_OK)
 # Why a compile happened (summary.json `cause`).
 CAUSE_FIRST = "first"  # the frame's first compile
 CAUSE_RECOMPILE = "recompile"  # a guard of the frame's earlier compile failed
 CAUSE_RETRY = "retry"  # the frame's previous compile failed, and no guard failure was logged
 CACHE_RESULTS = ("hit", "miss", "bypass")
-RECOMPILE_LIMIT = "recompile limit"  # in the failure reason of the compile that hit torch's recompile limit
+# torch's words for the compile over the limit: "Dynamo recompile limit exceeded" (2.7+), "recompile_limit reached"
+# / "cache_size_limit reached" (earlier); "Hard failure due to fail_on_recompile_limit_hit" or "... fullgraph=True"
+# (FailOnRecompileLimitHit) is an error: the program raised
+_AT_LIMIT = re.compile(r"recompile limit|\b(?:accumulated_)?(?:recompile|cache_size)_limit reached", re.I)
+HARD_LIMIT_FAILURE = "FailOnRecompileLimitHit"
+
+
+def over_recompile_limit(fail_type: str | None, fail_reason: str | None) -> bool:
+    """Whether a compile's failure is torch's recompile limit, the frame then running eagerly (not
+    the hard failure `fail_on_recompile_limit_hit` or `fullgraph=True` make of it)."""
+    return bool(fail_type) and fail_type != HARD_LIMIT_FAILURE and _AT_LIMIT.search(fail_reason or "") is not None
 
 
 Seconds = Annotated[float, Meta(ge=0)]  # a time in summary.json: a number, at least 0
@@ -220,8 +240,8 @@ class CompileSummary(Struct):
 
     @property
     def failed(self) -> bool:
-        """The compile failed: an exception, not a frame torch skipped on purpose."""
-        return self.failure is not None and self.status != STATUS_SKIPPED
+        """The compile failed: an exception, not a frame torch skipped on purpose or one at the recompile limit."""
+        return self.failure is not None and self.status not in (STATUS_SKIPPED, STATUS_LIMIT) and not self.hit_recompile_limit
 
     @property
     def skipped(self) -> bool:
@@ -241,7 +261,11 @@ class CompileSummary(Struct):
 
     @property
     def hit_recompile_limit(self) -> bool:
-        return self.failure is not None and RECOMPILE_LIMIT in (self.failure.reason or "").lower()
+        """The compile over torch's recompile limit (status `limit`; an `error` in summary.json before 2.2):
+        nothing was compiled, and the frame runs eagerly from then on."""
+        if self.status == STATUS_LIMIT:
+            return True
+        return self.failure is not None and over_recompile_limit(self.failure.type, self.failure.reason)
 
     def cache_count(self, result: str) -> int:
         return sum(1 for lookup in self.cache if lookup.result == result)
@@ -428,6 +452,101 @@ def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompile
             frames.setdefault(identity, []).append(compile_)
     found = [FrameRecompiles(identity, cs) for identity, cs in frames.items() if any(c.is_recompile or c.is_retry for c in cs)]
     return sorted(found, key=lambda f: -len(f.compiles))
+
+
+_LIMIT_TYPE = re.compile(r"Limit type: (\w+)")
+_LIMIT_VALUE = re.compile(r"\(currently set to (\d+)\)")
+_REASON_OF = re.compile(r"^\s*(?:!\d+/)?\d+/\d+: ")  # "0/1: " before a recompile reason: the cached compile whose guard failed
+_GUARD_COMMENT = re.compile(r"\s{2,}# ")  # torch's comment after a guard: the source line it guards
+_SIZE_GUARD = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)")
+
+
+class LimitHit(Struct):
+    """A frame that reached torch's recompile limit: the compile over it, the frame's compiles before
+    it, the guard that kept failing (their recompile reasons), and the fix."""
+
+    compile: CompileSummary  # the compile over the limit (status `limit`)
+    compiles: list[CompileSummary]  # the frame's compiles, up to and with it
+
+    @property
+    def frame(self) -> str:
+        """The frame as compile ids write it: `0`, `!1/0`."""
+        key = self.compile.key
+        return f"{'!' + str(key.compiled_autograd_id) + '/' if key.compiled_autograd_id is not None else ''}{key.frame_id}"
+
+    @property
+    def name(self) -> str:
+        return next((c.frame for c in reversed(self.compiles) if c.frame), "")
+
+    @property
+    def user_location(self) -> str:
+        return next((c.user_location for c in reversed(self.compiles) if c.user_location), "")
+
+    @property
+    def limit_type(self) -> str:
+        """The config torch checked: `recompile_limit`, or `accumulated_recompile_limit` (over all frames)."""
+        found = _LIMIT_TYPE.search(self.compile.failure.reason or "") if self.compile.failure else None
+        return found.group(1) if found else "recompile_limit"
+
+    @property
+    def limit(self) -> int | None:
+        """Its value when torch said it ("currently set to 8"); None when it did not."""
+        found = _LIMIT_VALUE.search(self.compile.failure.reason or "") if self.compile.failure else None
+        return int(found.group(1)) if found else None
+
+    @property
+    def reasons(self) -> list[tuple[CompileSummary, str]]:
+        """The recompile reasons of the frame's last compile that logged some (the one over the limit,
+        as a rule): the guard of each compile torch had cached that failed for that input."""
+        last = next((c for c in reversed(self.compiles) if c.recompile_reasons), None)
+        return [(last, first_reason_line(r)) for r in last.recompile_reasons] if last is not None else []
+
+    @property
+    def guards(self) -> list[str]:
+        """The guards that kept failing, each once, the most frequent first: "tensor 'x' dtype mismatch"
+        (the cached compile's id, the values and torch's source comment left out)."""
+        counts: dict[str, int] = {}
+        for _, reason in self.reasons:
+            guard = _GUARD_COMMENT.split(_REASON_OF.sub("", reason), 1)[0].split(". expected", 1)[0].strip()
+            counts[guard] = counts.get(guard, 0) + 1
+        return sorted(counts, key=lambda g: -counts[g])
+
+    @property
+    def fixes(self) -> list[str]:
+        """What to do, the likeliest first: mark the dimension whose size kept changing dynamic, or raise the limit."""
+        sizes = list(dict.fromkeys(m.groups() for _, reason in self.reasons if (m := _SIZE_GUARD.search(reason))))
+        now = f" (now {self.limit})" if self.limit is not None else ""
+        raise_it = (f"raise torch._dynamo.config.{self.limit_type}{now} to the number of input variants the frame sees, "
+                    "if each is worth a compile of its own")
+        if sizes:
+            calls = ", ".join(f"torch._dynamo.mark_dynamic({name}, {index})" for name, index in sizes)
+            return [f"mark the dimension dynamic, so one compile serves every size: {calls} before the call", raise_it]
+        return [raise_it, "if a size changes, mark the dimension dynamic: torch._dynamo.mark_dynamic(tensor, dim) before the call"]
+
+
+def first_reason_line(reason: str) -> str:
+    return reason.strip().split("\n", 1)[0].strip()
+
+
+def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
+    """Each compile over the recompile limit, in log order, with its frame's compiles before it."""
+    frames: dict[tuple[int | None, int | None, int], list[CompileSummary]] = {}
+    hits = []
+    for compile_ in compiles:
+        identity = compile_.frame_identity
+        before = frames.setdefault(identity, []) if identity is not None else []
+        before.append(compile_)
+        if compile_.hit_recompile_limit:
+            hits.append(LimitHit(compile_, list(before)))
+    return hits
+
+
+def compiles_of_graph(compiles: Iterable[CompileSummary], compiled_autograd_id: int | None) -> list[CompileSummary]:
+    """The compiles of compiled-autograd graph N (`[!N/1/0]`, ...): how the backward graph its capture
+    (`[!N/-/-]`) traced was compiled."""
+    if compiled_autograd_id is None:
+        return []
+    return [c for c in compiles if c.key.compiled_autograd_id == compiled_autograd_id]
 
 
 def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:

@@ -114,8 +114,10 @@ def _first_of_each_frame(compiles: Sequence[CompileSummary]) -> Involved:
 
 
 def _compile_time(compiles: Sequence[CompileSummary]) -> Value:
+    """The sum of the times the compiles logged; unknown (None, never 0) when none logged one, with no
+    compile at all too (an export, AOTInductor or an excerpt compiles outside any compile id)."""
     times = [c.compile_time_s.total for c in compiles if c.compile_time_s.total is not None]
-    return round(sum(times), 6) if times or not compiles else None
+    return round(sum(times), 6) if times else None
 
 
 def _slowest(compiles: Sequence[CompileSummary]) -> Involved:
@@ -159,6 +161,11 @@ TOTALS: tuple[Total, ...] = (
     Total("skipped", "skipped frames", "skipped", "compiles torch gave up on on purpose: the frame ran eagerly",
           compute=lambda cs: sum(1 for c in cs if c.skipped), involved=lambda cs: [(c, "") for c in cs if c.skipped],
           over_ranks=per_rank),
+    Total("recompile_limit", "recompile limit hits", "recompile limit",
+          "compiles over torch's recompile limit (torch._dynamo.config.recompile_limit): nothing compiled, the frame runs eagerly "
+          "from then on; not a failure",
+          compute=lambda cs: sum(1 for c in cs if c.hit_recompile_limit),
+          involved=lambda cs: [(c, f"({c.frame})" if c.frame else "") for c in cs if c.hit_recompile_limit], over_ranks=per_rank),
     Total("compile_time_s", "compile time", "compile time", "seconds of compile time: each compile's forward plus its lazy backward compile",
           compute=_compile_time, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest"),
     *(_cache(result) for result in CACHE_RESULTS),

@@ -12,7 +12,7 @@ from ...analysis.compiles import Analysis
 from ...analysis.phases import TimeSplit
 from ...analysis.stacks import Frame
 from ...analysis.store import MetricsEntry
-from ...analysis.summary import CompileSummary, GraphBreak
+from ...analysis.summary import CompileSummary, GraphBreak, compiles_of_graph
 from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tables
 from ...model import CompileId, RecordSummary
 from .common import FrameView, Inputs, Page, artifact_view, compile_page_url, frame_view, index_anchor, label, page_base, pretty_value
@@ -202,6 +202,8 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     next: str | None
     previous_label: str | None
     next_label: str | None
+    capture: dict[str, Any] | None = None  # a compiled-autograd capture: its graph and that graph's compiles
+    captured_by: dict[str, Any] | None = None  # a compile of a captured backward graph: the capture's page
 
 
 class CompileOutline(Struct):
@@ -283,7 +285,26 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         next=after.url if after else None,
         previous_label=before.label if before else None,
         next_label=after.label if after else None,
+        capture=capture_view(report, key),
+        captured_by=captured_by(report, key),
     )
+
+
+def capture_view(report: Analysis, key: CompileId | None) -> dict[str, Any] | None:
+    """A compiled-autograd capture's graph and the compiles of that graph; None for any other id."""
+    if not questions.is_capture(key) or key is None:
+        return None
+    return {"graph": key.compiled_autograd_id,
+            "compiles": [{"label": c.label, "page": c.url, "status": c.status} for c in compiles_of_graph(report.compiles(), key.compiled_autograd_id)]}
+
+
+def captured_by(report: Analysis, key: CompileId | None) -> dict[str, Any] | None:
+    """For a compile inside compiled autograd (`[!0/1/0]`), the capture of its graph (`[!0/-/-]`) and its page."""
+    if not questions.is_compile(key) or key is None:
+        return None
+    capture = questions.capture_of(report, key.compiled_autograd_id)
+    page = report.page_of(capture) if capture is not None else None
+    return {"graph": key.compiled_autograd_id, "label": label(capture), "page": page} if page else None
 
 
 # The sections compile.html.j2 lays out in blocks of their own (with tables, counts and diffs besides

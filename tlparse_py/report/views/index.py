@@ -11,10 +11,13 @@ from ... import limits
 from ...analysis import kinds
 from ...analysis.compiles import Analysis
 from ...analysis.facts import ExportIssue, export_issue
-from ...analysis.questions import export_verdict, first_line, is_compile, is_draft_export
+from ...analysis.questions import export_verdict, first_line, is_capture, is_compile, is_draft_export
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
-from ...analysis.summary import CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, graph_break_groups, recompiled_frames, slowest
+from ...analysis.summary import (
+    CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, LimitHit, compiles_of_graph, graph_break_groups, limit_hits, recompiled_frames,
+    slowest,
+)
 from ...analysis.totals import Value, columns, nested, totals_of
 from ...model import CompileId, DiagnosticLog, Stats
 from ..markdown import time_span
@@ -84,8 +87,17 @@ def kind_rows(counts: Counter[str]) -> list[dict[str, Any]]:
 
 
 def key_status(report: Analysis, key: CompileId | None) -> str | None:
-    """The outcome of a compile; None for buckets that are not compiles ([-/-], malformed ids)."""
+    """The outcome of a compile; None for buckets that are not compiles ([-/-], malformed ids, captures)."""
     return report.status_of(key) if is_compile(key) else None
+
+
+def capture_view(report: Analysis, key: CompileId | None) -> dict[str, Any] | None:
+    """A compiled-autograd capture's section: the graph it belongs to and the compiles of that graph
+    (`Analysis.compiles_of_capture`); None for any other id."""
+    if not is_capture(key) or key is None:
+        return None
+    return {"graph": key.compiled_autograd_id,
+            "compiles": [{"label": c.label, "page": c.url, "status": c.status} for c in compiles_of_graph(report.compiles(), key.compiled_autograd_id)]}
 
 
 FORWARD, FORWARD_AND_BACKWARD = "forward", "forward + backward"
@@ -111,6 +123,7 @@ def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str
                 "anchor": anchor(key),
                 "page": report.page_of(key),
                 "status": key_status(report, key),
+                "capture": capture_view(report, key),
                 "artifacts": artifact_rows(artifacts, artifact_view),
                 "kinds": kind_rows(report.kinds.get(key, Counter())),
                 "compile_time": times.total,
@@ -140,10 +153,31 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     }
 
 
+def problem_rows(hits: list[LimitHit]) -> list[dict[str, Any]]:
+    """The index's top problems: each frame at the recompile limit, with the guard that kept failing and the fix."""
+    return [
+        {
+            "kind": "limit",
+            "frame": h.frame,
+            "name": h.name,
+            "location": h.user_location,
+            "compile": {"label": h.compile.label, "page": h.compile.url},
+            "compiled": [{"label": c.label, "page": c.url} for c in h.compiles if c is not h.compile],
+            "limit_type": h.limit_type,
+            "limit": h.limit,
+            "guards": h.guards,
+            "reasons": [{"label": c.label, "page": c.url, "reason": r} for c, r in h.reasons],
+            "fixes": h.fixes,
+        }
+        for h in hits
+    ]
+
+
 # Where the index details a total (its card links there); the cards themselves are the declarations'
 CARD_LINKS = {
     "compiles": "#compiles", "graph_breaks": "#graph-breaks", "recompiles": "#recompiles", "retries": "#recompiles",
-    "restarts": "failures_and_restarts.html", "failed": "failures_and_restarts.html", "skipped": "#compiles", "compile_time_s": "#slowest",
+    "restarts": "failures_and_restarts.html", "failed": "failures_and_restarts.html", "skipped": "#compiles",
+    "recompile_limit": "#problems", "compile_time_s": "#slowest",
 }
 
 
@@ -169,6 +203,8 @@ def headline_cards(values: dict[str, Value], notes: dict[str, str], has_rows: bo
             words = " / ".join([totals[0].label] + [t.label.removeprefix(head + " ") if shared else t.label for t in totals[1:]])
         words = " ".join([words, *(notes[t.name] for t in totals if t.name in notes)])
         href = next((CARD_LINKS[t.name] for t in totals if t.name in CARD_LINKS), None)
+        if href == "#problems" and not any(values.get(t.name) for t in totals):
+            href = None  # the top problems are listed only when there are some
         cards.append({
             "value": " / ".join(total.show(values.get(total.name)) for total in totals),
             "words": words,
@@ -211,6 +247,7 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     export_rows: list[dict[str, Any]]
     export: dict[str, Any]
     exported_programs: list[str]
+    problems: list[dict[str, Any]]  # the top problems: frames at the recompile limit (problem_rows)
 
 
 def index_page(inputs: Inputs) -> IndexPage:
@@ -221,7 +258,7 @@ def index_page(inputs: Inputs) -> IndexPage:
     groups = graph_break_groups(compiles)
     values = totals_of(compiles)
     notes = {"graph_breaks": f"({len(groups)} distinct)", "retries": "after a failed compile", "skipped": "(ran eagerly)",
-             "compile_time_s": f"({FORWARD_AND_BACKWARD})"}
+             "recompile_limit": "(runs eagerly)", "compile_time_s": f"({FORWARD_AND_BACKWARD})"}
     return IndexPage(
         **page_base(inputs, "tlparse-py report"),
         totals=nested(values),
@@ -272,6 +309,7 @@ def index_page(inputs: Inputs) -> IndexPage:
         export_rows=export_rows(report),
         export=summary.export if summary.export is not None else export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
+        problems=problem_rows(limit_hits(compiles)),
     )
 
 
