@@ -112,15 +112,49 @@ def _narrowed(low: float, high: float, operator: str, value: int) -> tuple[float
     return max(low, value), min(high, value)  # ==
 
 
+_DIM_CALL = r"""(?:[A-Za-z_]\w*\.)*Dim\(\s*["'](\w+)["']"""  # Dim("b"), torch.export.Dim("b"), export.Dim('b', min=2)
+
+
 def declared_dim(call: str, source: str) -> str | None:
-    """The name of the `Dim("b")` the export call's text declares for a source `L['x'].size()[0]`;
-    None when the text does not show it (a variable, a tuple of dims, a call cut at its first line)."""
+    """The name of the `Dim("b")` the export call's text declares for a source `L['x'].size()[0]`,
+    in the forms code writes it: `{"x": {0: Dim("b")}}` or `{"x": (Dim("b"), None)}`, the Dim
+    qualified or not (`torch.export.Dim`, `export.Dim`); None when the text does not show it (a
+    variable, a positional tuple of the arguments, a call cut at its first line): never guessed."""
     match = _SOURCE.match(source)
     if match is None:
         return None
     argument, dim = match.groups()
-    pattern = rf"""["']{re.escape(argument)}["']\s*:\s*\{{[^{{}}]*?(?<![\w.]){dim}\s*:\s*Dim\(\s*["'](\w+)["']"""
-    found = re.search(pattern, call)
+    by_index = rf"""["']{re.escape(argument)}["']\s*:\s*\{{[^{{}}]*?(?<![\w.]){dim}\s*:\s*{_DIM_CALL}"""
+    found = re.search(by_index, call)
+    if found:
+        return found.group(1)
+    return _dim_in_tuple(call, argument, int(dim))
+
+
+def _dim_in_tuple(call: str, argument: str, dim: int) -> str | None:
+    """`{"x": (None, Dim("b"))}`: the dimension's place in the argument's tuple (or list) of Dims."""
+    start = re.search(rf"""["']{re.escape(argument)}["']\s*:\s*[(\[]""", call)
+    if start is None:
+        return None
+    items, depth, current = [], 0, ""
+    for char in call[start.end():]:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    else:
+        return None  # the tuple does not end in the text: the call is cut
+    items.append(current)
+    if dim >= len(items):
+        return None
+    found = re.fullmatch(rf"\s*{_DIM_CALL}[^()]*\)\s*", items[dim])
     return found.group(1) if found else None
 
 
