@@ -340,7 +340,7 @@ def test_deleting_the_report_folder_stops_the_watch(tmp_path, writer):
     shutil.rmtree(tmp_path / "out")
     err = finished(watch, tmp_path)
     assert watch.returncode == 1
-    assert err.strip().splitlines()[-1] == "Error: the report folder out was deleted while watching; stopping"
+    assert err.strip().splitlines()[-1] == "Error: the report folder out was deleted or replaced while watching; stopping (nothing was written there since)"
 
 
 def test_ctrl_c_writes_the_final_report_of_what_was_read(tmp_path, writer):

@@ -1,6 +1,11 @@
-"""`tlparse-py run [OPTIONS] -- COMMAND...`: run a program under TORCH_TRACE, then write its report.
+"""`tlparse-py run [OPTIONS] [--] COMMAND...`: run a program under TORCH_TRACE, then write its report.
 
-The trace goes to a fresh folder, kept in the report as `trace/`. The report is written whether the
+The first word that is not one of `run`'s own options starts COMMAND; every word after it is the
+program's, with or without `--` (`run -o tl python train.py -o ckpt`: the second -o is the program's).
+
+The trace goes to a fresh folder, kept in the report as `trace/`. Once the program exits, `run` waits
+for its trace to go quiet, as `watch` does: no process whose pid the trace logs name still runs (a
+worker the program started may outlive it), and no log has grown for QUIET_S seconds. The report is written whether the
 program succeeded or not (a failed compile is what people want to see); the exit status is the
 program's own when it failed.
 
@@ -39,7 +44,7 @@ NO_TRACE = (
 )
 
 
-@click.command("run", context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True})
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"], "allow_interspersed_args": False})
 @click.option("--live", is_flag=True,
               help="Keep the report up to date while COMMAND runs (as `tlparse-py watch` does); the browser opens at the first compile.")
 @report_options
@@ -48,7 +53,9 @@ NO_TRACE = (
 def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any) -> None:
     """Run COMMAND with TORCH_TRACE set, then write the report of what it compiled.
 
-    Put `--` before the command: `tlparse-py run -o tl_out -- python train.py --steps 10`. Takes
+    Options for run come first; the first word that is not one of them starts COMMAND, and every
+    word after it is the program's: `tlparse-py run -o tl_out python train.py -o ckpt --steps 10`
+    (a `--` before COMMAND is allowed, and needed when COMMAND itself starts with `-`). Takes
     every option of `tlparse-py PATH` (see `tlparse-py report --help`); they are all checked before
     COMMAND starts. The trace is kept in the report as trace/. With --live the report is written
     as the program runs and updated as it traces; once it exits, the report is the one `run`
@@ -107,20 +114,29 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
     out = request.out
     process = _start(command, trace)
     held: CliError | None = None
-    with _forwarding(process.pid) as received:
-        running = _running(process, received)
+    # a signal once the program has exited (its workers may still write) ends the live loop: the
+    # final report of what was read is written (forwarded to the program, it would go nowhere)
+    with _forwarding(process.pid, stop_after_exit=lambda: process.poll() is not None) as received:
+        program_running = _running(process, received)
+
+        def running() -> bool:
+            return program_running() or _writers_alive(trace)
+
         def first_compile() -> None:  # watch calls it once
             if not request.no_browser:
                 from .common import open_browser
 
                 open_browser(out)
 
+        watching = Watching(interval=0.5, quiet_s=QUIET_S, writer_running=running, shown=(trace, out.absolute() / "trace"))
         try:
-            watch_trace(trace, replace(request, no_browser=True), Watching(interval=0.5, quiet_s=0.5, writer_running=running),
+            watch_trace(trace, replace(request, no_browser=True), watching,
                         on_first_compile=first_compile, own_signals=False)  # SIGTERM goes on to the program (_forwarding)
         except CliError as exc:
             held = exc
-        while running():  # the report stopped early (its folder was deleted...): the program goes on to its end
+        except KeyboardInterrupt:  # a signal while the watch was starting or ending
+            held = CliError(f"stopped: {out} holds the last live update, if one was written", 130)
+        while program_running():  # the report stopped early (its folder was deleted...): the program goes on to its end
             time.sleep(0.05)
     status = 128 - process.returncode if process.returncode < 0 else process.returncode
     stopped_by = next((s for s in received if s in STOPPING), None)
@@ -190,6 +206,7 @@ def _keep_aside(trace: Path, out: Path) -> Path:
 
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+QUIET_S = 0.5  # once the program exited: how long its trace must not grow before the report
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # these end `run` too, without a report
 GRACE_S = 10.0  # after SIGTERM or SIGHUP, how long the program has to exit before SIGKILL
 
@@ -202,20 +219,78 @@ def _run_traced(command: list[str], trace: Path) -> tuple[int, int | None]:
         running = _running(process, received)
         while running():
             time.sleep(0.05)
+        _wait_until_quiet(command[0], trace, received)
     status = process.returncode
     stopped_by = next((s for s in received if s in STOPPING), None)
     return (128 - status if status < 0 else status), (int(stopped_by) if stopped_by is not None else None)
 
 
+def _trace_pids(trace: Path) -> set[int]:
+    """The pids the trace's logs name (each log's first record: one process writes each log)."""
+    from ..reading.inputs import InputError, first_record
+
+    pids: set[int] = set()
+    for log in trace_logs(trace):
+        try:
+            head = first_record(log)
+        except InputError:
+            continue
+        if head is not None and head.pid is not None and head.pid.isdigit() and len(head.pid) <= 19:
+            pids.add(int(head.pid))
+    return pids
+
+
+def _writers_alive(trace: Path) -> bool:
+    """Whether a process that writes the trace still runs (a worker that outlived the program)."""
+    from .watch import any_alive
+
+    return any_alive(_trace_pids(trace))
+
+
+def _trace_size(trace: Path) -> int:
+    total = 0
+    for log in trace_logs(trace):
+        try:
+            total += log.lstat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def _wait_until_quiet(name: str, trace: Path, received: list[int]) -> None:
+    """Once the program exited: wait while a process that writes its trace runs, and until no log
+    has grown for QUIET_S seconds (as `watch` does); a signal stops the wait."""
+    from .watch import any_alive
+
+    signals = len(received)
+    size, quiet_since, told = _trace_size(trace), time.monotonic(), False
+    while len(received) == signals:
+        writers = sorted(p for p in _trace_pids(trace) if any_alive([p]))
+        now = time.monotonic()
+        size_now = _trace_size(trace)
+        if size_now != size:
+            size, quiet_since = size_now, now
+        if not writers and now - quiet_since >= QUIET_S:
+            return
+        if writers and not told:
+            told = True
+            shown = ", ".join(map(str, writers[:5])) + (", …" if len(writers) > 5 else "")
+            echo_err(f"{name} exited; waiting for the processes still writing its trace (pid {shown}) to finish (Ctrl-C to stop waiting)")
+        time.sleep(0.1)
+
+
 @contextmanager
-def _forwarding(group: int) -> Iterator[list[int]]:
+def _forwarding(group: int, stop_after_exit: Callable[[], bool] | None = None) -> Iterator[list[int]]:
     """While the program runs, SIGINT, SIGTERM and SIGHUP sent to us are sent to its process group;
-    the list holds the signals received."""
+    the list holds the signals received. With `stop_after_exit`: once it says the program has
+    exited, a signal also raises KeyboardInterrupt here (it ends `run --live`'s watch)."""
     received: list[int] = []
 
     def forward(number: int, frame: object) -> None:
         received.append(number)
         _signal_group(group, number)
+        if stop_after_exit is not None and stop_after_exit():
+            raise KeyboardInterrupt
 
     previous = {s: signal.signal(s, forward) for s in FORWARDED}
     try:

@@ -2,10 +2,15 @@
 
 The report in `-o` is written at once and kept up to date (`live.LiveReport`): the index says
 "live" and what is compiling, and every open page reloads itself when it changes. Watching stops
-when the process that wrote the trace has exited (its pid is in the log) and the log has been
-quiet for `--quiet-s` seconds, or on Ctrl-C; then the final report is written, the one a one-shot
+when the process that wrote the trace has exited (its pid is in the log) and the log has not grown
+for `--quiet-s` seconds, or on Ctrl-C; then the final report is written, the one a one-shot
 `tlparse-py PATH` writes from the same logs, and the report's checks run (--fail-on, --markdown,
 --strict), with the same exit codes. Ctrl-C: the final report of what was read, exit 130.
+
+A record the writer never finished (its line cut, its payload short of its md5) does not hold the
+watch: once the log stops growing it is read as the one-shot read reads it, and counted as damaged.
+A pid that cannot be a process (0, or above the system's pid maximum) means the writer is unknown:
+the quiet rule alone decides.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from msgspec.structs import replace
 from .. import shutdown
 from ..analysis.kinds import load_plugins
 from ..live import LiveReport, LogReset
+from ..reading.tail import NotRegular
 from ..reading.gunzip import is_gzip
 from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, rank_of, trace_logs
 from ..report.writer import OutputError
@@ -40,7 +46,8 @@ class Watching(Struct):
 
     interval: float = 1.0
     quiet_s: float = 3.0
-    writer_running: Callable[[], bool] | None = None  # None: the log's own pids decide
+    writer_running: Callable[[], bool] | None = None  # None: the log's own pids decide (else they decide too)
+    shown: tuple[Path, Path] | None = None  # (where the trace is read, where it is kept): the report names the kept one
 
 
 @click.command("watch", context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,7 +151,7 @@ def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching
                on_first_compile: Callable[[], None] | None) -> None:
     out = request.out
     try:
-        live = LiveReport(chosen.log, out, request.options, overwrite=request.overwrite, source=lambda: source_info(chosen),
+        live = LiveReport(chosen.log, out, request.options, overwrite=request.overwrite, source=lambda: _shown(source_info(chosen), watching),
                           echo=echo_diagnostic if request.verbose else None, on_rank=rank_detected)
     except OutputError as exc:
         raise CliError(str(exc)) from None
@@ -160,9 +167,23 @@ def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching
         live.close()
 
 
+def _shown(info: Any, watching: Watching) -> Any:
+    """What the report says it was read from: the kept trace's path, for `run` (its trace moves there)."""
+    if watching.shown is None:
+        return info
+    read_in, kept_in = watching.shown
+    try:
+        relative = Path(info.path).relative_to(read_in)
+    except ValueError:
+        return info
+    return replace(info, path=str(kept_in / relative))
+
+
 def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None) -> None:
-    """Update the live report until the log's writer is done."""
+    """Update the live report until the log's writer is done: no writer known to run, and the log
+    has not grown for `quiet_s` (a record it never finished does not hold the watch)."""
     last_growth = time.monotonic()
+    size = live.tail.size_now()
     note = ""
     first = True
     opened = False
@@ -178,16 +199,18 @@ def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_fir
             live.restart()
             first = True
             continue
-        except FileNotFoundError:
+        except (FileNotFoundError, NotRegular) as exc:
             if not gone:
-                echo_err(f"{live.log} was removed; waiting for it to come back (Ctrl-C to stop)")
+                why = "was removed" if isinstance(exc, FileNotFoundError) else sanitize(exc.strerror or "is not a regular file")
+                echo_err(f"{live.log} {why}; waiting for it to come back (Ctrl-C to stop)")
             gone, touched = True, set()
         except OSError as exc:
             raise CliError(f"cannot read {live.log}: {exc.strerror or exc}", 1) from None
-        running = watching.writer_running() if watching.writer_running is not None else _any_alive(live.pids)
+        running = _writer_running(live, watching)
         now = time.monotonic()
-        if live.bytes_read != before:
-            last_growth = now
+        size_now = live.tail.size_now()
+        if live.bytes_read != before or size_now != size:
+            last_growth, size = now, size_now
         new_note = _note(live, running)
         if touched or first or new_note != note:
             note = new_note
@@ -199,9 +222,17 @@ def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_fir
                 on_first_compile()
             elif not request.no_browser:
                 open_browser(request.out)
-        if not running and (live.pids or watching.writer_running is not None) and now - last_growth >= watching.quiet_s and not live.tail.appended():
+        if not running and now - last_growth >= watching.quiet_s:
             return
         time.sleep(watching.interval)
+
+
+def _writer_running(live: LiveReport, watching: Watching) -> bool:
+    """Whether the log's writer may still write: the program `run` started runs, or a process whose
+    pid the log names does (pids that cannot be a process are no writer: the quiet rule decides)."""
+    if watching.writer_running is not None and watching.writer_running():
+        return True
+    return any_alive(live.pids)
 
 
 def _update(live: LiveReport, note: str, touched: set[Any], out: Path) -> None:
@@ -214,22 +245,44 @@ def _update(live: LiveReport, note: str, touched: set[Any], out: Path) -> None:
 
 def _check_folder(live: LiveReport, out: Path) -> None:
     if not live.writer.still_there():
-        raise CliError(f"the report folder {out} was deleted while watching; stopping", 1)
+        raise CliError(f"the report folder {out} was deleted or replaced while watching; stopping (nothing was written there since)", 1)
 
 
 def _note(live: LiveReport, running: bool) -> str:
-    pids = ", ".join(map(str, sorted(live.pids))) or "not known yet"
+    pids = ", ".join(map(str, sorted(p for p in live.pids if valid_pid(p)))) or "not known"
     if running:
         return f"Read {live.bytes_read / 1e6:,.1f} MB so far; the program (pid {pids}) is running."
     return f"Read {live.bytes_read / 1e6:,.1f} MB; the program (pid {pids}) has exited: the final report comes next."
 
 
-def _any_alive(pids: set[int]) -> bool:
-    """Whether any of these processes runs on this machine (a pid we may not signal is alive)."""
-    return any(_alive(pid) for pid in pids)
+_PID_MAX: list[int] = []
+
+
+def pid_max() -> int:
+    """The system's largest pid (/proc/sys/kernel/pid_max; 2**22, Linux's own bound, when unreadable)."""
+    if not _PID_MAX:
+        try:
+            with open("/proc/sys/kernel/pid_max") as handle:
+                _PID_MAX.append(max(1, int(handle.read().strip()[:12])))
+        except (OSError, ValueError):
+            _PID_MAX.append(1 << 22)
+    return _PID_MAX[0]
+
+
+def valid_pid(pid: int) -> bool:
+    """Whether `pid` can name a process here: 1 ≤ pid ≤ the pid maximum (0 would signal our own group)."""
+    return 1 <= pid <= pid_max()
+
+
+def any_alive(pids: set[int] | list[int]) -> bool:
+    """Whether any of these processes runs on this machine (a pid we may not signal is alive; a pid
+    that cannot be a process is none)."""
+    return any(_alive(pid) for pid in pids if valid_pid(pid))
 
 
 def _alive(pid: int) -> bool:
+    if not valid_pid(pid):
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -252,6 +305,7 @@ def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRe
     if interrupted:
         echo_err("stopped (Ctrl-C): writing the report of what was read (Ctrl-C again to leave the live report as it is)")
     started = time.perf_counter()  # what the summary line times: the final report, not the watch
+    _check_folder(live, request.out)
     final, ranks = _choose_now(path, request) if path.is_dir() else (chosen, False)
     try:
         if final is not None and final.logs == chosen.logs and final.others == chosen.others and not ranks:
@@ -262,8 +316,15 @@ def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRe
             write_and_check(path, replace(request, overwrite=True, no_browser=True))
     except KeyboardInterrupt:
         raise CliError(f"stopped (Ctrl-C) again: {request.out} holds the last live update", EXIT_INTERRUPTED) from None
-    except OSError as exc:  # the log went away at the end, the disk filled...
-        raise CliError(f"could not write the final report ({exc.filename or chosen.log}: {exc.strerror or exc}); "
+    except (FileNotFoundError, NotRegular) as exc:
+        if exc.filename != str(live.log):
+            raise CliError(f"could not write the final report ({exc.filename or request.out}: {exc.strerror or exc}); "
+                           f"{request.out} holds the last live update", 1) from None
+        raise CliError(f"cannot read {live.log} for the final report: {exc.strerror or exc}; "
+                       f"{request.out} holds the last live update", 1) from None
+    except OSError as exc:  # the disk filled, the folder was replaced...
+        _check_folder(live, request.out)
+        raise CliError(f"could not write the final report ({exc.filename or request.out}: {exc.strerror or exc}); "
                        f"{request.out} holds the last live update", 1) from None
     except CliError as exc:
         if interrupted:

@@ -8,21 +8,28 @@ the same problems), so a report built from the pieces equals the one-shot report
 A log that shrinks, is replaced by another file, or whose bytes before the read position change
 (truncated and written again: its first bytes, or those just before the read position, differ)
 cannot be continued: `LogReset` says so, and the caller starts over.
+
+A piece never ends inside a run of payload lines that may go on: payload lines with no record of
+their own (orphans) wait for the next record's line, and a record line without a payload is read at
+once but the orphans after it are counted as the one-shot read counts them (once, after that
+record). Only regular files are opened, without blocking (a FIFO at the log's path is refused), and
+the search for the last whole record reads at most what the one-shot reader holds (`max_line`).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, cast
 
 from ..model import DiagnosticLog, Record, Stats, StringTable
-from .gunzip import open_file
 from .lines import TAB
-from .records import RECORD, EventScanner, LogReader
+from .records import JUNK, PROBLEM, RECORD, STRING, Event, EventScanner, LogReader
 
 SEAM_BYTES = 64  # the bytes just before the read position, checked at each read: still the same log?
 BACK_BLOCK = 1 << 16  # the tail is searched backwards for the last record's line this much at a time
@@ -30,6 +37,34 @@ BACK_BLOCK = 1 << 16  # the tail is searched backwards for the last record's lin
 
 class LogReset(Exception):
     """The log cannot be continued from where reading stopped; the message says why."""
+
+
+class NotRegular(OSError):
+    """The log's path holds something other than a regular file (a FIFO, a device, a folder)."""
+
+
+ORPHAN_AFTER_RECORD = "payload lines after a record without has_payload"
+ORPHAN_ALONE = "payload lines with no record"
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """Open a log for reading only if it is a regular file: never blocks (a FIFO is opened with
+    O_NONBLOCK, then refused), never follows a symlink at the last step."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegular(exc.errno, "is a symbolic link now, not the log", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(errno.EINVAL, "is not a regular file now (a FIFO, a device or a folder)", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 class LogTail:
@@ -43,6 +78,10 @@ class LogTail:
         self.identity: tuple[int, int] | None = None
         self.seam = b""  # the SEAM_BYTES before `offset`, as read
         self.head = b""  # the log's first SEAM_BYTES (a rewritten log starts with another time), as read
+        # what the last line read was, for payload lines that follow it in the next piece: "bare" (a
+        # record without has_payload: they are its orphans), "swallowed" (a string or a bad envelope:
+        # the one-shot reader skips them), or "" (nothing special)
+        self.before = ""
 
     def read(self, final: bool = False) -> Iterator[Record]:
         """The records appended since the last read, up to the last complete one; with `final`
@@ -50,20 +89,49 @@ class LogTail:
 
         Raises LogReset before yielding anything when the log is not the one read so far.
         """
-        with open_file(self.path) as handle:
+        with open_regular(self.path) as handle:
             size = self._check(handle)
             end = size if final else complete_end(handle, self.offset, size, self.reader.max_line)
             if end <= self.offset:
                 return
             handle.seek(self.offset)
             window = cast(IO[bytes], _Window(handle, end - self.offset))
-            yield from self.reader.records_of(self.reader.events_of(window, end - self.offset, self.lineno, self.offset))
+            events = self._in_context(self.reader.events_of(window, end - self.offset, self.lineno, self.offset))
+            yield from self.reader.records_of(events)
             self.lineno = self.reader.lines_read
             self.offset = end
             handle.seek(max(0, end - SEAM_BYTES))
             self.seam = handle.read(end - max(0, end - SEAM_BYTES))
             handle.seek(0)
             self.head = handle.read(min(SEAM_BYTES, end))
+
+    def _in_context(self, events: Iterator[Event]) -> Iterator[Event]:
+        """The piece's events as a one-shot read gives them: payload lines at the piece's start that
+        follow the last line read are counted as that line's (`before`); notes what the piece ends with."""
+        first = True
+        for event in events:
+            tag = event[0]
+            if first:
+                first = False
+                if tag == PROBLEM and event[1] == "fail_orphan_payload" and event[3] == ORPHAN_ALONE:
+                    if self.before == "swallowed":
+                        continue  # a string's or a bad envelope's payload lines: skipped, not counted
+                    if self.before == "bare" and event[2] == self.lineno + 1:
+                        event = (PROBLEM, event[1], event[2], ORPHAN_AFTER_RECORD, event[4])
+            if tag == RECORD:
+                self.before = "bare" if event[4] is None and "has_payload" not in event[3] else ""
+            elif tag == STRING or (tag == PROBLEM and event[1] == "fail_json"):
+                self.before = "swallowed"
+            elif tag == JUNK or (tag == PROBLEM and event[1] in ("fail_glog", "fail_orphan_payload", "fail_line_too_long")):
+                self.before = ""
+            yield event
+
+    def size_now(self) -> int:
+        """The log's size now (-1 when it cannot be told): what says whether it still grows."""
+        try:
+            return os.lstat(self.path).st_size
+        except OSError:
+            return -1
 
     def appended(self) -> int:
         """Bytes in the log past what was read (0 when it cannot be told)."""
@@ -111,18 +179,25 @@ class _Window(io.RawIOBase):
 
 def complete_end(handle: IO[bytes], start: int, size: int, max_line: int) -> int:
     """Where the complete records that follow `start` end: the log's complete lines, less the last
-    record (line and payload) unless it is whole: a line without `has_payload`, or a payload that
-    matches its md5. A line still being written (no newline yet) is never read."""
+    record unless it is whole (a payload that matches its md5), and less the payload lines after a
+    record without one (orphans: more may follow, and the one-shot read counts a run once). A line
+    still being written (no newline yet) is never read. Reads at most what the one-shot reader
+    holds: a line over `max_line` is not read at all (it is dropped as too long)."""
     newline = _last_newline(handle, start, size)
     if newline < 0:
         return start
     region_end = newline + 1
     last = _last_line_start(handle, start, region_end)
     if last < 0:
-        return region_end  # nothing but payload lines and blanks: orphans of a record already read
+        return start  # nothing but payload lines and blanks: orphans that may go on; the next record's line ends them
+    line_end = _line_end(handle, last, region_end)
+    if line_end - last - 1 > max_line:
+        return line_end  # too long to be read: dropped as one; what follows it waits like orphans
     handle.seek(last)
-    tail = handle.read(region_end - last)
-    return region_end if _whole_record(tail, max_line) else last
+    whole = _whole_record(cast(IO[bytes], _Window(handle, region_end - last)), max_line)
+    if whole is None:
+        return line_end  # not a record with a payload: read it, and let the lines after it wait
+    return region_end if whole else last
 
 
 def _last_newline(handle: IO[bytes], start: int, size: int) -> int:
@@ -162,13 +237,29 @@ def _last_line_start(handle: IO[bytes], start: int, end: int) -> int:
 _NOT_A_RECORD_START = (b"\n", b"\r", bytes([TAB]))
 
 
-def _whole_record(tail: bytes, max_line: int) -> bool:
-    """Whether `tail` (a line and the payload lines after it) is a whole record as written."""
+def _line_end(handle: IO[bytes], start: int, end: int) -> int:
+    """Just past the newline that ends the line starting at `start` (there is one before `end`)."""
+    position = start
+    while position < end:
+        handle.seek(position)
+        block = handle.read(min(BACK_BLOCK, end - position))
+        found = block.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(block)
+    return end
+
+
+def _whole_record(tail: IO[bytes], max_line: int) -> bool | None:
+    """Whether `tail` (a line and the payload lines after it) is a whole record with a payload as
+    written; None when its first line is no record with a payload (no payload, a string, junk)."""
     scanner = EventScanner(max_line)
-    for event in scanner.events(io.BytesIO(tail)):
+    for event in scanner.events(tail):
         if event[0] == RECORD:
             envelope, payload, md5 = event[3], event[4], event[5]
             if "has_payload" not in envelope:
-                return True
+                return None
             return payload is not None and hashlib.md5(payload).hexdigest() == md5
-    return True  # not a record (junk): nothing to wait for
+        if event[0] != PROBLEM or event[1] not in ("fail_utf8", "fail_payload_md5"):
+            return None  # a string, a bad envelope, junk: nothing to wait for
+    return None

@@ -8,11 +8,13 @@ place only when complete, so an interrupted or failed run never leaves a half re
 from __future__ import annotations
 
 import collections
+import errno
 import fcntl
 import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -233,16 +235,20 @@ class FolderWriter:
         if len(plain) == len(logs) and sum(_size(log) for log in logs) > cap:
             self.write(rel, _raw_log_note(logs, limits))
             return
-        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        target = self.path(rel)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             written = 0
             for log in logs:
                 with open_log(log, limits) as source:
-                    written = _copy_up_to(source, fd, cap - written) + written
+                    written = _copy_up_to(source, fd, cap - written, target) + written
                 if written > cap:
                     break
-        finally:
+        except BaseException:
             os.close(fd)
+            _remove(target)  # no raw.log cut short is left behind
+            raise
+        os.close(fd)
         if written > cap:  # a .gz that expands past the cap
             self.write(rel, _raw_log_note(logs, limits))
             return
@@ -285,13 +291,31 @@ class LiveWriter(FolderWriter):
             self.release()
             raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
         super().__init__(self.out)
+        self.identity = _identity(self.out)  # the folder made here: every write checks it is still the one
         self.digests: dict[str, bytes] = {}  # what each page written holds (a digest), to skip rewriting it
         self.live_pages: set[str] = set()  # pages written with the live mark
         self.written: set[str] = set()  # every file written (by this process), for `forget_written`
 
     def path(self, rel: str) -> Path:
+        self._check_same()
         self.written.add(rel)
         return super().path(rel)
+
+    def _check_same(self) -> None:
+        """OSError when `out` is no longer the folder made at the start (deleted, or replaced by a
+        symlink or another folder): nothing is written into what took its place."""
+        if _identity(self.out) != self.identity:
+            raise OSError(errno.ESTALE, "the report folder was deleted or replaced while it was written", str(self.out))
+
+    def copy_logs(self, logs: list[Path], rel: str, limits: Limits) -> None:
+        for log in logs:  # a FIFO put at the log's path must not block the final report
+            try:
+                regular = stat.S_ISREG(os.lstat(log).st_mode)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(log)) from None
+            if not regular:
+                raise OSError(errno.EINVAL, "is not a regular file now (a FIFO, a device or a folder)", str(log))
+        super().copy_logs(logs, rel, limits)
 
     def read(self, rel: str) -> bytes | None:
         try:
@@ -302,6 +326,7 @@ class LiveWriter(FolderWriter):
     def forget_written(self) -> None:
         """Remove every file written so far, and the folders made for them (the log is read again
         from its start: nothing of the earlier reading may stay)."""
+        self._check_same()
         for rel in self.written:
             try:
                 (self.root / rel).unlink()
@@ -325,8 +350,15 @@ class LiveWriter(FolderWriter):
             return
         target = self.path(rel)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        _write_file(temporary, data)
-        os.replace(temporary, target)
+        try:
+            _write_file(temporary, data)
+            os.replace(temporary, target)
+        except OSError as exc:  # the disk is full...: no temporary file is left, and the error names the page
+            _remove(temporary)
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        except BaseException:
+            _remove(temporary)
+            raise
         self.digests[rel] = digest
         if LIVE_MARK in data[:4096]:
             self.live_pages.add(rel)
@@ -336,8 +368,9 @@ class LiveWriter(FolderWriter):
         self.write(rel, data)  # a live page links files: they must be there when it is written
 
     def still_there(self) -> bool:
-        """Whether the report folder is still the one this run made (not deleted or replaced)."""
-        return (self.out / MARKER).is_file()
+        """Whether the report folder is still the one this run made (not deleted, not replaced by a
+        symlink or by another folder, even another report)."""
+        return _identity(self.out) == self.identity and (self.out / MARKER).is_file()
 
     def finish_live(self) -> None:
         """Once the final report is written: remove what only the live report had. A page still
@@ -548,26 +581,47 @@ def _same_file(fd: int, path: Path) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """The folder itself (not what a symlink there points to); None when it is no folder."""
+    try:
+        found = os.lstat(folder)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def _write_file(path: Path, data: bytes) -> None:
-    """`data` as the whole content of `path` (created or truncated)."""
+    """`data` as the whole content of `path` (created or truncated); an error names `path`."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        _write_all(fd, data, path)
     finally:
         os.close(fd)
 
 
-def _copy_up_to(source: IO[bytes], fd: int, room: int) -> int:
-    """Copy `source` to `fd` until it ends or `room` is passed; the bytes copied (room + 1 when cut)."""
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:  # ENOSPC, EFBIG: os.write does not say which file
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _copy_up_to(source: IO[bytes], fd: int, room: int, target: Path) -> int:
+    """Copy `source` to `fd` (the file `target`) until it ends or `room` is passed; the bytes copied (room + 1 when cut)."""
     copied = 0
     while data := source.read(1 << 20):
         if copied + len(data) > room:
             return room + 1
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        _write_all(fd, data, target)
         copied += len(data)
     return copied
 
