@@ -351,9 +351,7 @@ def test_run_waits_for_a_worker_that_outlives_its_program(tmp_path):
     assert summary["totals"]["compiles"] == 4 == one_read(kept[0])[1]["ok"] // 3  # each compile: 3 records
 
 
-@pytest.mark.parametrize("live", [["--live"], pytest.param([], marks=pytest.mark.xfail(
-    strict=True, reason="run without --live names the trace as report.py's source_info names it: needs a hook there"))],
-    ids=["live", "one-shot"])
+@pytest.mark.parametrize("live", [["--live"], []], ids=["live", "one-shot"])
 def test_a_report_written_by_run_names_the_kept_trace(tmp_path, live):
     script = tmp_path / "prog.py"
     script.write_text(ARGV.format(argv=str(tmp_path / "argv.json"), text=records_of(4242, 0, 1)))

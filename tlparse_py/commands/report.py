@@ -74,9 +74,10 @@ def report(path: Path | None, **params: Any) -> None:
         serve_until_stopped(server)
 
 
-def write_and_check(path: Path | None, request: ReportRequest) -> None:
+def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path, Path] | None = None) -> None:
     """Write the report of PATH as requested, then --single-file, the gates and --markdown (exit codes
-    by CliError: see the module's docstring)."""
+    by CliError: see the module's docstring). `kept`: (where the trace is read, where it will be
+    kept), for `run`, whose trace moves into the report once it is written: the report names that."""
     path = path_or_env(path)
     request.check_not_an_input(path)
     load_plugins(warn=echo_err)
@@ -96,7 +97,7 @@ def write_and_check(path: Path | None, request: ReportRequest) -> None:
         ranks = _write_multi_rank(path, request)
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
-    report = _write(chosen, out, request.overwrite, request.verbose, options)
+    report = _write(chosen, out, request.overwrite, request.verbose, options, kept)
     conclude(report, chosen, started, request)
 
 
@@ -170,14 +171,28 @@ class ProgressBar:
             sys.stderr.flush()
 
 
-def source_info(chosen: ChosenInput) -> InputInfo:
-    """What the report says it was written from: the log, the logs read with it, the others (sizes now)."""
+def source_info(chosen: ChosenInput, kept: tuple[Path, Path] | None = None) -> InputInfo:
+    """What the report says it was written from: the log, the logs read with it, the others (sizes
+    now); with `kept` (read in, kept in), the log where it is kept, not the folder it was read in."""
     also = [p.name for p in chosen.also]
-    return InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also})
+    info = InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also})
+    return kept_as(info, kept)
 
 
-def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options) -> Analysis:
-    source = source_info(chosen)
+def kept_as(info: InputInfo, kept: tuple[Path, Path] | None) -> InputInfo:
+    """The source as the kept trace's path (`run`'s trace moves into OUT/trace once the report is written)."""
+    if kept is None:
+        return info
+    read_in, kept_in = kept
+    try:
+        relative = Path(info.path).relative_to(read_in)
+    except ValueError:
+        return info
+    return replace(info, path=str(kept_in / relative))
+
+
+def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options, kept: tuple[Path, Path] | None = None) -> Analysis:
+    source = source_info(chosen, kept)
     total = sum(size(p) for p in chosen.logs if not is_gzip(p))
     progress = ProgressBar(total)
     try:

@@ -187,7 +187,7 @@ def _running(process: subprocess.Popen[bytes], received: list[int]) -> Callable[
 def _report(trace: Path, request: ReportRequest) -> CliError | None:
     """Write the report of the trace; the error it ended with (exit 3: written, a gate held), if any."""
     try:
-        write_and_check(trace, replace(request, no_browser=True))
+        write_and_check(trace, replace(request, no_browser=True), kept=(trace, request.out.absolute() / "trace"))
     except CliError as exc:
         return exc
     return None

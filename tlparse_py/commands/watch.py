@@ -34,7 +34,7 @@ from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input
 from ..report.writer import OutputError
 from ..terminal import sanitize
 from .common import Amount, CliError, echo_diagnostic, echo_err, open_browser
-from .report import conclude, path_or_env, rank_detected, source_info, write_and_check
+from .report import conclude, kept_as, path_or_env, rank_detected, source_info, write_and_check
 from .request import ReportRequest, ServeAt, report_options, serve_options
 
 EXIT_INTERRUPTED = 130
@@ -169,14 +169,7 @@ def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching
 
 def _shown(info: Any, watching: Watching) -> Any:
     """What the report says it was read from: the kept trace's path, for `run` (its trace moves there)."""
-    if watching.shown is None:
-        return info
-    read_in, kept_in = watching.shown
-    try:
-        relative = Path(info.path).relative_to(read_in)
-    except ValueError:
-        return info
-    return replace(info, path=str(kept_in / relative))
+    return kept_as(info, watching.shown)
 
 
 def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None) -> None:
