@@ -241,3 +241,23 @@ def test_a_summary_json_of_2_1_reads_its_limit_compile_as_no_failure(tmp_path):
     loaded = load_summary(data)
     totals = totals_of(loaded.compiles)
     assert totals["failed"] == 0 and totals["recompile_limit"] == 1
+
+
+# -- issue 33 item 6: the first record's time is the first record's, string-table records included
+
+
+def _earliest_glog_time(log: Path) -> str:
+    import gzip as _gzip
+
+    data = log.read_bytes()
+    text = (_gzip.decompress(data) if log.suffix == ".gz" else data).decode("utf-8", "replace")
+    stamps = [m.group(1) for m in re.finditer(r"(?m)^[VIWEC](\d{4} \d\d:\d\d:\d\d\.\d{6}) ", text)]
+    month_day, clock = min(stamps).split(" ")
+    return f"{month_day[:2]}-{month_day[2:]}T{clock}Z"
+
+
+@pytest.mark.parametrize("scenario", ["graph_break", "training", "vllm_piecewise"])
+def test_first_record_is_the_logs_earliest_line(scenario):
+    (log,) = sorted((Path(__file__).parent / "fixtures" / "traces" / scenario).glob("dedicated_log*"))
+    first = tlparse_py.analyze(log).to_dict()["run"]["first_record"]
+    assert first.endswith(_earliest_glog_time(log)), (first, _earliest_glog_time(log))

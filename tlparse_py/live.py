@@ -71,6 +71,7 @@ class LiveReport:
         reader = LogReader(self.log, self.analysis.stats, self.analysis.diagnostics, strings=self.analysis.strings,
                            limits=self.options.limits, scanning_child=self.options.scanning_child)
         reader.on_rank_detected = self.on_rank
+        reader.on_time = self.pipeline.note_time  # as the one-shot reading does (pipeline.read_logs)
         self.tail = LogTail(self.log, self.analysis.stats, self.analysis.diagnostics, self.analysis.strings, reader)
         self.pending_built = 0  # record pages (pipeline.outputs.pending) written so far
         self.pids.clear()

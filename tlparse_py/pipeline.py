@@ -74,7 +74,7 @@ class Pipeline:
             self.raw.add(record, None)
             return
         self.analysis.records += 1
-        self._note_time(record.timestamp)
+        self.note_time(record.timestamp)
         key = record.compile_id.directory_key() if record.compile_id is not None else None
         self.analysis.directory.setdefault(key, [])
         folder = record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}"
@@ -105,7 +105,7 @@ class Pipeline:
         if self.outputs.pages:  # highlight it beside the reading, for its compile page
             self.highlighter.request(record.payload_text(), declared.lang)
 
-    def _note_time(self, timestamp: str) -> None:
+    def note_time(self, timestamp: str) -> None:
         # the earliest and latest, not the first and last: threads may log slightly out of order
         analysis = self.analysis
         if analysis.first_timestamp is None or timestamp < analysis.first_timestamp:
@@ -281,6 +281,7 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
         reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits,
                            scanning_child=pipeline.options.scanning_child)
         reader.on_rank_detected = on_rank
+        reader.on_time = pipeline.note_time  # the string-table records' times too: the log's first line is one
         for count, record in enumerate(reader.records(), start=1):
             pipeline.add(record)
             if progress is not None and count % 2000 == 0:

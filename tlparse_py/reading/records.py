@@ -138,6 +138,7 @@ class LogReader:
         self.lines_read = 0  # lines of the log read, once reading ended
         self.year = year if year is not None else _file_year(path)
         self._year_prefix = f"{self.year:04d}-"
+        self.on_time: Callable[[str], None] | None = None  # told the glog time of records the caller never sees (string table)
         self._paths: dict[bytes, str] = {}
         self.on_rank_detected: Callable[[int], None] | None = None
         self.limits = limits or Limits()
@@ -195,10 +196,12 @@ class LogReader:
             elif tag == PROBLEM:
                 self._problem(*event[1:])
             elif tag == STRING:
-                _, value, lineno, record_line, snippet = event
+                _, value, lineno, record_line, snippet, when = event
                 refused = self.strings.add(value, lineno)
                 if refused:
                     self._problem("fail_field_type", record_line, refused, snippet)
+                if self.on_time is not None:
+                    self.on_time(self._timestamp(when.decode("ascii", "replace")))
             elif tag == JUNK:
                 _, lineno, count, first = event
                 self.stats.add("fail_glog", count)
@@ -206,6 +209,10 @@ class LogReader:
                                      _snippet(first), HINTS["fail_glog"])
             else:  # END
                 self.bytes_read, self.lines_read = event[1], event[2]
+
+    def _timestamp(self, when: str) -> str:
+        """`V1203 14:47:50.325000` → ISO time (glog writes no year: the log's is assumed)."""
+        return f"{self._year_prefix}{when[1:3]}-{when[3:5]}T{when[6:14]}.{when[15:21]}Z"
 
     def _number(self, digits: bytes, what: str, lineno: int) -> int:
         """A glog number; a counted bad field (read as 0) when it is too long to be real."""
@@ -253,7 +260,7 @@ class LogReader:
             rank=rank,
             payload=payload,
             payload_md5=md5,
-            timestamp=f"{self._year_prefix}{when[1:3]}-{when[3:5]}T{when[6:14]}.{when[15:21]}Z",
+            timestamp=self._timestamp(when),
             pid=pid,
             pathname=pathname,
             source_line=source_line,
@@ -324,7 +331,8 @@ class EventScanner:
             lines.take_block()  # its payload lines (if any) belong to the bad record: skip them
             return True
         if "str" in envelope:
-            emit((STRING, envelope["str"], lines.lineno, record_line, _snippet(line)))
+            # its glog time too: a log's first line is usually a string-table record, and the run starts there
+            emit((STRING, envelope["str"], lines.lineno, record_line, _snippet(line), line[header.start() : header.start() + 21]))
             lines.take_block()
             return True
         payload = None
