@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ needs = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("torch", "nbclient", "nbformat", "ipykernel")),
     reason="needs torch, nbclient, nbformat and ipykernel",
 )
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 
 PROGRAM = '''
 import torch, tlparse_py
@@ -75,3 +77,79 @@ def test_the_readme_notebook_example_runs_as_written(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "1 True"
     assert (tmp_path / "tl_nb" / "index.html").is_file() and (tmp_path / "tl_nb.html").is_file()
+
+
+# Two trace() blocks in one process (one kernel), then the interpreter exits
+TWO_BLOCKS = r'''
+import gc, json, sys, torch, tlparse_py
+
+def f(x):
+    return x + 1
+
+def g(x):
+    return x * 3
+
+def h(x):
+    return x - 1
+
+def logged_frames(logs):
+    """The functions the raw logs' dynamo_start records name (the innermost frame of each stack)."""
+    names = []
+    for log in logs:
+        for line in log.read_text().splitlines():
+            if '"dynamo_start"' in line:
+                names.append(json.loads(line.split("] ", 1)[1])["dynamo_start"]["stack"][-1]["name"])
+    return names
+
+with tlparse_py.trace() as t1:
+    torch.compile(f, backend="eager")(torch.ones(3))
+with tlparse_py.trace() as t2:
+    torch.compile(g, backend="eager")(torch.ones(3))
+out = {"folders": [str(t1.folder), str(t2.folder)],
+       "logged": [logged_frames(t1.logs), logged_frames(t2.logs)],
+       "analysed": [[c.frame for c in t.analysis.summary().compiles] for t in (t1, t2)]}
+with tlparse_py.trace(sys.argv[1]) as t3:
+    torch.compile(h, backend="eager")(torch.ones(3))
+kept = sorted(p.name for p in t3.folder.iterdir())
+try:
+    with tlparse_py.trace(sys.argv[1]) as t4:
+        torch.compile(f, backend="eager")(torch.ones(4, 4))
+    out["second block in the same folder"] = [c.frame for c in t4.analysis.summary().compiles]
+except FileExistsError as exc:
+    out["refused"] = str(exc)
+out["kept"] = kept == sorted(p.name for p in t3.folder.iterdir())
+first = t1.folder
+del t1
+gc.collect()
+out["removed once unused"] = not first.exists()
+out["second still there"] = t2.folder.is_dir()
+print(json.dumps(out))
+'''
+
+
+@needs_torch
+def test_each_trace_block_has_its_own_folder_and_temporary_ones_are_removed(tmp_path):
+    """Issue 34 item 15: two blocks tracing into one folder analysed the first block's frame in the
+    second; issue 33 item 8: `trace()` left its temporary folders behind."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    given = tmp_path / "given"
+    script = tmp_path / "two_blocks.py"
+    script.write_text(TWO_BLOCKS)
+    result = subprocess.run([sys.executable, str(script), str(given)], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "TMPDIR": str(temp)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    first, second = out["folders"]
+    assert first != second and all(Path(f).parent == temp for f in out["folders"])
+    assert out["logged"] == [["f"], ["g"]] and out["analysed"] == out["logged"]  # each block its own frame only
+    assert "second block in the same folder" not in out, out
+    assert str(given) in out["refused"] and "already holds a trace" in out["refused"] and out["kept"]
+    assert out["removed once unused"] and out["second still there"]
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("tlparse-py-trace-")]  # none left at exit
+    assert len(list(given.glob("dedicated_log_torch_trace*"))) == 1  # the given folder is the user's: kept

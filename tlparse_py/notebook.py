@@ -17,7 +17,9 @@ from __future__ import annotations
 import html
 import logging
 import os
+import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,8 +111,10 @@ def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) 
     return Shown(report_dir, single, height)
 
 
-class Traced(Struct):
-    """What `trace()` recorded: its folder, and once the block ends, the analysis of its compiles."""
+class Traced(Struct, weakref=True):
+    """What `trace()` recorded: its folder, and once the block ends, the analysis of its compiles.
+    A temporary folder (`trace()` without one) is removed once this is no longer used, or when the
+    interpreter exits."""
 
     folder: Path
     analysis: Analysis | None = None
@@ -126,6 +130,9 @@ def _entry(text: str, index: int) -> Any:
     return lambda: (text, index)
 
 
+TRACE_LOGS = "dedicated_log_torch_trace*"
+
+
 @contextmanager
 def trace(folder: str | Path | None = None) -> Iterator[Traced]:
     """Trace the compiles of a block of code, in this process, as TORCH_TRACE would.
@@ -134,18 +141,32 @@ def trace(folder: str | Path | None = None) -> Iterator[Traced]:
     logger for the block instead, and removes it after. The strings torch interned before the
     block (file names) are logged again first, so stacks name their files. A function compiled
     before the block is not compiled again in it, and traces nothing.
+
+    Each block has a folder of its own, so its analysis is of its own compiles only: without
+    `folder`, a new temporary one, removed once the `Traced` is no longer used (or at exit); a
+    `folder` that already holds a trace (an earlier block's, or this cell's last run) is refused
+    with FileExistsError before anything is traced, and nothing in it is touched.
     """
     from torch._logging import _internal, structured  # noqa: PLC0415 - torch only when tracing
 
-    where = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="tlparse-py-trace-"))
-    where.mkdir(parents=True, exist_ok=True)
+    if folder is not None:
+        where = Path(folder)
+        earlier = sorted(where.glob(TRACE_LOGS)) if where.is_dir() else []
+        if earlier:
+            raise FileExistsError(f"{where} already holds a trace ({earlier[0].name}): each trace() block needs a folder of its own "
+                                  "(give another, remove that one, or leave the folder out for a temporary one)")
+        where.mkdir(parents=True, exist_ok=True)
+        traced = Traced(where)
+    else:
+        where = Path(tempfile.mkdtemp(prefix="tlparse-py-trace-"))
+        traced = Traced(where)
+        weakref.finalize(traced, shutil.rmtree, where, ignore_errors=True)
     handler = _internal.LazyTraceHandler(str(where))
     handler.setFormatter(_internal.TorchLogsFormatter(trace=True))
     log = _internal.trace_log
     level = log.level
     log.setLevel(logging.DEBUG)
     log.addHandler(handler)
-    traced = Traced(where)
     try:
         for text, index in list(structured.INTERN_TABLE.items()):
             _internal.trace_structured("str", _entry(text, index), suppress_context=True)
@@ -156,6 +177,6 @@ def trace(folder: str | Path | None = None) -> Iterator[Traced]:
         log.setLevel(level)
     from . import analyze
 
-    traced.logs = sorted(where.glob("dedicated_log_torch_trace*"))
+    traced.logs = sorted(where.glob(TRACE_LOGS))
     if traced.logs:
         traced.analysis = analyze(where)

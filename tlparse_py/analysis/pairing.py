@@ -121,6 +121,9 @@ def user_files(frames: Iterable[Frame]) -> list[str]:
 
 def file_map(base: list[str], new: list[str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     """BASE file → NEW file, for files named differently: `--pair`, or each run's only user file."""
+    problem = contradiction(pairs)
+    if problem:
+        raise PairingError(problem)
     mapping: dict[str, str] = {}
     listing = f"BASE has {', '.join(base) or 'no user file'}; NEW has {', '.join(new) or 'no user file'}"
     for a, b in pairs:
@@ -131,6 +134,21 @@ def file_map(base: list[str], new: list[str], pairs: Sequence[tuple[str, str]]) 
     if not mapping and len(base) == 1 and len(new) == 1 and base != new:
         mapping[base[0]] = new[0]
     return mapping
+
+
+def contradiction(pairs: Sequence[tuple[str, str]]) -> str | None:
+    """Why `--pair`s contradict each other (None when they do not): each file is paired at most once,
+    so a BASE file named for two NEW files, or two BASE files for one NEW file, names both pairs. The
+    same pair given twice is no contradiction."""
+    by_base: dict[str, str] = {}
+    by_new: dict[str, str] = {}
+    for a, b in pairs:
+        if by_base.get(a, b) != b:
+            return f"--pair {a}={by_base[a]} and --pair {a}={b} contradict: BASE's {a} is paired with two NEW files; pair each file once"
+        if by_new.get(b, a) != a:
+            return f"--pair {by_new[b]}={b} and --pair {a}={b} contradict: NEW's {b} is paired with two BASE files; pair each file once"
+        by_base[a], by_new[b] = b, a
+    return None
 
 
 def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> list[FramePair]:

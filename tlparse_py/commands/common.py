@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -55,6 +57,57 @@ def echo_diagnostic(diagnostic: Diagnostic) -> None:
     echo_err(f"{sanitize(diagnostic.path)}:{diagnostic.lineno}: {sanitize(diagnostic.problem)}{detail}{hint}")
 
 
+
+
+class Output(NamedTuple):
+    """A path a command writes: its option (as the message names it), the path (None: not asked
+    for), and whether it is a folder that the command replaces (`-o`)."""
+
+    option: str
+    path: Path | None
+    folder: bool = False
+
+
+class Input(NamedTuple):
+    """A path a command reads, or must leave as it is: a log, a trace or report folder (`name` is how
+    the message names it, e.g. "the input log base.log")."""
+
+    path: Path
+    name: str
+
+
+def refuse_outputs_on_inputs(outputs: Iterable[Output], inputs: Iterable[Input]) -> None:
+    """Inputs are never outputs: CliError (exit 2), one line, before anything is read or written,
+    when an output resolves to an input (the same file or folder: by real path, so symlinks and `..`
+    are seen through, or by inode, so a hard link is too), lies inside an input folder, or is a
+    folder (`-o`) that holds an input and would replace it. The one check of every command that
+    writes: the report, `run`, `watch`, `diff` and `pack`."""
+    sources = [(source, Path(os.path.realpath(source.path))) for source in inputs]
+    for output in outputs:
+        if output.path is None:
+            continue
+        target = Path(os.path.realpath(output.path))
+        for source, real in sources:
+            problem = _clash(output, target, source, real)
+            if problem:
+                raise CliError(f"{output.option}: {output.path} {problem}; write it elsewhere (nothing was written)")
+
+
+def _clash(output: Output, target: Path, source: Input, real: Path) -> str | None:
+    if target == real or _same_file(target, real):
+        return f"is {source.name}"
+    if real.is_dir() and real in target.parents:
+        return f"is inside {source.name}"
+    if output.folder and target in real.parents:
+        return f"holds {source.name}, which it would replace"
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either is missing (or unreadable): not the same existing file
+        return False
 
 
 def open_browser(out: Path) -> None:

@@ -17,7 +17,7 @@ from ..analysis.totals import DIFF_GATES, check_diff
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
 from ..report.writer import OutputError, ReportKeptElsewhere
-from .common import CliError, echo_err, open_browser
+from .common import CliError, Input, Output, echo_err, open_browser, refuse_outputs_on_inputs
 from .request import report_url_option
 
 _NAMES = ", ".join(f"{gate.name} ({gate.description})" for gate in DIFF_GATES)
@@ -57,6 +57,7 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
     text that anchors them), so an edit elsewhere in the file is no change; compiles in order
     within a frame. Writes OUT/index.html and OUT/diff.json.
     """
+    refuse_outputs_on_inputs([Output("-o", out, folder=True), Output("--markdown", markdown_file)], _inputs(base, new))
     sides = []
     for role, path in (("BASE", base), ("NEW", new)):
         try:
@@ -68,7 +69,7 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
         sides.append(side)
     try:
         result = comparison.diff(sides[0].summary, sides[1].summary, str(base), str(new), comparison.Pairing(pairs, source_root))
-    except ValueError as exc:  # one side multi-rank and not the other, or a --pair naming no file
+    except ValueError as exc:  # one side multi-rank and not the other, a --pair naming no file, --pairs that contradict
         raise CliError(str(exc)) from None
     for note in result["notes"]:
         echo_err(f"warning: {note}")
@@ -98,6 +99,17 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
         click.get_current_context().exit(3)
 
 
+def _inputs(base: Path, new: Path) -> list[Input]:
+    """What the diff reads and must leave as it is: each side, and the report folder of a side
+    named by its summary.json."""
+    inputs = []
+    for role, path in (("BASE", base), ("NEW", new)):
+        inputs.append(Input(path, f"the {role} input {path}"))
+        if path.name == "summary.json" and path.is_file():
+            inputs.append(Input(path.parent, f"the {role} report folder {path.parent}"))
+    return inputs
+
+
 def _pairs(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     pairs = []
     for value in values:
@@ -105,7 +117,7 @@ def _pairs(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         if not sep or not a.strip() or not b.strip():
             raise click.BadParameter(f"{value!r}: expected FILE_A=FILE_B", param_hint="'--pair'")
         pairs.append((a.strip(), b.strip()))
-    return tuple(pairs)
+    return tuple(pairs)  # pairs that contradict each other are refused by the pairing (`pairing.file_map`: exit 2)
 
 
 def _headline(result: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """`tlparse-py pack REPORT_DIR FILE.html`: a written report as one self-contained HTML file
 (what `tlparse-py report --single-file` also writes). Exit codes: 0 written; 1 writing failed;
-2 REPORT_DIR is not a report, or FILE cannot be a file (nothing written).
+2 REPORT_DIR is not a report, or FILE cannot be a file or lies in REPORT_DIR (nothing written).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..limits import SINGLE_FILE_MB as BUDGET_MB
-from .common import Amount, CliError, echo_err
+from .common import Amount, CliError, Input, Output, echo_err, refuse_outputs_on_inputs
 
 __all__ = ["BUDGET_MB", "check_single_file_target", "pack", "write_single_file"]
 
@@ -55,6 +55,7 @@ def pack(report_dir: Path, target: Path, budget_mb: float) -> None:
     problem = check_single_file_target(target)
     if problem:
         raise CliError(problem)
+    refuse_outputs_on_inputs([Output("FILE.html", target)], [Input(report_dir, f"the report folder {report_dir}")])
     from ..report.pack import PackError, pack_report
 
     try:

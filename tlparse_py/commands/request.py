@@ -22,7 +22,7 @@ from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
 from ..options import Options
 from ..report.render import check_source_url
 from ..report.writer import OutputError, check_target
-from .common import Amount, CliError
+from .common import Amount, CliError, Input, Output, refuse_outputs_on_inputs
 from .gates import HELP as GATES_HELP
 from .gates import parse_gates
 
@@ -52,12 +52,27 @@ def _check_single_file(ctx: click.Context, param: click.Parameter, value: Path |
 
 
 def _check_report_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """--report-url is where the report is published: an http(s) URL, or a usage error (exit 2)."""
+    """--report-url is where the report is published: an http(s) URL, or a usage error (exit 2).
+    Markdown links percent-encode what Markdown would read in it (`report.markdown.destination`:
+    parentheses, pipes, backticks...); what cannot be meant, or cannot be linked to by appending a
+    page's path, is refused: whitespace and control characters, quotes and angle brackets, a
+    backslash (browsers read it as `/`), a bracketed (IPv6) host, which cmark-gfm would encode, and a
+    query or fragment."""
     if not value:
         return value
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc or any(c in value for c in "\r\n\t <>\"'"):
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. an unclosed `[` in the host
+        raise click.BadParameter(f"{value!r} is not an http(s) URL", param_hint="'--report-url'") from None
+    bad = any(c in value for c in "\\<>\"'") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or bad:
         raise click.BadParameter(f"{value!r} is not an http(s) URL", param_hint="'--report-url'")
+    if "[" in parts.netloc or "]" in parts.netloc:
+        raise click.BadParameter(f"{value!r}: a bracketed host cannot be linked from Markdown (GitHub encodes the brackets); "
+                                 "use a host name", param_hint="'--report-url'")
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise click.BadParameter(f"{value!r} has a query or fragment: links into the report append a page's path to the URL, "
+                                 "so give the report folder's URL", param_hint="'--report-url'")
     return value.rstrip("/")
 
 
@@ -206,16 +221,14 @@ class ReportRequest(Struct):
             raise CliError(str(exc)) from None
 
     def check_not_an_input(self, path: Path) -> None:
-        """No output replaces or lands in the input: -o, --markdown or --single-file that is (or links
-        to) the input log, or lies in the input folder, is refused (exit 2) before anything is read."""
-        source = Path(os.path.realpath(path))
-        for option, target in (("-o", self.out), ("--markdown", self.markdown_file), ("--single-file", self.single_file)):
-            if target is None:
-                continue
-            resolved = Path(os.path.realpath(target))
-            if resolved == source or (source.is_dir() and source in resolved.parents):
-                where = "is the input log" if resolved == source else f"is inside the input folder {path}"
-                raise CliError(f"{option}: {target} {where}; write it elsewhere (nothing was written)")
+        """No output replaces or lands in the input (`common.refuse_outputs_on_inputs`, exit 2, before
+        anything is read): -o, --markdown or --single-file that is (or links to) the input log or
+        folder, lies in the input folder, or an -o that holds the input. --single-file is packed
+        from -o, so it may not lie in -o either."""
+        name = f"the input folder {path}" if path.is_dir() else f"the input log {path}"
+        outputs = [Output("-o", self.out, folder=True), Output("--markdown", self.markdown_file), Output("--single-file", self.single_file)]
+        refuse_outputs_on_inputs(outputs, [Input(path, name)])
+        refuse_outputs_on_inputs([Output("--single-file", self.single_file)], [Input(self.out, f"the report folder -o {self.out}")])
 
     def markdown_prefix(self) -> str:
         """How --markdown links into the report: at --report-url, else relative to the Markdown file's folder."""

@@ -67,6 +67,7 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
         raise CliError("--live writes the multi-rank report of rank logs by itself at the end: drop --all-ranks-html")
     out = request.out
     trace = Path(tempfile.mkdtemp(prefix=f".{out.name}.trace-", dir=out.absolute().parent if out.absolute().parent.exists() else None))
+    request.check_not_an_input(trace)  # the one inputs-are-never-outputs check: run --live writes beside its trace too
     keep = False
     try:
         if live:

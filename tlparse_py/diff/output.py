@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from ..pipeline import write_static
-from ..report.markdown import append_markdown
+from ..report.markdown import append_markdown, destination, path_destination
 from ..report.render import render_page
 from ..report.writer import ReportWriter
 from .view import diff_page, markdown
@@ -40,9 +40,9 @@ def write_markdown(diff: dict[str, Any], file: Path, out: Path, violations: list
     """The Markdown summary appended to `file` (as `>>`: a CI job summary keeps what earlier steps
     wrote), linking to `out/index.html`: at `report_url` (where the diff folder is uploaded) when
     given, else by a path relative to the file."""
-    if report_url:
-        page = report_url.rstrip("/") + "/index.html"
+    if report_url:  # as a link destination: what Markdown would read in it percent-encoded
+        page = destination(report_url.rstrip("/") + "/index.html")
     else:
-        page = Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix()
+        page = path_destination(Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix())
     file.absolute().parent.mkdir(parents=True, exist_ok=True)
     append_markdown(file, markdown(diff, page, violations))

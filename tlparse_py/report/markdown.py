@@ -38,35 +38,76 @@ IDS_PER_ROW = 4  # compile ids named per row before "+N more"
 TEXT_CHARS = 90
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~&!()])")
-# What GitHub links in plain text after escapes are resolved (its autolink extension and its mention
-# filter work on the text): bare URLs, www. names, e-mail addresses and @mentions. A zero-width space
-# after the scheme's colon, after "www" and after "@" keeps the text as it reads and links nothing.
-_AUTOLINKED = re.compile(r"(?i)(?<=[a-z]:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)")
+# A line that would start a block of its own at the start of a list item or paragraph: a list item
+# (`-`, `+`, `1.`) or a setext underline; its marker is escaped.
+_BLOCK_START = re.compile(r"^(?:([-+=])|(\d{1,9})(\.))")
+# What GitHub links in plain text once the escapes are resolved: cmark-gfm's autolink extension, which
+# looks at the raw text (so an escaped `\_` before `www.` still counts as punctuation that may start
+# a link), and GitHub's own filters on the rendered text. A zero-width space goes in at each trigger,
+# whatever comes before it:
+# - `www.` (an extended www autolink): between `www` and `.`;
+# - `scheme://` (http, https, ftp, and any other GitHub might add): between `:` and `//`;
+# - `@` (e-mail addresses, `mailto:` and `xmpp:` autolinks, @mentions, user@sha): after it;
+# - `#12`, `GH-12` (issue references, which also notify the issue): after `#`, between `GH` and `-`.
+_AUTOLINKED = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)|(?<=#)(?=\d)|(?<=gh)(?=-\d)")
 ZERO_WIDTH_SPACE = "\u200b"
 
 
 def text(value: Any, limit: int = TEXT_CHARS) -> str:
-    """Log text as one line of Markdown that shows it literally: cut to `limit` characters, every
-    character that could make markup escaped (so no HTML, image, link, table cell or emphasis), and
-    no autolink or mention (see `_AUTOLINKED`). The one escaper for log text in Markdown."""
+    """Log text as one line of Markdown that shows it literally, wherever it is put (a paragraph, a
+    list item, a table cell, a link's text): cut to `limit` characters, every character that could
+    make markup escaped (so no HTML, image, link, table cell, emphasis or list), and no autolink,
+    mention or issue reference (see `_AUTOLINKED`). The one escaper for log text in Markdown (`code`
+    for a code span); fuzzed against cmark-gfm in tests/test_hostile4.py."""
     line = " ".join(str(value if value is not None else "").split())
     if len(line) > limit:
         line = line[: limit - 1].rstrip() + "…"
-    return _AUTOLINKED.sub(ZERO_WIDTH_SPACE, _SPECIAL.sub(r"\\\1", line))
+    line = _BLOCK_START.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", _SPECIAL.sub(r"\\\1", line))
+    return _AUTOLINKED.sub(ZERO_WIDTH_SPACE, line)
 
 
 def code(value: Any, limit: int = TEXT_CHARS) -> str:
-    """Log text as a Markdown code span: literal inside (no markup, link or mention is made in one);
-    backticks, which would end it, become quotes."""
-    line = " ".join(str(value if value is not None else "").split()).replace("`", "'")
+    """Log text as a Markdown code span: literal inside (no markup, link or mention is made in one),
+    fenced by one backtick more than the longest run inside, and padded with a space when it starts
+    or ends with one, so it reads as logged (CommonMark strips the padding). Not for a table cell,
+    where a `|` would still end the cell: use `text` there."""
+    line = " ".join(str(value if value is not None else "").split())
     if len(line) > limit:
         line = line[: limit - 1].rstrip() + "…"
-    return f"`{line}`" if line else ""
+    if not line:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall("`+", line)), default=0) + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+# What stays as it is in a URL written as a Markdown link destination: RFC 3986's unreserved and
+# reserved characters (but parentheses, which would end the destination, and brackets, which
+# cmark-gfm encodes itself), and `%` of what is already encoded. Everything else (spaces, `()`,
+# `[]`, `<>`, `|`, which would end a table cell, `\\`, `` ` ``, `"`, `{}`, `^`, non-ASCII as UTF-8)
+# is percent-encoded; a `%` that starts no escape is one itself (`%25`).
+_URL_KEPT = "-._~:/?#@!$&'*+,;="
+
+
+def destination(url: str) -> str:
+    """A URL (`--report-url`, with what is appended to it) as a Markdown link destination whose href
+    is that URL, in a paragraph or a table cell: the characters Markdown would read are
+    percent-encoded, and `&` is written `&amp;` so that no `&name;` in it is read as an entity. A
+    URL whose host cannot be written so (an IPv6 literal, `[::1]`) is refused by `--report-url`."""
+    return re.sub(r"%(?![0-9A-Fa-f]{2})", "%25", quote(url, safe=_URL_KEPT + "%")).replace("&", "&amp;")
+
+
+def path_destination(path: str) -> str:
+    """A relative path (a folder's name may hold any character) as a Markdown link destination:
+    everything but letters, digits, `-._~` and `/` percent-encoded (`#`, `?` and `:` too: in a
+    folder's name they are not a fragment, a query or a scheme)."""
+    return quote(path, safe="/")
 
 
 def link(label: str, url: str, prefix: str = "") -> str:
-    """A link into the report: `prefix` is the report folder, a relative path or an http(s) URL."""
-    base = prefix if prefix.startswith(("http://", "https://")) else quote(prefix, safe="/")
+    """A link into the report: `prefix` is the report folder, a relative path or an http(s) URL
+    (`--report-url`); `url` is a page of the report, with an optional `#anchor`."""
+    base = destination(prefix) if prefix.startswith(("http://", "https://")) else path_destination(prefix)
     return f"[{text(label)}]({base}{quote(url, safe='/#')})"
 
 
