@@ -261,3 +261,23 @@ def test_first_record_is_the_logs_earliest_line(scenario):
     (log,) = sorted((Path(__file__).parent / "fixtures" / "traces" / scenario).glob("dedicated_log*"))
     first = tlparse_py.analyze(log).to_dict()["run"]["first_record"]
     assert first.endswith(_earliest_glog_time(log)), (first, _earliest_glog_time(log))
+
+
+@pytest.mark.parametrize("scenario, outcome", [("skip_nan", "Skipped: ran eagerly"), ("recompile_limit", "Recompile limit: runs eagerly"),
+                                               ("failure", "Error")])
+def test_the_failures_page_says_what_became_of_each_failed_compile(tmp_path, scenario, outcome):
+    """A compile whose metrics logged an exception is a failure, a skip or the recompile limit: the
+    failures page (tlparse's list, kept) says which, in the report's words, as the index does."""
+    from logs import envelopes_of
+
+    failed = [m for m in envelopes_of(Path(__file__).parent / "fixtures" / "traces" / scenario, "compilation_metrics") if m.get("fail_type")]
+    assert failed
+    reason = str(failed[-1].get("fail_reason") or "")
+    expected = ("Recompile limit: runs eagerly" if "recompile limit" in reason.lower()
+                else "Skipped: ran eagerly" if "Skipping the frame" in reason else "Error")
+    assert expected == outcome
+    (log,) = sorted((Path(__file__).parent / "fixtures" / "traces" / scenario).glob("dedicated_log*"))
+    out = tmp_path / "out"
+    tlparse_py.build(log, out)
+    page = (out / "failures_and_restarts.html").read_text()
+    assert f">{outcome}</span>" in page

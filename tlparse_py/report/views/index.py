@@ -319,6 +319,9 @@ class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compare
 
 
 def failures_page(inputs: Inputs) -> FailuresPage:
+    # what became of each row's compile, in the report's words: a frame torch skipped, or one over
+    # the recompile limit, ran eagerly and is no failure, as the index and summary.json say
+    status_of = {attempt: c.status for c in inputs.analysis.compiles() for attempt in c.attempts}
     rows = [
         {
             "label": label(row.compile_id),
@@ -327,6 +330,7 @@ def failures_page(inputs: Inputs) -> FailuresPage:
             "type": row.failure_type,
             "description": row.description,
             "source": row.source,
+            "status": status_of.get(label(row.compile_id)),
         }
         for row in inputs.analysis.failures
     ]
