@@ -477,3 +477,23 @@ def test_a_browser_loads_the_index_and_a_compile_page_through_the_server(report,
             assert [e for e in errors if "status of 404" not in e] == [], errors
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize("live", [[], ["--live"]], ids=["one-shot", "live"])
+def test_run_serve_serves_the_programs_report_until_ctrl_c(tmp_path, live):
+    """`tlparse-py run --serve COMMAND`: the port is taken first, the report written once the
+    program ends is served, and Ctrl-C ends serving (exit 0)."""
+    log = "".join([line({"dynamo_start": {"stack": []}, **cid(0, 0, 0)}),
+                   line({"compilation_metrics": {"co_name": "f", "entire_frame_compile_time_s": 0.25, "graph_op_count": 1}, **cid(0, 0, 0)})])
+    program = tmp_path / "prog.py"
+    program.write_text("import os\nopen(os.path.join(os.environ['TORCH_TRACE'], 'dedicated_log_torch_trace_p.log'), 'w').write("
+                       f"{log!r}.replace(' 4242 ', ' %d ' % os.getpid()))\n")
+    with running("run", "--serve", "-o", "out", *live, sys.executable, "prog.py", cwd=tmp_path) as (process, err):
+        _, port = wait_for_url(process, err)
+        deadline = time.monotonic() + 60
+        while "Serving" not in err.read_text().split("(Ctrl-C to stop)", 1)[-1] and time.monotonic() < deadline:
+            time.sleep(0.1)  # the second Serving line: the report is written and served
+        status, body = fetch(port, "/index.html")
+        assert status == 200 and b"tlparse-py report" in body and b"[0/0]" in body
+        text = stop(process, err, signal.SIGINT)
+    assert process.returncode == 0 and "Traceback" not in text

@@ -36,7 +36,7 @@ from msgspec.structs import replace
 from ..reading.inputs import trace_logs
 from .common import CliError, echo_err
 from .report import write_and_check
-from .request import ReportRequest, report_options
+from .request import ReportRequest, ServeAt, report_options, serve_options
 
 NO_TRACE = (
     "{command} wrote no TORCH_TRACE log: it did not run torch.compile (or torch.export), or it stopped "
@@ -48,6 +48,7 @@ NO_TRACE = (
 @click.option("--live", is_flag=True,
               help="Keep the report up to date while COMMAND runs (as `tlparse-py watch` does); the browser opens at the first compile.")
 @report_options
+@serve_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
 def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any) -> None:
@@ -63,6 +64,9 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
     """
     request = ReportRequest.parse(params)  # a malformed gate or Markdown path: exit 2, COMMAND never runs
     request.check_output()  # so is an -o that cannot take the report
+    serving = _serving(ServeAt.parse(params), request.out)  # a port in use: exit 2, COMMAND never runs
+    if serving is not None:
+        request = replace(request, no_browser=True)
     if live and request.all_ranks_html:
         raise CliError("--live writes the multi-rank report of rank logs by itself at the end: drop --all-ranks-html")
     out = request.out
@@ -72,6 +76,7 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
     try:
         if live:
             _run_live(ctx, list(command), trace, request)
+            _serve_until_stopped(serving)
             return
         status, stopped_by = _run_traced(list(command), trace)
         if stopped_by is not None:  # SIGTERM / SIGHUP: no report, the trace kept
@@ -102,9 +107,33 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
             from .common import open_browser
 
             open_browser(out)
+        _serve_until_stopped(serving)
     finally:
         if not keep:
             shutil.rmtree(trace, ignore_errors=True)
+
+
+def _serving(at: ServeAt | None, out: Path) -> tuple[Any, Any] | None:
+    """With --serve: the server of the report folder, bound before COMMAND starts and answering while
+    it runs (a live report is followed through it); None without."""
+    if at is None:
+        return None
+    from .serve import announce, open_server, start  # only with --serve: http.server costs ~17 ms at start-up
+
+    server = open_server(at, out)
+    thread = start(server)
+    announce(server, "while the program runs, then its report ")
+    return server, thread
+
+
+def _serve_until_stopped(serving: tuple[Any, Any] | None) -> None:
+    """The written report, served until Ctrl-C (exit 0) or SIGTERM (143), when --serve was given."""
+    if serving is None:
+        return
+    from .serve import announce, serve_until_stopped
+
+    announce(serving[0])
+    serve_until_stopped(*serving)
 
 
 def _run_live(ctx: click.Context, command: list[str], trace: Path, request: ReportRequest) -> None:
