@@ -38,3 +38,10 @@ GUNZIP_GRACE_MB = 64  # small files may have any ratio: a few MB of expansion co
 # node); summary.json and compile_directory.json always list them all.
 PAGED_START_ONLY = 1000
 INDEX_ROWS = 5000
+# One compile id with millions of records (a guard logged in a loop): its page reads and lists at
+# most PAGE_RECORDS_PER_KIND records of each kind per generation (its tables, texts and search
+# entries come from those), and says how many more raw.jsonl holds; its own page and the index list
+# at most PAGE_FILES of its files (compile_directory.json lists them all). Memory then stays flat
+# however many records one id holds.
+PAGE_RECORDS_PER_KIND = 1000
+PAGE_FILES = 5000

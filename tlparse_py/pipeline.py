@@ -59,7 +59,7 @@ class Pipeline:
         self.highlighter = Highlighter(writer.scratch(), budget=options.highlight_mb * 1e6, workers=workers)
         self.outputs = Outputs(analysis, writer, self.ctx, self.highlighter)
         self.payloads = PayloadStore(writer)
-        self.spool = RecordSpool(writer.scratch())
+        self.spool = RecordSpool(writer.scratch(), analysis.generation_at)
         self.raw = RawJsonl(writer.scratch(), self.ctx.problem)
         self.chromium = ChromiumEvents(writer.open("chromium_events.json"), analysis, self.ctx.problem)
         self.ctx.on_chromium_event = self.chromium.add

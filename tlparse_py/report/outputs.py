@@ -15,6 +15,7 @@ import pickle
 import re
 import shutil
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -23,6 +24,7 @@ import orjson
 from ..analysis.facts import NOT_JSON, strict_json
 from ..analysis.kinds import GLOBAL, LINK, PAYLOAD, PLACED, REFORMAT, Output, ParseContext
 from ..analysis.store import Store, subgraph_of
+from ..limits import PAGE_RECORDS_PER_KIND
 from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
 from ..paths import numbered, safe_relpath
 from .highlight import Highlighter
@@ -178,12 +180,20 @@ class Outputs:
         return readable
 
 
+class SpooledRecords(list[RecordSummary]):
+    """A compile id's record summaries as read back: at most PAGE_RECORDS_PER_KIND of each kind per
+    generation; `omitted` counts the rest by (generation, kind)."""
+
+    omitted: Counter[tuple[int, str]]
+
+
 class RecordSpool:
     """Typed record summaries, spooled while reading and read back one compile id at a time."""
 
-    def __init__(self, handle: IO[bytes]):
+    def __init__(self, handle: IO[bytes], generation_of: Callable[[CompileId | None, int], int] | None = None):
         self.handle = handle
         self.offsets: dict[CompileId | None, int | array] = {}  # one record: its offset; more: an array
+        self.generation_of = generation_of  # (key, log line) → the generation the record belongs to
 
     def add(self, key: CompileId | None, summary: RecordSummary) -> None:
         data = dumps(summary.to_json())
@@ -199,12 +209,23 @@ class RecordSpool:
             offsets.append(offset)
         self.handle.write(data + b"\n")
 
-    def records(self, key: CompileId | None) -> list[RecordSummary]:
-        records = []
+    def records(self, key: CompileId | None, per_kind: int = PAGE_RECORDS_PER_KIND) -> SpooledRecords:
+        """The id's record summaries in log order, at most `per_kind` of each kind per generation (a
+        page never holds more: memory stays flat however many records one id logged)."""
+        records = SpooledRecords()
+        records.omitted = Counter()
+        kept: Counter[tuple[int, str]] = Counter()
         offsets = self.offsets.get(key, ())
         for offset in (offsets,) if isinstance(offsets, int) else offsets:
             self.handle.seek(offset)
-            records.append(RecordSummary.from_json(loads(self.handle.readline())))
+            data = loads(self.handle.readline())
+            line, kinds = data.get("line", 0), data.get("kinds") or ["(no kind)"]
+            place = (self.generation_of(key, line) if self.generation_of is not None else 0, kinds[0])
+            if kept[place] >= per_kind:
+                records.omitted[place] += 1
+                continue
+            kept[place] += 1
+            records.append(RecordSummary.from_json(data))
         self.handle.seek(0, 2)
         return records
 

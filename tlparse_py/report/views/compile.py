@@ -14,6 +14,7 @@ from ...analysis.stacks import Frame
 from ...analysis.store import MetricsEntry
 from ...analysis.summary import CompileSummary, GraphBreak, compiles_of_graph
 from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tables
+from ...limits import PAGE_FILES, PAGE_RECORDS_PER_KIND
 from ...model import CompileId, RecordSummary
 from .common import FrameView, Inputs, Page, artifact_view, compile_page_url, frame_view, index_anchor, label, page_base, pretty_value
 from .sections import PageBuilder, Section
@@ -98,8 +99,9 @@ def recompile_rows(report: Analysis, key: CompileId | None, generation: int | No
     return rows
 
 
-def record_groups(records: list[RecordSummary], counts: Counter[str]) -> list[dict[str, Any]]:
-    """Spooled record summaries grouped by kind (first-appearance order), each record as a field table.
+def record_groups(records: list[RecordSummary], counts: Counter[str], omitted: Counter[str] | None = None) -> list[dict[str, Any]]:
+    """Spooled record summaries grouped by kind (first-appearance order), each record as a field table;
+    `omitted`: records of a kind past the page's bound, counted with their kind.
 
     Kinds counted but not spooled (chromium events live in chromium_events.json) get a count-only group.
     """
@@ -122,6 +124,9 @@ def record_groups(records: list[RecordSummary], counts: Counter[str]) -> list[di
                         "outputs": record.outputs,
                     }
                 )
+    for kind, count in (omitted or Counter()).items():
+        if kind in groups:
+            groups[kind]["count"] += count
     for kind, count in counts.items():
         if kind not in groups:
             groups[kind] = {"kind": kind, "title": kinds.title_of(kind), "known": kinds.known(kind), "count": count, "records": []}
@@ -198,6 +203,9 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     phases: list[dict[str, Any]]
     subgraphs: list[str]
     groups: list[dict[str, Any]]
+    omitted: dict[str, int]  # kind → records past the page's bound (PAGE_RECORDS_PER_KIND), in raw.jsonl only
+    page_bound: int = PAGE_RECORDS_PER_KIND
+    files_omitted: int = 0  # its files past PAGE_FILES (compile_directory.json lists them all)
     previous: str | None
     next: str | None
     previous_label: str | None
@@ -211,7 +219,8 @@ class CompileOutline(Struct):
     indexes too, so both name, anchor and head each thing the same way."""
 
     page: PageRef
-    records: list[RecordSummary]  # its spooled records (of its generation)
+    records: list[RecordSummary]  # its spooled records (of its generation), at most PAGE_RECORDS_PER_KIND of a kind
+    omitted: Counter[str]  # kind → its records past that bound (raw.jsonl holds them)
     summary: CompileSummary | None  # its compile, when the id names one
     metrics: list[MetricsEntry]  # logged under exactly this id, in its generation
     stack: list[Frame]
@@ -224,10 +233,12 @@ class CompileOutline(Struct):
 def compile_outline(report: Analysis, page: PageRef, records: list[RecordSummary], builder: PageBuilder) -> CompileOutline:
     """The outline of one compile page; `records`: the compile id's spooled records (of every generation)."""
     key, generation = page.key, page.generation
+    omitted = Counter({kind: n for (at, kind), n in getattr(records, "omitted", Counter()).items() if at == generation})
     records = page_records(report, page, records)
     return CompileOutline(
         page=page,
         records=records,
+        omitted=omitted,
         summary=report.compile_of(key, generation) if key is not None else None,
         metrics=[m for m in report.own_metrics(key) if m.generation == generation],
         stack=(report.start_stack(key, generation) if key is not None else None) or [],
@@ -257,7 +268,8 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         page=page.url,
         anchor=index_anchor(report, key),
         status=report.status_of(key, generation) if page.is_compile else None,
-        artifacts=[artifact_view(a) for a in report.directory[key]],
+        artifacts=[artifact_view(a) for a in report.directory[key][:PAGE_FILES]],
+        files_omitted=max(0, len(report.directory[key]) - PAGE_FILES),
         metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(phases.time_split(m))} for m in metrics],
         backward=phases.backward_times(report, key, generation) if key is not None else [],
         backward_in_forward=_backward_in_forward(report, key, generation) if page.is_compile else None,
@@ -280,7 +292,8 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         pass_timings=phases.pass_timings(report, key),
         phases=phase_tree(report, key, generation),
         subgraphs=sorted({s.subgraph for group in sections.values() for s in group if s.subgraph}),
-        groups=record_groups(outline.records, _unspooled_counts(report, key, generation)),
+        groups=record_groups(outline.records, _unspooled_counts(report, key, generation), outline.omitted),
+        omitted=dict(outline.omitted),
         previous=before.url if before else None,
         next=after.url if after else None,
         previous_label=before.label if before else None,
