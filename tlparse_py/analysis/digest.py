@@ -19,6 +19,7 @@ from .summary import (
     CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, graph_break_groups, recompiled_frames, slowest,
 )
 from .totals import columns, over_ranks, totals_of
+from .vllm import USUAL_INDEX as VLLM_USUAL_INDEX
 
 ROWS = 5  # rows per section: a summary fits in about 40 lines whatever the log
 
@@ -45,7 +46,6 @@ class RecompileRow(Struct):
 
 
 USUAL_INDEX = "index.html"
-VLLM_USUAL_INDEX = "tlparse_index.html"  # the usual index, when index.html is the vLLM summary (as upstream)
 
 
 class ReportDigest(Struct):

@@ -39,6 +39,7 @@ PIECE_GRAPHS = ("vllm_submod_", "vllm_subgraph_")
 PIECE_SPAN = "inductor_compile"  # the chromium span of Inductor compiling one piece: what a piece cost
 BASELINE = "before_post_grad_graph"  # Inductor's graph before its post-grad passes: the first pass's "before"
 AOT_CACHE_HIT = "aot_cache_hit"
+USUAL_INDEX = "tlparse_index.html"  # the usual index, when index.html is the vLLM summary (upstream's name)
 DIFF_CONTEXT = 3  # lines of context around each change in a pass diff, as upstream tlparse shows them
 # the Dynamo files a call lists (those logged before its first piece)
 DYNAMO_FILES = ("dynamo_side_effects", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics")

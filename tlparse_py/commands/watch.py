@@ -151,7 +151,7 @@ def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching
                on_first_compile: Callable[[], None] | None) -> None:
     out = request.out
     try:
-        live = LiveReport(chosen.log, out, request.options, overwrite=request.overwrite, source=lambda: _shown(source_info(chosen), watching),
+        live = LiveReport(chosen.log, out, request.options, overwrite=request.overwrite, source=lambda: kept_as(source_info(chosen), watching.shown),
                           echo=echo_diagnostic if request.verbose else None, on_rank=rank_detected)
     except OutputError as exc:
         raise CliError(str(exc)) from None
@@ -165,11 +165,6 @@ def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching
         _finish(path, chosen, live, request, interrupted)
     finally:
         live.close()
-
-
-def _shown(info: Any, watching: Watching) -> Any:
-    """What the report says it was read from: the kept trace's path, for `run` (its trace moves there)."""
-    return kept_as(info, watching.shown)
 
 
 def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None) -> None:

@@ -22,6 +22,7 @@ from ..render import SourceLinks, safe_href
 from ...analysis.compiles import Analysis
 from ...analysis.stacks import Frame, eval_with_key, simplify_filename
 from ...analysis.store import InputInfo
+from ...analysis.vllm import USUAL_INDEX as VLLM_USUAL_INDEX  # re-exported: live.py and the vLLM view name it
 from ...options import Options
 
 MAX_VALUE_CHARS = 4000
@@ -64,7 +65,6 @@ class Page(Struct, kw_only=True, eq=False):  # a view model: never compared or p
         return {name: getattr(self, name) for name in self.__struct_fields__}
 
 
-VLLM_USUAL_INDEX = "tlparse_index.html"  # where the usual index goes when index.html is the vLLM summary (as upstream)
 
 
 def usual_index(inputs: Inputs) -> str:
