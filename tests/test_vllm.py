@@ -303,3 +303,16 @@ def test_pieces_logged_out_of_order_are_shown_as_logged_and_said(tmp_path):
     [call] = tlparse_py.analyze(log).to_dict()["vllm"]["calls"]
     assert [p["submod"] for p in call["pieces"]] == ["submod_2", "submod_0"]  # as logged, not sorted
     assert call["missing"] == ["The pieces of range [1, 16] were logged out of order: shown as logged."]
+
+
+def test_a_pieces_cache_lookups_are_the_ones_logged_while_it_compiled(tmp_path):
+    log = write_log(tmp_path / "dedicated_log_torch_trace_c.log", [
+        artifact("vllm_compilation_config", json.dumps(CONFIG)),
+        piece(0, "submod_0", 1, 16, False), dump("vllm_submod_0", "g0"),
+        artifact("fx_graph_cache_miss", json.dumps({"key": "k0", "cache_event_time": 1})),
+        piece(0, "submod_0", 8, 8, True), dump("vllm_submod_0", "g0 size 8"),
+        artifact("fx_graph_cache_hit", json.dumps({"key": "k1", "cache_event_time": 2})),
+        artifact("aotautograd_cache_hit", json.dumps({"key": "k2"})),
+    ])
+    [call] = json.loads(json.dumps(tlparse_py.analyze(log).to_dict()))["vllm"]["calls"]  # as summary.json holds it
+    assert [p["cache"] for p in call["pieces"]] == [[["fx_graph", "miss"]], [["fx_graph", "hit"], ["aotautograd", "hit"]]]

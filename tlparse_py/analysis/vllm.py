@@ -43,7 +43,6 @@ USUAL_INDEX = "tlparse_index.html"  # the usual index, when index.html is the vL
 DIFF_CONTEXT = 3  # lines of context around each change in a pass diff, as upstream tlparse shows them
 # the Dynamo files a call lists (those logged before its first piece)
 DYNAMO_FILES = ("dynamo_side_effects", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics")
-_CACHE_FILE = re.compile(r"^(?P<cache>[a-z_]+?)_cache_(?P<result>hit|miss|bypass)_\d+\.json$")
 _NUMBER = re.compile(r"_\d+(?=\.[^.]+$)")
 
 
@@ -253,11 +252,13 @@ class VllmLog:
         if call.pieces:
             piece = call.pieces[-1]
             piece.files.append(file)
-            cache = _CACHE_FILE.match(url.rpartition("/")[2])
-            if cache is not None:
-                piece.cache.append((cache["cache"], cache["result"]))
         elif file.name.startswith(DYNAMO_FILES) or kind.startswith(DYNAMO_FILES):
             call.dynamo_files.append(file)
+
+    def cache_lookup(self, cache: str, result: str) -> None:
+        """A cache lookup (the analysis' own cache events) while a piece compiles: the piece's."""
+        if self.calls and self.calls[-1].pieces:
+            self.calls[-1].pieces[-1].cache.append((cache, result))
 
     def span(self, phase: str, microseconds: float) -> None:
         """An `inductor_compile` chromium event (B or E) while a piece compiles: what the piece cost."""

@@ -222,6 +222,8 @@ def cache_event(record: Record, ctx: ParseContext, url: str) -> None:
     event = facts.cache_event(record.compile_id, name, record.payload_text(), url)
     event.line = record.lineno
     ctx.analysis.cache_events.append(event)
+    if ctx.analysis.vllm.active:  # a lookup while one of vLLM's pieces compiles is that piece's
+        ctx.analysis.vllm.cache_lookup(event.cache, event.state)
 
 
 @named("inductor_runtime_and_tensor_meta", title="Estimated runtime and tensor metadata of each op", section="other")
