@@ -1,6 +1,7 @@
-"""Wheels carry the templates compiled (see `tlparse_py.report.render.compile_templates`), so an
-installed tlparse-py never compiles a template, not even on its first run (pip turns the
-compiled modules into bytecode at install). Editable installs use the source templates."""
+"""Wheels carry the templates compiled (see `tlparse_py.report.render.compile_templates`): a Python
+module per template that runs without Jinja, so an installed tlparse-py never imports Jinja nor
+compiles a template, not even on its first run (pip turns the modules into bytecode at install).
+Editable installs compile the source templates on first use and cache the code."""
 
 from __future__ import annotations
 

@@ -4,7 +4,13 @@ Each copy of a source trace gets its frame ids shifted (so every compile id is n
 added to every payload (so no two payloads are byte-identical and nothing can be skipped by caching
 on an md5); every changed payload's md5 is recomputed. The result is a valid log of the requested size.
 
+With `--tiny-compiles N`, N more compiles of about 1.5 KB each (a `dynamo_start`, a small
+`dynamo_output_graph` and the compile's `compilation_metrics`, new frame ids) are spread evenly
+among the copies: the log then holds many more compiles for nearly the same size (live.py
+measures a live update against the number of compiles already in the report).
+
     python benchmarks/make_logs.py --size-mb 200 --out /tmp/bench_200.log
+    python benchmarks/make_logs.py --size-mb 200 --tiny-compiles 4000 --out /tmp/bench_200_many.log
 """
 
 from __future__ import annotations
@@ -74,24 +80,56 @@ def write_copy(out, records: list[tuple[bytes, list[bytes]]], copy: int, offset:
     return written
 
 
-def build(size_mb: float, out_path: Path, sources: tuple[str, ...] = DEFAULT_SOURCES) -> dict[str, int]:
+TINY_FRAMES = 10_000_000  # the tiny compiles' frame ids start here: past any copy's shifted ids
+
+
+def tiny_compile(frame: int) -> bytes:
+    """One small whole compile of frame `frame`: its start (a user stack), a four-line graph and its metrics."""
+    prefix = b"V1202 12:14:23.064000 4242 torch/_dynamo/convert_frame.py:%d] "
+    ids = b'"frame_id": %d, "frame_compile_id": 0, "attempt": 0' % frame
+    stack = b'[{"line": 10, "name": "<module>", "filename": 0}, {"line": %d, "name": "tiny_%d", "filename": 0}]' % (frame % 997, frame)
+    graph = b"\n".join([b"class GraphModule(torch.nn.Module):", b"    def forward(self, L_x_: \"f32[8][1]cpu\"):",
+                        b"        mul: \"f32[8][1]cpu\" = L_x_ * %d;  L_x_ = None" % frame, b"        return (mul,)"])
+    metrics = (b'{"co_name": "tiny_%d", "co_filename": "bench.py", "co_firstlineno": %d, "graph_op_count": 1, '
+               b'"restart_reasons": [], "entire_frame_compile_time_s": 0.01, "start_time": 1733100000.0}' % (frame, frame % 997))
+    return b"".join([
+        prefix % 1 + b'{"dynamo_start": {"stack": %s}, %s}\n' % (stack, ids),
+        prefix % 2 + b'{"dynamo_output_graph": {"sizes": {"l_x_": [8], "mul": [8]}}, %s, "has_payload": "%s"}\n'
+        % (ids, hashlib.md5(graph).hexdigest().encode()),
+        b"".join(b"\t" + part + b"\n" for part in graph.split(b"\n")),
+        prefix % 3 + b'{"compilation_metrics": %s, %s}\n' % (metrics, ids),
+    ])
+
+
+def build(size_mb: float, out_path: Path, sources: tuple[str, ...] = DEFAULT_SOURCES, tiny_compiles: int = 0,
+          first_copy: int = 0) -> dict[str, int]:
+    """`first_copy`: the number of the first copy (its frame ids are shifted by 1000 per copy): a log
+    built from a later copy on holds none of the compile ids of one built from 0 (pieces appended to it)."""
     logs = [read_source(sorted((TRACES / name).glob("dedicated_log*"))[0]) for name in sources]
     target = int(size_mb * 1e6)
-    written = copies = 0
+    written = copies = tiny = 0
     with open(out_path, "wb") as out:
         while written < target:
-            records = logs[copies % len(logs)]
-            written += write_copy(out, records, copies, offset=1000 * (copies + 1))
+            copy = first_copy + copies
+            records = logs[copy % len(logs)]
+            written += write_copy(out, records, copy, offset=1000 * (copy + 1))
             copies += 1
-    return {"bytes": written, "copies": copies}
+            # after each copy, as many tiny compiles as its share of the log's size
+            while tiny < tiny_compiles and (tiny < tiny_compiles * min(1.0, written / target) or written >= target):
+                chunk = tiny_compile(TINY_FRAMES + tiny)
+                out.write(chunk)
+                written += len(chunk)
+                tiny += 1
+    return {"bytes": written, "copies": copies, "tiny_compiles": tiny}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=float, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--tiny-compiles", type=int, default=0, help="this many more small compiles, spread among the copies")
     args = parser.parse_args()
-    print(json.dumps(build(args.size_mb, args.out)))
+    print(json.dumps(build(args.size_mb, args.out, tiny_compiles=args.tiny_compiles)))
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@
 
 For the smallest fixture logs (run.py's small set), each run is a whole process, as users run it.
 The split, medians over `--repeat` runs per log:
-- interpreter: `python -c pass` (start-up and exit of a bare interpreter);
-- stack imports: click, jinja2, orjson, markupsafe and msgspec (what a report run imports of its
-  dependencies; Pygments is imported only to highlight, which a run does not by default);
+- interpreter: `python -c pass` (start-up and exit of a bare interpreter), shown beside the whole
+  process's time (medians, and the means below them);
+- stack imports: click, orjson, markupsafe and msgspec (what a report run imports of its
+  dependencies: the templates run compiled, without Jinja; Pygments is imported only to highlight,
+  which a run does not by default);
 - own imports: the modules a report run loads, and of them the time spent building dataclasses
   (the per-log Store and Analysis) and compiling regular expressions;
 - the report's phases, timed inside the run by wrapping the functions that do them (reading and
@@ -40,7 +42,7 @@ PROBE = r"""
 import sys, time, json
 started = time.perf_counter()
 import dataclasses, re
-import click, jinja2, orjson, markupsafe, msgspec
+import click, orjson, markupsafe, msgspec
 stack = time.perf_counter()
 def timed(totals, name, fn):  # fn, its time added to totals[name]
     totals.setdefault(name, 0.0)
@@ -111,13 +113,16 @@ def profile_log(log: Path, repeat: int, env: dict[str, str], work: Path) -> dict
             add(name, seconds)
         add("whole process", wall)
         add("exit", max(0.0, wall - probe["inside"] - samples["interpreter"][-1]))
-    return {name: round(statistics.median(values), 4) for name, values in samples.items()}
+    parts = {name: round(statistics.median(values), 4) for name, values in samples.items()}
+    parts["interpreter, mean"] = round(statistics.mean(samples["interpreter"]), 4)
+    parts["whole process, mean"] = round(statistics.mean(samples["whole process"]), 4)
+    return parts
 
 
 def markdown(result: dict) -> str:
     logs = result["logs"]
     names = list(logs[0]["parts"])
-    head = "| part (ms, median) | " + " | ".join(f"{row['log'].split('__')[0]} ({row['log_kb']} KB)" for row in logs) + " | mean |"
+    head = "| part (ms, median unless said) | " + " | ".join(f"{row['log'].split('__')[0]} ({row['log_kb']} KB)" for row in logs) + " | mean |"
     lines = [f"# Where a small run's time goes ({result['machine']})", "",
              f"Whole-process runs, median of {result['repeat']} per log; load average {result['load_before']} before, "
              f"{result['load_after']} after. tlparse 0.4.3 on the same logs: "

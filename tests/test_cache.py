@@ -1,4 +1,5 @@
-"""The user's cache folder: compiled templates and Pygments results kept between runs.
+"""The user's cache folder: compiled templates and Pygments results kept between runs; and the
+compiled templates a wheel carries.
 
 A warm cache must never change a report, a broken one must never fail it, and trimming must only
 ever delete the cache's own entries.
@@ -14,7 +15,7 @@ import jinja2
 import pytest
 
 from conftest import TRACES
-from tlparse_py.report import cache, render
+from tlparse_py.report import cache, render, templating
 from tlparse_py.report.cache import HighlightCache
 from tlparse_py.report.highlight import Highlighter, pygments_css
 from tlparse_py.pipeline import Options, write_report
@@ -30,9 +31,9 @@ def files_of(out: Path) -> dict[str, bytes]:
 def own_cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv(cache.ENV, str(folder))
-    render.environment.cache_clear()
+    render.templates.cache_clear()
     yield folder
-    render.environment.cache_clear()
+    render.templates.cache_clear()
 
 
 def test_a_warm_cache_gives_the_same_report_and_is_used(tmp_path, own_cache, monkeypatch):
@@ -40,7 +41,7 @@ def test_a_warm_cache_gives_the_same_report_and_is_used(tmp_path, own_cache, mon
     cold, warm = tmp_path / "cold", tmp_path / "warm"
     write_report(log, cold, options=Options(highlight_mb=64))
     entries = list(own_cache.glob("highlight-*/*.html"))
-    assert len(entries) > 10 and list(own_cache.glob("templates-*/*"))
+    assert len(entries) > 10 and list(own_cache.glob("pages-*/*.code"))
     from tlparse_py.report import highlight
 
     def no_pygments(text, lang):
@@ -69,12 +70,12 @@ def test_no_cache_and_a_broken_cache_still_write_the_report(tmp_path, monkeypatc
     blocked.write_text("a file where the cache folder would go")
     for setting in ("", str(blocked), str(tmp_path / "fine")):
         monkeypatch.setenv(cache.ENV, setting)
-        render.environment.cache_clear()
+        render.templates.cache_clear()
         out = tmp_path / f"out{len(setting)}"
         write_report(log, out, options=Options(highlight_mb=1))
         expected = expected or files_of(out)
         assert files_of(out) == expected
-    render.environment.cache_clear()
+    render.templates.cache_clear()
     assert cache.folder("x") is not None and cache.root() == tmp_path / "fine"
     monkeypatch.setenv(cache.ENV, "")
     assert cache.root() is None and cache.folder("x") is None
@@ -83,11 +84,11 @@ def test_no_cache_and_a_broken_cache_still_write_the_report(tmp_path, monkeypatc
 def test_corrupt_compiled_templates_are_compiled_again(tmp_path, own_cache):
     log = next((TRACES / "inference").glob("dedicated_log*"))
     write_report(log, tmp_path / "first")
-    compiled = list(own_cache.glob("templates-*/*"))
+    compiled = list(own_cache.glob("pages-*/*.code"))
     assert compiled
     for path in compiled:
         path.write_bytes(path.read_bytes()[:20])  # truncated mid-file
-    render.environment.cache_clear()
+    render.templates.cache_clear()
     write_report(log, tmp_path / "second")
     assert files_of(tmp_path / "first") == files_of(tmp_path / "second")
 
@@ -120,48 +121,55 @@ def compiled(tmp_path, monkeypatch):
     folder = tmp_path / "compiled_templates"
     render.compile_templates(folder)
     monkeypatch.setattr(render, "COMPILED_DIR", folder)
-    render.environment.cache_clear()
+    render.templates.cache_clear()
     yield folder
-    render.environment.cache_clear()
+    render.templates.cache_clear()
+
+
+def no_compiling(name, source, key):
+    raise AssertionError(f"{name} compiled at run time")
 
 
 @pytest.mark.parametrize("scenario", ["training", "failure", "export_failure"])
 def test_compiled_templates_are_used_and_write_the_same_report(tmp_path, own_cache, compiled, monkeypatch, scenario):
     log = next((TRACES / scenario).glob("dedicated_log*"))
     with_compiled = tmp_path / "with"
-    write_report(log, with_compiled, options=Options(export=scenario.startswith("export")))
-    assert isinstance(render.environment().loader, jinja2.ModuleLoader)
-    assert not list(own_cache.glob("templates-*/*")), "nothing compiled at run time"
+    with monkeypatch.context() as patched:
+        patched.setattr(render, "generate_module", no_compiling)
+        write_report(log, with_compiled, options=Options(export=scenario.startswith("export")))
+    assert not list(own_cache.glob("pages-*/*")), "nothing compiled at run time"
 
     monkeypatch.setattr(render, "COMPILED_DIR", tmp_path / "none")
-    render.environment.cache_clear()
+    render.templates.cache_clear()
     from_source = tmp_path / "source"
     write_report(log, from_source, options=Options(export=scenario.startswith("export")))
-    assert isinstance(render.environment().loader, jinja2.FileSystemLoader)
+    assert list(own_cache.glob("pages-*/*.code")), "compiled from the source, and cached"
     assert files_of(with_compiled) == files_of(from_source)
 
 
-@pytest.mark.parametrize("stale", ["template", "jinja2", "tlparse_py", "broken"])
+@pytest.mark.parametrize("stale", ["template", "compiled_from", "broken"])
 def test_stale_compiled_templates_are_not_used(tmp_path, own_cache, compiled, monkeypatch, stale):
-    """Compiled from other sources, by another Jinja or tlparse-py, or unreadable: the source wins."""
-    stamp = compiled / render.COMPILED_STAMP
+    """Compiled from another source (or by another code generator, or tlparse-py), or unloadable: the source wins."""
+    module = compiled / f"{render.module_name('page_error.html.j2')}.py"
     if stale == "broken":
-        stamp.write_text("{not json")
+        module.write_text("this is not Python\n")
     elif stale == "template":
         templates = tmp_path / "templates"
         templates.mkdir()
         for name in render.template_names():
             text = (render.TEMPLATE_DIR / name).read_text()
-            (templates / name).write_text(text + ("<!-- edited -->\n" if name == "page_error.html.j2" else ""))
+            (templates / name).write_text(text.replace("<h1>", "<h1><!-- edited -->") if name == "page_error.html.j2" else text)
         monkeypatch.setattr(render, "TEMPLATE_DIR", templates)
     else:
-        data = json.loads(stamp.read_text())
-        data[stale] = "0.0.0"
-        stamp.write_text(json.dumps(data))
-    render.environment.cache_clear()
-    assert isinstance(render.environment().loader, jinja2.FileSystemLoader)
-    if stale == "template":
-        assert render.environment().get_template("page_error.html.j2").filename == str(templates / "page_error.html.j2")
+        module.write_text(module.read_text().replace("SOURCE = '", "SOURCE = 'other "))
+    context = {"title": "t", "root": "", "source": {"path": "p"}, "compile_page": None, "detail": "boom"}
+    with monkeypatch.context() as patched:
+        patched.setattr(render, "generate_module", no_compiling)
+        with pytest.raises(AssertionError, match="page_error.html.j2 compiled at run time"):
+            render.render("page_error.html.j2", context)
+    render.templates.cache_clear()
+    page = render.render("page_error.html.j2", context)
+    assert ("<!-- edited -->" in page) == (stale == "template")
 
 
 @pytest.mark.parametrize("obj", [
@@ -174,9 +182,9 @@ def test_stale_compiled_templates_are_not_used(tmp_path, own_cache, compiled, mo
 ])
 @pytest.mark.parametrize("name", ["a", "items", "get", "missing", "real", "upper"])
 def test_dict_lookups_answer_as_jinja_does(obj, name):
-    ours, jinjas = render.PageEnvironment(), jinja2.Environment()
-    mine, theirs = ours.getattr(obj, name), jinjas.getattr(obj, name)
-    if isinstance(theirs, jinja2.Undefined):
-        assert isinstance(mine, jinja2.Undefined)
-    else:
-        assert mine == theirs
+    jinjas = jinja2.Environment()
+    for mine, theirs in ((templating.getattr_(obj, name), jinjas.getattr(obj, name)), (templating.getitem_(obj, name), jinjas.getitem(obj, name))):
+        if isinstance(theirs, jinja2.Undefined):
+            assert isinstance(mine, templating.Undefined)
+        else:
+            assert mine == theirs

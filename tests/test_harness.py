@@ -17,7 +17,8 @@ CPU_SCENARIOS = {"inference", "training", "graph_break", "recompile", "failure",
                  "gb_base", "gb_extra", "collectives", "collectives_desync", "collectives_gloo_fail", "collectives_shapes",
                  "edit_base", "edit_shifted", "edit_renamed", "edit_fixed", "edit_newbreak",
                  "skipped_frame", "retry_fullgraph", "tensorify_restart", "dynamic_backward", "export_compile",
-                 "export_nonstrict_fail", "ddp_cache_race", "live_steps", "skip_base", "skip_nan", "vllm_piecewise"}
+                 "export_nonstrict_fail", "ddp_cache_race", "live_steps", "skip_base", "skip_nan", "vllm_piecewise",
+                 "aot_inductor", "export_qualified_dim", "processes"}
 CUDA_SCENARIOS = {"triton", "cudagraphs", "autotune", "cuda_training"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

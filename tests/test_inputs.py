@@ -186,7 +186,8 @@ def test_subfolders_two_levels_down_and_symlinks_are_not_read(tmp_path):
 
 def test_two_runs_the_newest_is_read_and_the_older_named(tmp_path):
     now = time.time()
-    old = log_of(tmp_path / "dedicated_log_torch_trace_zzz.log", 1, 100, mtime=now - 100)
+    # the old run ended (12:10) before the new one began (12:14): two runs, not two processes of one
+    old = log_of(tmp_path / "dedicated_log_torch_trace_zzz.log", 1, 100, clock="12:10:00.000000", mtime=now - 100)
     new = log_of(tmp_path / "dedicated_log_torch_trace_aaa.log", 2, 200, mtime=now)
     out = tmp_path.parent / f"{tmp_path.name}-out"  # beside the trace folder: an output inside it is refused
     result = cli(tmp_path, "-o", out)

@@ -153,3 +153,42 @@ def test_each_trace_block_has_its_own_folder_and_temporary_ones_are_removed(tmp_
     assert out["removed once unused"] and out["second still there"]
     assert not [p.name for p in temp.iterdir() if p.name.startswith("tlparse-py-trace-")]  # none left at exit
     assert len(list(given.glob("dedicated_log_torch_trace*"))) == 1  # the given folder is the user's: kept
+
+
+SHOW_TWICE = '''
+import gc, sys
+from pathlib import Path
+import tlparse_py
+
+first = tlparse_py.show(sys.argv[1])
+folder = first.report_dir.parent
+assert first.single_file.is_file() and first._repr_html_().startswith("<iframe srcdoc=")
+del first
+gc.collect()
+print("dropped", folder.exists())
+kept = tlparse_py.show(sys.argv[1])  # still shown when the interpreter exits
+print("kept", kept.report_dir.parent.exists())
+try:
+    tlparse_py.show(sys.argv[2])  # a trace that cannot be read
+except Exception as exc:
+    print("refused", type(exc).__name__)
+'''
+
+
+def test_show_without_a_folder_leaves_no_temporary_folder_behind(tmp_path):
+    """Each show() of a trace without `out` wrote a `tlparse-py-report-*` folder in the temporary
+    folder and left it there: now it goes once its `Shown` is no longer used, or at exit."""
+    import os
+    import subprocess
+    import sys
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    script = tmp_path / "show.py"
+    script.write_text(SHOW_TWICE)
+    trace = Path(__file__).resolve().parent / "fixtures" / "traces" / "graph_break"
+    result = subprocess.run([sys.executable, str(script), str(trace), str(tmp_path / "missing")], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "TMPDIR": str(temp)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["dropped False", "kept True", "refused InputError"], result.stdout
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("tlparse-py")]

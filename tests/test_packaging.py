@@ -36,7 +36,7 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "tlparse_py/templates/index.html.j2" in names
     assert "tlparse_py/templates/static/report.css" in names
-    assert "tlparse_py/compiled_templates/stamp.json" in names  # hatch_build.py: no template compiles at run time
+    assert "tlparse_py/compiled_templates/t_index_html.py" in names  # hatch_build.py: no template compiles at run time
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     log = write_log(tmp_path / "a.log", [line({"inductor_output_code": {}, **cid()}, "x = 1")])
@@ -51,9 +51,9 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     assert (tmp_path / "out" / "static" / "report.css").is_file()
     check = subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from tlparse_py.report import render; print(render.TEMPLATE_DIR);"
-         " print(type(render.environment().loader).__name__)", str(site)],
+         " print(render.load_template('index.html.j2')['__file__']); print('jinja2' in sys.modules)", str(site)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
     )
-    assert check.stdout.split() == [str(site / "tlparse_py" / "templates"), "ModuleLoader"]
+    assert check.stdout.split() == [str(site / "tlparse_py" / "templates"), str(site / "tlparse_py" / "compiled_templates" / "t_index_html.py"), "False"]

@@ -4,8 +4,12 @@
 the same pipeline a one-shot report uses, and rewrites the pages the new records changed: the
 index (with the live banner), the compile pages of the compile ids that logged something, the
 record pages asked for since. Reading state and the analysis stay in memory, so an update costs
-what the new bytes cost, not what the log does. `LiveReport.finish` reads the rest and writes the
-report a one-shot run writes (`Pipeline.finish`), then removes what only the live report had.
+what the new bytes cost, not what the log does: only the compiles of the functions that logged
+something are built again (`analysis.live_compiles`), and the index renders only its rows,
+sections and stack-trie nodes that changed (`views.live_index`); the failures page is rewritten
+when its rows or their compiles changed. `LiveReport.finish` reads the rest and writes the report a
+one-shot run writes (`Pipeline.finish`, every compile built again), then removes what only the live
+report had.
 
 Pages built for a live update use their own page builder and an unbudgeted highlighter, and
 note nothing in the analysis: the final report is built as if the updates never happened.
@@ -14,15 +18,17 @@ note nothing in the analysis: the final report is built as if the updates never 
 from __future__ import annotations
 
 import hashlib
+import itertools
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-from markupsafe import Markup
 
-from .analysis.compiles import Analysis, vllm_run
+from .analysis import questions
+from .analysis.compiles import Analysis, forget_compiles, vllm_run
+from .analysis.live_compiles import CompileChanges, LiveCompiles
 from .analysis.store import InputInfo
-from .analysis.summary import STATUS_LABELS
 from .model import CompileId, Diagnostic
 from .options import Options
 from .pipeline import Pipeline, new_analysis, source_of, write_static
@@ -30,11 +36,12 @@ from .reading.records import LogReader
 from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
-from .report.render import Model, render_macro, render_page
-from .report.views.common import page_base
-from .report.views.compile import compile_page, page_refs
+from .report.render import Model, render_page
+from .report.views.common import compile_page_url, label, page_base
+from .report.views.compile import PageRef, compile_page
 from .report.views.common import VLLM_USUAL_INDEX
 from .report.views.index import IndexPage, failures_page, index_page
+from .report.views.live_index import LiveIndex
 from .report.views.vllm import vllm_page
 from .report.views.live import LiveMark, live_banner
 from .report.views.pages import PAGE_VIEWS, Builder
@@ -62,19 +69,29 @@ class LiveReport:
         self.versions: dict[str, str] = {}  # page → the version written last (what live.js lists)
         self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
         self.compiling: frozenset[str] = frozenset()  # the compiles under way at the last update
-        self.sections: dict[bytes, Markup] = {}  # the index's compile-id sections, by a digest of what they show
+        self.rendered: Counter[str] = Counter()  # what the last update built and rendered (tests count it)
         self._start()
 
     def _start(self) -> None:
         self.analysis: Analysis = new_analysis(self.source(), self.options, self.echo)
         self.pipeline = Pipeline(self.analysis, self.writer, self.options)
         reader = LogReader(self.log, self.analysis.stats, self.analysis.diagnostics, strings=self.analysis.strings,
-                           limits=self.options.limits, scanning_child=self.options.scanning_child)
+                           limits=self.options.limits, scanning_child=self.options.scanning_child, processes=self.analysis.processes)
         reader.on_rank_detected = self.on_rank
         reader.on_time = self.pipeline.note_time  # as the one-shot reading does (pipeline.read_logs)
         self.tail = LogTail(self.log, self.analysis.stats, self.analysis.diagnostics, self.analysis.strings, reader)
         self.pending_built = 0  # record pages (pipeline.outputs.pending) written so far
         self.pids.clear()
+        self.touched: set[CompileId | None] = set()  # the compile ids read since the last update
+        self._incremental()
+        self.pages = LivePages(self.analysis)
+        self.failures_seen: tuple[int, str] | None = None  # (failure rows, usual index) at the last failures page
+        self.failure_frames: set[CompileId] = set()  # the frame compiles of those rows
+
+    def _incremental(self) -> None:
+        """What an update keeps so as to build again only what changed: the compiles, the index."""
+        self.compiles = LiveCompiles(self.analysis)
+        self.index = LiveIndex(self.pipeline.inputs, self.compiles)
 
     def restart(self) -> None:
         """Start over from the log's first byte (it was truncated or replaced): a fresh analysis
@@ -99,6 +116,7 @@ class LiveReport:
             if not record.other_rank:
                 self.pids.add(record.pid)
                 touched.add(record.compile_id.directory_key() if record.compile_id is not None else None)
+        self.touched |= touched
         if self.analysis.rank is None:
             self.analysis.rank = self.tail.reader.expected_rank
         self.analysis.source = self.source()
@@ -111,23 +129,38 @@ class LiveReport:
     # -- a live update ---------------------------------------------------------------------------
 
     def update(self, note: str = "", touched: set[CompileId | None] | None = None) -> None:
-        """Rewrite the pages that changed since the last update (read with `read`), with the banner's `note`."""
+        """Rewrite the pages that changed since the last update (read with `read`), with the banner's `note`.
+
+        `touched`: the compile ids `read` returned (it keeps them too: those read since the last update count)."""
+        touched = self.touched | (touched or set())
+        self.touched = set()
+        self.rendered.clear()
         self.analysis.forget_indexes()
+        built = self.compiles.built
+        try:
+            changes: CompileChanges | None = self.compiles.refresh(touched)
+        except Exception:  # noqa: BLE001 - a live page must not stop the watch: the pages say what failed
+            changes = None
+            forget_compiles(self.analysis)
+            self._incremental()  # the next update builds everything again
+        self.rendered["compiles"] = self.compiles.built - built
         self.compiling = frozenset(compile_.label for compile_, _ in self.analysis.open_compiles())
         self.version += 1
         if self.version == 1:
             write_static(self.writer)
         builder = Builder(self.pipeline.inputs, self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool))
         self._write_record_pages(builder)
-        self._write_compile_pages(touched or set())
+        self._write_compile_pages(touched)
         banner = live_banner(self.analysis, note)
-        self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs))
+        frames = {c.key for _, _, c in changes.changed} if changes is not None else None
+        self._write_failures(frames)
+        index = lambda: self._index_page(changes, touched)  # noqa: E731
         run = vllm_run(self.analysis)
         if run is not None:  # vLLM's pieces, as they compile: its summary is the front page, as in the final report
-            self._write(VLLM_USUAL_INDEX, self._index_page, banner)
+            self._write(VLLM_USUAL_INDEX, index, banner)
             self._write("index.html", lambda: vllm_page(self.pipeline.inputs, run), banner)
         else:
-            self._write("index.html", self._index_page, banner)
+            self._write("index.html", index, banner)
         state = {"update": self.version, "done": False, "pages": self.versions}
         self.writer.write(LIVE_STATE, b"tlparseLive(" + orjson.dumps(state) + b");\n")
 
@@ -143,46 +176,62 @@ class LiveReport:
             html = render_page(error, mark)
         # the page's version is a digest of what it shows: an unchanged page is the same bytes (not
         # rewritten, not reloaded). The mark is in <head>, before any text from the log.
-        version = hashlib.blake2b(html.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-        self.writer.write(url, html.replace(' data-version=""', f' data-version="{version}"', 1))
+        data = html.encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(data, digest_size=8)
+        version = digest.hexdigest()
+        if self.versions.get(url) == version:
+            return  # the same bytes as written last (encoded and hashed once: an index may be megabytes)
+        self.writer.write(url, data.replace(b' data-version=""', b' data-version="%s"' % version.encode(), 1), digest=b"v" + digest.digest())
         self.versions[url] = version
 
-    def _index_page(self) -> IndexPage:
-        """The index, its "Files by compile id" sections rendered once each and reused while their
-        compile id logs nothing new (they are most of a big log's index)."""
-        page = index_page(self.pipeline.inputs)
-        sections: dict[bytes, Markup] = {}
-        for entry in page.compiles:
-            key = hashlib.blake2b(orjson.dumps(entry, default=str), digest_size=16).digest()
-            html = self.sections.get(key)
-            if html is None:
-                html = render_macro("compile_id_section", entry, page.root, STATUS_LABELS)
-            entry["html"] = sections[key] = html
-        self.sections = sections  # only the current ones: memory follows the index, not the log's history
-        return page
+    def _index_page(self, changes: CompileChanges | None, touched: set[CompileId | None]) -> IndexPage:
+        """The index, rendering only its rows, sections and stack-trie nodes that changed (`LiveIndex`);
+        built whole when the compiles could not be built piece by piece."""
+        if changes is None:
+            return index_page(self.pipeline.inputs)
+        try:
+            return self.index.page(changes, touched, self.compiling)
+        finally:
+            self.rendered.update(self.index.rendered)
+            if not self.index.whole:  # it failed half way: the next update renders everything again
+                self.index = LiveIndex(self.pipeline.inputs, self.compiles)
+
+    def _write_failures(self, frames: set[CompileId] | None) -> None:
+        """The failures page, when its rows, or the compiles they show the outcome of, changed."""
+        failures = self.analysis.failures
+        seen = (len(failures), self.pipeline.inputs.analysis.vllm.active and VLLM_USUAL_INDEX or "index.html")
+        for row in itertools.islice(failures, self.failures_seen[0] if self.failures_seen else 0, None):
+            if row.compile_id is not None and questions.is_compile(row.compile_id):
+                self.failure_frames.add(row.compile_id.frame_key())
+        if seen == self.failures_seen and frames is not None and self.failure_frames.isdisjoint(frames):
+            return
+        self.failures_seen = seen
+        self.rendered["failures page"] += 1
+        self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs))
 
     def _write_record_pages(self, builder: Builder) -> None:
         pending = self.pipeline.outputs.pending
         for index in range(self.pending_built, len(pending)):
             page = pending.get(index)
             self._write(page.url, lambda page=page: PAGE_VIEWS[page.view](builder, page))  # type: ignore[misc]
+            self.rendered["record pages"] += 1
         self.pending_built = len(pending)
 
     def _write_compile_pages(self, touched: set[CompileId | None]) -> None:
         """The compile pages of the compile ids that logged something, and of the compiles just
         before new ones (their "next" link)."""
+        pages = self.pages.refresh(touched)
         if not touched:
             return
-        pages = page_refs(self.analysis)
-        chosen = [i for i, page in enumerate(pages) if page.key in touched or (page.next is not None and page.next.key in touched)]
+        chosen = [page for page in pages if page.key in touched or (page.next is not None and page.next.key in touched)]
         builder = PageBuilder(self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool),
                               inline_budget=self.options.inline_mb * 1e6)
-        keys = list(dict.fromkeys(pages[i].key for i in chosen))
+        keys = list(dict.fromkeys(page.key for page in chosen))
         builder.plan_inline(keys, self.pipeline.spool.records)
-        for position in chosen:
-            page = pages[position]
-            self._write(page.url, lambda page=page, position=position: compile_page(  # type: ignore[misc]
-                self.pipeline.inputs, pages, position, self.pipeline.spool.records(page.key), builder))
+        for page in chosen:
+            self._write(page.url, lambda page=page: compile_page(  # type: ignore[misc]
+                self.pipeline.inputs, [page], 0, self.pipeline.spool.records(page.key), builder))
+            self.rendered["compile pages"] += 1
 
     # -- the end ---------------------------------------------------------------------------------
 
@@ -191,6 +240,8 @@ class LiveReport:
         try:
             self.read(final=True)
             self.analysis.forget_indexes()
+            forget_compiles(self.analysis)  # built whole, as a one-shot run builds them
+            self.analysis.trie.inserted = self.analysis.unknown_stacks.inserted = None
             self.analysis.source = self.source()
             self.pipeline.finish([self.log])
         finally:
@@ -202,3 +253,51 @@ class LiveReport:
     def close(self) -> None:
         self.pipeline.highlighter.close()
         self.writer.release()
+
+
+class LivePages:
+    """The compile pages of a live report (`views.compile.page_refs`), kept from one update to the
+    next: the pages of new compile ids are added at the end, and only the pages asked for are linked
+    to their neighbours."""
+
+    def __init__(self, analysis: Analysis):
+        self.analysis = analysis
+        self.keys_seen = 0  # directory keys listed
+        self.plain: list[PageRef] = []  # every page, in log order, unlinked
+        self.at: dict[CompileId | None, list[int]] = {}  # compile id → its pages' positions (one per generation)
+        self.compiles: list[int] = []  # the positions of the compiles' pages, in order
+        self.rank: dict[int, int] = {}  # a compile page's position → its place in `compiles`
+
+    def refresh(self, touched: set[CompileId | None]) -> list[PageRef]:
+        """The pages of the compile ids that logged something and of the compiles just before theirs,
+        each linked as `page_refs` links it, in log order."""
+        report = self.analysis
+        grown = [key for key in touched if key in self.at and len(report.generations_of(key)) != len(self.at[key])]
+        if grown:  # an id reused after reset(): its new page goes after its others, mid-list
+            self.keys_seen, self.plain, self.at, self.compiles, self.rank = 0, [], {}, [], {}
+        for key in itertools.islice(report.directory, self.keys_seen, None):
+            if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
+                continue
+            for generation in report.generations_of(key):
+                name = label(key) + (f" #{generation + 1}" if generation else "")
+                page = PageRef(key, generation, compile_page_url(key, generation), name, questions.is_compile(key))
+                self.at.setdefault(key, []).append(len(self.plain))
+                if page.is_compile:
+                    self.rank[len(self.plain)] = len(self.compiles)
+                    self.compiles.append(len(self.plain))
+                self.plain.append(page)
+        self.keys_seen = len(report.directory)
+        positions = {p for key in touched for p in self.at.get(key, ())}
+        positions |= {self.compiles[self.rank[p] - 1] for p in list(positions) if self.rank.get(p, 0) > 0}
+        return [self._linked(p) for p in sorted(positions)]
+
+    def _linked(self, position: int) -> PageRef:
+        page = self.plain[position]
+        before = after = None
+        place = self.rank.get(position)
+        if place is not None:
+            before = self.plain[self.compiles[place - 1]] if place else None
+            after = self.plain[self.compiles[place + 1]] if place + 1 < len(self.compiles) else None
+        mine = self.at[page.key]
+        others = tuple(self.plain[p] for p in mine if p != position) if len(mine) > 1 else ()
+        return PageRef(page.key, page.generation, page.url, page.label, page.is_compile, before, after, others)

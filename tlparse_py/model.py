@@ -20,47 +20,62 @@ COMPILE_ID_KEYS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "atte
 
 
 class CompileId(NamedTuple):
-    """`[!ca/frame/frame_compile_id_attempt]`; any part may be missing (None)."""
+    """`[!ca/frame/frame_compile_id_attempt]`; any part may be missing (None).
+
+    `process` tells apart the processes of one run that logged into one trace folder (a spawned
+    child, DataLoader workers): 0 is the run's first process (the only one of most runs), written as
+    torch writes ids; the others' ids read `[p1:0/0]` and their folders `p1_-_0_0_0`.
+    """
 
     compiled_autograd_id: int | None = None
     frame_id: int | None = None
     frame_compile_id: int | None = None
     attempt: int | None = None
+    process: int = 0
 
     def __str__(self) -> str:
         ca = f"!{self.compiled_autograd_id}/" if self.compiled_autograd_id is not None else ""
         attempt = f"_{self.attempt}" if self.attempt else ""
-        return f"[{ca}{_dash(self.frame_id)}/{_dash(self.frame_compile_id)}{attempt}]"
+        process = f"p{self.process}:" if self.process else ""
+        return f"[{process}{ca}{_dash(self.frame_id)}/{_dash(self.frame_compile_id)}{attempt}]"
+
+    @property
+    def frame_label(self) -> str:
+        """The frame as compile ids write it: `0`, `!1/0`, `p1:0` (a run's second process)."""
+        ca = f"!{self.compiled_autograd_id}/" if self.compiled_autograd_id is not None else ""
+        return f"{f'p{self.process}:' if self.process else ''}{ca}{_dash(self.frame_id)}"
 
     @property
     def dirname(self) -> str:
-        """Folder name used by tlparse: `-_0_0_0` (no `!`, `-` for a missing part)."""
-        return "_".join(_dash(part) for part in self)
+        """Folder name used by tlparse: `-_0_0_0` (no `!`, `-` for a missing part); `p1_-_0_0_0` in process 1."""
+        name = "_".join(_dash(part) for part in self[:4])
+        return f"p{self.process}_{name}" if self.process else name
 
     def directory_key(self) -> CompileId:
         """The key records are grouped under: a missing attempt counts as 0 once a frame compile id is known."""
         if self.frame_compile_id is not None and self.attempt is None:
-            return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0)
+            return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0, self.process)
         return self
 
     def frame_key(self) -> CompileId:
         """All attempts of one frame compile share metrics, stacks and specialisations."""
         if self.frame_compile_id is not None and self.attempt != 0:  # attempt 0 is already its own frame key
-            return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0)
+            return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0, self.process)
         return self
 
     @staticmethod
     def parse(text: str) -> CompileId | None:
-        """The compile id `str()` wrote (`[0/1]`, `[!0/1/0_2]`, `[-/-]`); None for anything else."""
+        """The compile id `str()` wrote (`[0/1]`, `[!0/1/0_2]`, `[-/-]`, `[p1:0/0]`); None for anything else."""
         match = _COMPILE_ID.fullmatch(text)
         if match is None:
             return None
-        ca, frame, compile_, attempt = (None if part in (None, "-") else int(part) for part in match.groups())
-        return CompileId(ca, frame, compile_, attempt)
+        process, *parts = match.groups()
+        ca, frame, compile_, attempt = (None if part in (None, "-") else int(part) for part in parts)
+        return CompileId(ca, frame, compile_, attempt, int(process) if process else 0)
 
 
 # The inverse of CompileId.__str__: every part a number (at most 10 digits: ids are 32-bit) or `-`.
-_COMPILE_ID = re.compile(r"\[(?:!(\d{1,10})/)?(\d{1,10}|-)/(\d{1,10}|-)(?:_(\d{1,10}))?\]")
+_COMPILE_ID = re.compile(r"\[(?:p([1-9]\d{0,5}):)?(?:!(\d{1,10})/)?(\d{1,10}|-)/(\d{1,10}|-)(?:_(\d{1,10}))?\]")
 
 
 def _dash(value: int | None) -> str:
@@ -170,12 +185,20 @@ class DiagnosticLog:
 
 
 class StringTable:
-    """The `str` intern table of one log file (never shared between files or ranks)."""
+    """The `str` intern tables of one process's logs, or of a run's processes (never shared between ranks).
+
+    Process 0's strings are keyed by their index, as torch numbers them; another process's by
+    `(process, index)`, the form its stack frames take (`stacks.frames_from_json`). torch numbers a
+    process's strings from 0, and a forked process (a DataLoader worker) goes on from the count its
+    parent had at the fork, using the parent's strings below it without logging them again: those
+    indexes are read in process 0's table (the program that starts workers)."""
 
     def __init__(self) -> None:
         self.strings: dict[int, str] = {}
+        self.others: dict[tuple[int, int], str] = {}
+        self.first_own: dict[int, int] = {}  # process → the lowest index it defined itself
 
-    def add(self, value: Any, lines_read: int = 0) -> str:
+    def add(self, value: Any, lines_read: int = 0, process: int = 0) -> str:
         """Intern `value` (`["text", index]`); the reason it is refused, or "" when taken.
 
         raw.jsonl writes the table as a list up to the largest index, so one record naming index
@@ -189,18 +212,56 @@ class StringTable:
             return "malformed `str` record"
         if index > max(MIN_STRING_INDEX_BOUND, lines_read * STRING_INDEXES_PER_LINE):
             return f"`str` index {short_repr(index)} is far beyond the strings a log this long can define"
-        self.strings[index] = value[0]
+        if process:
+            self.others[(process, index)] = value[0]
+            self.first_own[process] = min(index, self.first_own.get(process, index))
+        else:
+            self.strings[index] = value[0]
         return ""
 
     def lookup(self, index: Any) -> str | None:
         if isinstance(index, str):
             return index
+        if isinstance(index, tuple):  # (process, index): another process's string
+            found = self.others.get(index)
+            if found is None and index[1] < self.first_own.get(index[0], index[1] + 1):  # from before a fork
+                found = self.strings.get(index[1])
+            return found
         return self.strings.get(index) if isinstance(index, int) else None
+
+    def of_process(self, process: int) -> list[str | None]:
+        """Another process's table as a list, as raw.jsonl writes it."""
+        indexes = [i for p, i in self.others if p == process]
+        return [self.others.get((process, i)) for i in range(max(indexes, default=0) + 1)]
 
     def as_list(self) -> list[str | None]:
         """The table as tlparse writes it at the top of raw.jsonl (`[null]` when empty)."""
         size = max(self.strings, default=0) + 1
         return [self.strings.get(i) for i in range(size)]
+
+
+class Processes:
+    """The processes of one run that logged into its trace: numbered from 0 in the order their
+    first record was read (the logs are read earliest first, so 0 is the program that started the
+    others), each with its glog pid (torch writes the process id there) and the logs it wrote to."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.logs: list[list[str]] = []
+        self._index: dict[int, int] = {}
+
+    def index_of(self, pid: int, log: str) -> int:
+        index = self._index.get(pid)
+        if index is None:
+            index = self._index[pid] = len(self.pids)
+            self.pids.append(pid)
+            self.logs.append([])
+        if log not in self.logs[index]:
+            self.logs[index].append(log)
+        return index
+
+    def __len__(self) -> int:
+        return len(self.pids)
 
 
 def short_repr(value: Any) -> str:
@@ -225,6 +286,7 @@ class Record(Struct):
     pathname: str
     source_line: int
     other_rank: bool = False
+    process: int = 0  # which process of the run logged it (`CompileId.process`)
 
     @property
     def has_payload(self) -> bool:

@@ -86,8 +86,10 @@ def _linker(report_dir: Path | None) -> Any:
 compiles.html_view = summary_html
 
 
-class Shown(Struct):
-    """A report shown inline: its single-file form in an iframe, sandboxed (its own scripts run in it)."""
+class Shown(Struct, weakref=True):
+    """A report shown inline: its single-file form in an iframe, sandboxed (its own scripts run in it).
+    A report `show()` wrote to a temporary folder (no `out`) is removed with the folder once this is
+    no longer used, or when the interpreter (the kernel) exits."""
 
     report_dir: Path
     single_file: Path
@@ -100,15 +102,29 @@ class Shown(Struct):
 
 
 def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) -> Shown:
-    """Write the report of a trace (to `out`, else a new temporary folder) and show it inline."""
+    """Write the report of a trace (to `out`, else a new temporary folder, removed once the returned
+    `Shown` is no longer used or the interpreter exits) and show it inline."""
     from . import build
     from .report.pack import pack_report
 
-    report_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tlparse-py-report-")) / "report"
-    build(path, report_dir, overwrite=out is not None)
-    single = report_dir.parent / f"{report_dir.name}.html"
-    pack_report(report_dir, single)
-    return Shown(report_dir, single, height)
+    if out is not None:
+        report_dir = Path(out)
+        build(path, report_dir, overwrite=True)
+        single = report_dir.parent / f"{report_dir.name}.html"
+        pack_report(report_dir, single)
+        return Shown(report_dir, single, height)
+    folder = Path(tempfile.mkdtemp(prefix="tlparse-py-report-"))
+    try:
+        report_dir = folder / "report"
+        build(path, report_dir, overwrite=False)
+        single = folder / "report.html"
+        pack_report(report_dir, single)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # a trace that cannot be read leaves nothing behind either
+        raise
+    shown = Shown(report_dir, single, height)
+    weakref.finalize(shown, shutil.rmtree, folder, ignore_errors=True)  # also run at exit (finalize's atexit)
+    return shown
 
 
 class Traced(Struct, weakref=True):

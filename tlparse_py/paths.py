@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+=,@-]")
+from .patterns import lazy
+
+_UNSAFE = lazy(r"[^A-Za-z0-9._+=,@-]")
 MAX_COMPONENT = 150
 
 

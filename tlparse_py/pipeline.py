@@ -31,7 +31,7 @@ from .report.highlight import Highlighter, highlight_workers
 from .report.jobs import Job, PageJobs, private_reader
 from .report.markdown import summary_markdown
 from .report.views.vllm import USUAL_INDEX, vllm_page
-from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, compile_directory_json
+from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, write_compile_directory
 from .report.render import STATIC_DIR, render_page
 from .report.search import build_index
 from .report.views.common import Inputs, Page, label
@@ -76,12 +76,12 @@ class Pipeline:
         self.analysis.records += 1
         self.note_time(record.timestamp)
         key = record.compile_id.directory_key() if record.compile_id is not None else None
-        self.analysis.directory.setdefault(key, [])
+        self.outputs.note_compile_id(key)
         folder = record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}"
         payload_file, refs = self._parse(record, key, folder)
         self._note_kinds(record, key)
         if "stack" in record.envelope:
-            frames = frames_from_json(record.envelope["stack"])
+            frames = frames_from_json(record.envelope["stack"], record.process)
             if frames:
                 self.analysis.unknown_stacks.insert(frames, None)
         if not self.collected.isdisjoint(record.kinds):  # gathered into a file of their own (chromium events)
@@ -163,7 +163,7 @@ class Pipeline:
         self.analysis.note_cache_marks()
         self.raw.write(self.writer, self.analysis.strings.as_list())
         self.writer.copy_logs(logs, "raw.log", self.options.limits)
-        self.writer.write("compile_directory.json", compile_directory_json(self.analysis))
+        write_compile_directory(self.writer, self.analysis)
         write_static(self.writer)
         # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (README, "Limits")
         self.analysis.pageless = pageless_keys(self.analysis, PAGED_START_ONLY)
@@ -279,7 +279,7 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
     analysis = pipeline.analysis
     for log in logs:
         reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits,
-                           scanning_child=pipeline.options.scanning_child)
+                           scanning_child=pipeline.options.scanning_child, processes=analysis.processes)
         reader.on_rank_detected = on_rank
         reader.on_time = pipeline.note_time  # the string-table records' times too: the log's first line is one
         for count, record in enumerate(reader.records(), start=1):

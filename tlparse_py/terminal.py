@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 
+from .patterns import lazy
+
 # C0 controls, DEL, C1 controls (0x9b is a one-byte CSI), bidi overrides and isolates (they
 # reorder what is shown), line/paragraph separators, and lone surrogates (from undecodable file
 # names: printing them would raise instead of showing something).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_KEEP_NEWLINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE = lazy("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_KEEP_NEWLINES = lazy("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:

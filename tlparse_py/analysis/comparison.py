@@ -20,7 +20,7 @@ A value that either side does not tell is None (null), never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from msgspec import Struct, field
@@ -218,9 +218,10 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
     pairs = pair_frames(base_frames, new_frames, files)
     time = TimeComparison(cache_known=base.cache_known and new.cache_known)
     frames, failures_new, failures_fixed, eager, op_counts = [], [], [], [], []
+    counts = Counts()
     for frame_pair in pairs:
         compiles = compile_pairs(frame_pair)
-        frames.append(_frame_row(frame_pair, compiles))
+        frames.append(_frame_row(frame_pair, compiles, counts))
         shown = frame_pair.new or frame_pair.base
         assert shown is not None
         key = (shown.raw_name, shown.location)
@@ -259,7 +260,20 @@ def _totals(base: Summary, new: Summary, time: TimeComparison) -> Dict:
     return nested(rows)
 
 
-def _frame_row(frame_pair: FramePair, compiles: list[CompilePair]) -> Dict:
+class Counts(dict[tuple[Any, ...], Dict]):
+    """`pair` of two counts, one dict for every row with the same two (of the same types): a diff of
+    100,000s of compiles has a few distinct op counts, compile counts and cache counts, and a dict
+    each would cost more than the rest of its row. The frame rows hold them; nothing changes them."""
+
+    def __call__(self, base: Any, new: Any) -> Dict:
+        key = (type(base), base, type(new), new)
+        found = self.get(key)
+        if found is None:
+            found = self[key] = pair(base, new)
+        return found
+
+
+def _frame_row(frame_pair: FramePair, compiles: list[CompilePair], counts: Callable[[Any, Any], Dict] = pair) -> Dict:
     b_list = frame_pair.base.compiles if frame_pair.base else []
     n_list = frame_pair.new.compiles if frame_pair.new else []
     b_reasons = {r for c in b_list for r in c.recompile_reasons}
@@ -272,7 +286,7 @@ def _frame_row(frame_pair: FramePair, compiles: list[CompilePair]) -> Dict:
         "base": _ref(p.base),
         "new": _ref(p.new),
         "compile_time_s": timed(_total(p.base), _total(p.new), p.time_comparable),
-        "graph_op_count": pair(p.base.graph_op_count if p.base else None, p.new.graph_op_count if p.new else None),
+        "graph_op_count": counts(p.base.graph_op_count if p.base else None, p.new.graph_op_count if p.new else None),
         "time_comparable": p.time_comparable,
     } for p in compiles]
     base, new = frame_pair.base, frame_pair.new
@@ -288,12 +302,12 @@ def _frame_row(frame_pair: FramePair, compiles: list[CompilePair]) -> Dict:
         "base_user_location": base.location if base else None,
         "moved": _moved(base, new),
         "regression": regression,
-        "compiles": pair(len(b_list), len(n_list)),
-        "recompiles": pair(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
+        "compiles": counts(len(b_list), len(n_list)),
+        "recompiles": counts(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
         "new_recompile_reasons": new_reasons,
         "compile_time_s": timed(_sum([_total(c) for c in b_list]) if b_list else None, _sum([_total(c) for c in n_list]) if n_list else None,
                                 all(p.time_comparable for p in compiles)),
-        "cache": {r: pair(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
+        "cache": {r: counts(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
         "pairs": rows,
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
 from .summary import (
     CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING,
     STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
-    Summary, distinct_breaks, over_recompile_limit,
+    FrameIdentity, Summary, distinct_breaks, over_recompile_limit,
 )
 from .totals import Value, nested, totals_of
 from .vllm import VllmFile, VllmRun, vllm_dict
@@ -64,7 +65,7 @@ class Analysis(Store):
 
         Built once per state of the store (the index, the search index and summary.json all ask,
         and a log may hold 100,000s of compiles); a new list each time, of the same summaries."""
-        stamp = (self.records, len(self.directory), len(self.metrics), len(self.pageless))
+        stamp = compiles_stamp(self)
         memo = self.__dict__.get("_compiles_memo")
         if memo is not None and memo[0] == stamp:
             return list(memo[1])
@@ -73,7 +74,7 @@ class Analysis(Store):
             if key is not None and questions.is_compile(key):
                 frames.setdefault(key.frame_key(), []).append(key)
         compiles = []
-        previous: dict[tuple[int | None, int | None, int], CompileSummary] = {}  # the frame's latest compile
+        previous: dict[FrameIdentity, CompileSummary] = {}  # the frame's latest compile
         for frame, attempts in frames.items():
             for generation in self.generations_of(frame):
                 compile_ = self._compile(frame, attempts, generation)
@@ -87,7 +88,7 @@ class Analysis(Store):
 
     def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
-        stamp = (self.records, len(self.directory), len(self.metrics), len(self.pageless))
+        stamp = compiles_stamp(self)
         index = self.__dict__.get("_compile_index")
         if index is None or index[0] != stamp:
             index = self.__dict__["_compile_index"] = (stamp, {(c.key, c.generation): c for c in self.compiles()})
@@ -236,11 +237,38 @@ class Analysis(Store):
             questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None or questions.export_inferred(self) else None,
             __version__,
             vllm=vllm_run(self),
+            processes=process_list(self),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """What `summary.json` holds (see summary.schema.json)."""
         return summary_dict(self.summary())
+
+
+def process_list(analysis: Analysis) -> list[dict[str, Any]]:
+    """The run's processes as summary.json lists them: number, glog pid, the logs it wrote to, its compiles."""
+    compiles = Counter(c.process for c in analysis.compiles())
+    processes = analysis.processes
+    return [{"process": i, "pid": pid, "logs": logs, "compiles": compiles[i]} for i, (pid, logs) in enumerate(zip(processes.pids, processes.logs))]
+
+
+def compiles_stamp(store: Store) -> tuple[int, ...]:
+    """The state of the store `Analysis.compiles()` was built from: when it moves on, they are built again."""
+    return (store.records, len(store.directory), len(store.metrics), len(store.pageless))
+
+
+def keep_compiles(analysis: Analysis, compiles: list[CompileSummary], index: dict[tuple[CompileId, int], CompileSummary]) -> None:
+    """Take `compiles` (and `index`, by (frame, generation)) as `analysis.compiles()` in its store's
+    present state: what `live_compiles.LiveCompiles` built by building again only what changed."""
+    stamp = compiles_stamp(analysis)
+    analysis.__dict__["_compiles_memo"] = (stamp, compiles)
+    analysis.__dict__["_compile_index"] = (stamp, index)
+
+
+def forget_compiles(analysis: Analysis) -> None:
+    """Build `analysis.compiles()` from its store again when next asked (the final report of a live one)."""
+    analysis.__dict__.pop("_compiles_memo", None)
+    analysis.__dict__.pop("_compile_index", None)
 
 
 def vllm_run(analysis: Store) -> VllmRun | None:
@@ -263,6 +291,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "totals": nested(totals_of(summary.compiles)),
         "compiles": [c.to_dict() for c in summary.compiles],
         "run": summary.run,
+        "processes": summary.processes,
     }
     if summary.export is not None:
         data["export"] = summary.export

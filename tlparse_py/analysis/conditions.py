@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from msgspec import Struct
 
+from ..patterns import lazy
+
 __all__ = ["OPERATORS", "OPERATOR_LIST", "Condition", "ConditionError", "Violation", "parse_conditions", "unknown", "violated"]
 
 # Every operator, in the order help texts list them. Two-character ones are matched first.
@@ -37,7 +39,7 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 }
 OPERATOR_LIST = " ".join(OPERATORS)  # "> >= < <= == !=": for help texts and messages
 _OP_PATTERN = "|".join(re.escape(op) for op in sorted(OPERATORS, key=len, reverse=True))
-_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(" + _OP_PATTERN
+_TERM = lazy(r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(" + _OP_PATTERN
                    + r")\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
 

@@ -20,14 +20,16 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from ..patterns import lazy
+
 # How many export symbols and guards are kept (a log outside export holds none of them).
 MAX_FACTS = 10_000
 EXPORT_PATH = "/torch/export/"  # a stack through torch.export's own files
 
-_SOURCE = re.compile(r"^L\['(\w+)'\]\.size\(\)\[(\d+)\]$")
-_COMPARE = re.compile(r"^(s\d+)\s*(>=|>|<=|<|==)\s*(-?\d+)$")
-_COMPARE_FLIPPED = re.compile(r"^(-?\d+)\s*(>=|>|<=|<|==)\s*(s\d+)$")
-_EQ = re.compile(r"^Eq\((s\d+),\s*(-?\d+)\)$")
+_SOURCE = lazy(r"^L\['(\w+)'\]\.size\(\)\[(\d+)\]$")
+_COMPARE = lazy(r"^(s\d+)\s*(>=|>|<=|<|==)\s*(-?\d+)$")
+_COMPARE_FLIPPED = lazy(r"^(-?\d+)\s*(>=|>|<=|<|==)\s*(s\d+)$")
+_EQ = lazy(r"^Eq\((s\d+),\s*(-?\d+)\)$")
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "=="}
 
 
@@ -169,6 +171,29 @@ def _fix(name: str, low: float, high: float) -> str:
     return f"Dim({', '.join(parts)})"
 
 
+def _call_is_cut(call: str) -> bool:
+    """Whether the call's text ends inside an open bracket: a stack frame's text is the first line of
+    its statement only, so a call written over several lines is logged cut after its first."""
+    depth, quote = 0, ""
+    for char in call:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+    return depth > 0
+
+
+def _why_no_dim(call: str) -> str:
+    if _call_is_cut(call):
+        return ("the export call is written over several lines and the log holds only its first, which does not "
+                "show a named Dim for this dimension: see the call in the source")
+    return "the export call's text does not show a named Dim for this dimension"
+
+
 def inferred_failure(shapes: ExportShapes) -> dict[str, Any] | None:
     """The first guard that narrows a dimension the user declared dynamic: an inferred constraint
     violation (`status: "failed"`), or `status: "unknown"` with the evidence when the declaration
@@ -197,8 +222,7 @@ def inferred_failure(shapes: ExportShapes) -> dict[str, Any] | None:
             "dim": dim,
         }
         if dim is None:
-            return {"status": "unknown", "evidence": evidence,
-                    "missing": "the export call's text does not show a named Dim for this dimension"}
+            return {"status": "unknown", "evidence": evidence, "missing": _why_no_dim(symbol.call)}
         return {"status": "failed", "evidence": evidence, "fix": _fix(dim, low, high),
                 "error": f"constraint violation: the guard {guard.expr} narrows Dim(\"{dim}\") = {symbol.source}, "
                          f"declared {symbol.range}"}

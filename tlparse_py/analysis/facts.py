@@ -6,7 +6,6 @@ and returns its best reading, never raising.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
@@ -17,17 +16,18 @@ from typing import Any
 
 from msgspec import Struct
 
+from ..patterns import lazy
 from ..model import CompileId
 from .stacks import is_user_code
 from .store import CacheEvent, ExportFailure
 
 CACHES = ("fx_graph_cache", "aotautograd_cache")
-_USER_CODE_AT = re.compile(r"Graph break in user code at (.+?:\d+)")
-_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
-_ENCOUNTERED = re.compile(r"^Encountered graph break when attempting to trace .*:\s*$")
+_USER_CODE_AT = lazy(r"Graph break in user code at (.+?:\d+)")
+_FILE_LINE = lazy(r'File "([^"]+)", line (\d+)')
+_ENCOUNTERED = lazy(r"^Encountered graph break when attempting to trace .*:\s*$")
 # torch's wrapper around a break it could not resume from: the frame then runs eagerly (symbolic_convert.py)
 SKIPPED_FRAME = "Failed to handle graph break gracefully. Skipping the function and falling back to eager."
-_COMPILE_ID = re.compile(r"^(?:!(\d+))?(?:/?(\d+)/(\d+))?$")
+_COMPILE_ID = lazy(r"^(?:!(\d+))?(?:/?(\d+)/(\d+))?$")
 _NOT_READ = object()
 
 
@@ -72,10 +72,10 @@ class BreakText(Struct, frozen=True):
     skips_frame: bool = False  # torch gave up on the frame: it runs eagerly (SKIPPED_FRAME)
 
 
-_DOC_URL = re.compile(r"(https://\S+/gb/(gb\d+)\.html)")
+_DOC_URL = lazy(r"(https://\S+/gb/(gb\d+)\.html)")
 # torch's graph-break pages; a page named elsewhere in a log is not linked (a log may name any site)
 GRAPH_BREAK_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/"
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_CARETS = lazy(r"^\s*[\^~]+\s*$")
 
 
 def parse_graph_break(text: str) -> BreakText:
@@ -200,15 +200,16 @@ def _cache_event(compile_id: CompileId | None, cache: str, state: str, info: dic
     return CacheEvent(compile_id, cache, state, "" if key in (None, "None") else str(key), str(reason), time_saved, url)
 
 
-def parse_compile_id(text: Any) -> CompileId | None:
-    """`0/1`, `!0`, `!0/3/1` (the string form torch puts in payloads) as the frame-compile key."""
+def parse_compile_id(text: Any, process: int = 0) -> CompileId | None:
+    """`0/1`, `!0`, `!0/3/1` (the string form torch puts in payloads) as the frame-compile key, in
+    the process of the record that holds it."""
     if not isinstance(text, str):
         return None
     match = _COMPILE_ID.match(text.strip())
     if not match or not any(match.groups()):
         return None
     ca, frame, fcid = (int(g) if g is not None else None for g in match.groups())
-    return CompileId(ca, frame, fcid, 0)
+    return CompileId(ca, frame, fcid, 0, process)
 
 
 def first_line(text: str) -> str:
@@ -268,8 +269,8 @@ def execution_order(text: str) -> list[str]:
 
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all")
-_C10D_CALL = re.compile(r"torch\s*\.\s*ops\s*\.\s*_?c10d_functional\s*\.\s*(\w+)\s*\.\s*default\s*\(")
-_COMMENTS = re.compile(r"#[^\n]*|//[^\n]*|/\*.*?\*/", re.S)
+_C10D_CALL = lazy(r"torch\s*\.\s*ops\s*\.\s*_?c10d_functional\s*\.\s*(\w+)\s*\.\s*default\s*\(")
+_COMMENTS = lazy(r"#[^\n]*|//[^\n]*|/\*.*?\*/", re.S)
 
 
 def normalise_collective(op: str) -> str | None:
@@ -305,8 +306,8 @@ class HopSubgraph(Struct, frozen=True):
     used_at: int  # the line of that call (0: not found)
 
 
-_NESTED_MODULE = re.compile(r"^\s+class (\w+)\(torch\.nn\.Module\):")
-_HOP_CALL = re.compile(r"torch\.ops\.higher_order\.(\w+)\(")
+_NESTED_MODULE = lazy(r"^\s+class (\w+)\(torch\.nn\.Module\):")
+_HOP_CALL = lazy(r"torch\.ops\.higher_order\.(\w+)\(")
 
 
 def hop_subgraphs(graph: str) -> list[HopSubgraph]:
@@ -342,17 +343,17 @@ GRAPH_LINE_CAP = 200  # normalised lines kept of a graph, for the landing page's
 LINE_WIDTH_CAP = 400  # characters kept of each such line
 # Each pattern starts with a literal, which the regex engine scans for at C speed, and none crosses
 # a line end: the rules are per line, applied to the whole text at once.
-_ADDRESS = re.compile(r"0x(?<=\b0x)[0-9a-fA-F]+\b")
-_OBJ_ID_CALL = re.compile(r"((?:obj_id|id_match|check_obj_id)\([^,()\n]*,[^\S\n]*)\d+")
-_ID_NUMBER = re.compile(r"id(?<=\bid)([^\S\n]*[=:][^\S\n]*)\d{6,}")
-_FILE_COMMENT = re.compile(r"# File: (?:\"[^\"\n]*\"|\S+?):\d+(?=[ ,]|$)", re.M)  # only at a line's start
-_FILE_LINE_COMMENT = re.compile(r'File "[^"\n]*", line \d+')
-_KERNEL_PATH = re.compile(r"# kernel path: [^\n]*")  # only at a line's start
+_ADDRESS = lazy(r"0x(?<=\b0x)[0-9a-fA-F]+\b")
+_OBJ_ID_CALL = lazy(r"((?:obj_id|id_match|check_obj_id)\([^,()\n]*,[^\S\n]*)\d+")
+_ID_NUMBER = lazy(r"id(?<=\bid)([^\S\n]*[=:][^\S\n]*)\d{6,}")
+_FILE_COMMENT = lazy(r"# File: (?:\"[^\"\n]*\"|\S+?):\d+(?=[ ,]|$)", re.M)  # only at a line's start
+_FILE_LINE_COMMENT = lazy(r'File "[^"\n]*", line \d+')
+_KERNEL_PATH = lazy(r"# kernel path: [^\n]*")  # only at a line's start
 # an absolute path whose file is named by a hash (inductor's cache: /tmp/torchinductor_u/ab/cab12...xyz.py)
-_HASHED_PATH = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s'"`]*?[/\\][a-z]?[a-z0-9]{20,}(?:\.[A-Za-z0-9]+)*(?=[\s'"`),]|$)""")
-_HASHED_NAME = re.compile(r"[/\\][a-z]?[a-z0-9]{20}")  # what every hashed path holds: a quick test before the slow pattern
-_LONG_HASH = re.compile(r"(?<!\w)(?=[0-9A-Za-z]{32})(?=[0-9A-Za-z]*\d)(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{32,}\b")
-_BENCHMARK_HARNESS = re.compile(r"^(?:def (?:get_args|benchmark_compiled_module)\(|if __name__ == ['\"]__main__['\"]:)", re.M)
+_HASHED_PATH = lazy(r"""(?:[A-Za-z]:)?[/\\][^\s'"`]*?[/\\][a-z]?[a-z0-9]{20,}(?:\.[A-Za-z0-9]+)*(?=[\s'"`),]|$)""")
+_HASHED_NAME = lazy(r"[/\\][a-z]?[a-z0-9]{20}")  # what every hashed path holds: a quick test before the slow pattern
+_LONG_HASH = lazy(r"(?<!\w)(?=[0-9A-Za-z]{32})(?=[0-9A-Za-z]*\d)(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{32,}\b")
+_BENCHMARK_HARNESS = lazy(r"^(?:def (?:get_args|benchmark_compiled_module)\(|if __name__ == ['\"]__main__['\"]:)", re.M)
 
 
 def _at_line_start(text: str, start: int) -> bool:
@@ -440,6 +441,8 @@ def input_signature(inputs: list[dict[str, Any]], dynamic_sources: set[str] | fr
 def differing_lines(left: list[str], right: list[str], limit: int = 12) -> list[tuple[int | None, str, int | None, str]]:
     """The first `limit` differing lines of two texts, side by side: (left line no, left text,
     right line no, right text); a line only one side has pairs with (None, "")."""
+    import difflib  # only where two ranks' texts differ
+
     rows: list[tuple[int | None, str, int | None, str]] = []
     matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -453,7 +456,7 @@ def differing_lines(left: list[str], right: list[str], limit: int = 12) -> list[
     return rows
 
 
-_PICKED_RANK = re.compile(r"picked_rank_idx=(\d+)")
+_PICKED_RANK = lazy(r"picked_rank_idx=(\d+)")
 
 
 def sync_decision(text: str) -> str | None:
@@ -479,7 +482,7 @@ def note_input(fingerprint: Any, kind: str, meta: dict[str, Any]) -> None:
 # JSON as tlparse reads it
 
 NOT_JSON = object()
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # paired escapes decode to one character; lone ones stay
+LONE_SURROGATE = lazy("[\ud800-\udfff]")  # paired escapes decode to one character; lone ones stay
 SERDE_DEPTH_LIMIT = 128  # serde_json's recursion limit: 127 nested arrays/objects parse, 128 do not
 
 

@@ -90,7 +90,7 @@ class PhaseTimer:
         self.store = store
         self.open_events: dict[tuple[Any, ...], list[float]] = {}  # B events awaiting their E (none kept once closed)
         self.open_names: dict[tuple[Any, ...], list[str]] = {}  # (compile, tid) → names of the open spans, outermost first
-        self._last_compile: tuple[Any, CompileId | None] = (None, None)  # (args.compile_id text, its parse): see _compile_id
+        self._last_compile: tuple[Any, CompileId | None, int] = (None, None, 0)  # (args.compile_id text, its parse): see _compile_id
 
     def add(self, event: dict[str, Any], record: Record) -> None:
         """Add a B/E event's span to its frame compile's phase times (only small totals are kept)."""
@@ -98,7 +98,7 @@ class PhaseTimer:
         if phase not in ("B", "E") or not isinstance(name, str) or not isinstance(ts, (int, float)):
             return
         args = event.get("args")
-        compile_id = self._compile_id(args.get("compile_id")) if isinstance(args, dict) else None
+        compile_id = self._compile_id(args.get("compile_id"), record.process) if isinstance(args, dict) else None
         if compile_id is None and record.compile_id is not None:
             compile_id = record.compile_id.frame_key()
         if compile_id is None:
@@ -125,11 +125,11 @@ class PhaseTimer:
         if not nesting:
             del self.open_names[thread]
 
-    def _compile_id(self, text: Any) -> CompileId | None:
-        """parse_compile_id(text), parsed once per run of events naming the same compile
-        (a compile's events come together, and there are 100,000s of them in a big log)."""
-        if type(text) is not str or text != self._last_compile[0]:
-            self._last_compile = (text, parse_compile_id(text))
+    def _compile_id(self, text: Any, process: int) -> CompileId | None:
+        """parse_compile_id(text) in the record's process, parsed once per run of events naming the
+        same compile (a compile's events come together, and there are 100,000s of them in a big log)."""
+        if type(text) is not str or text != self._last_compile[0] or process != self._last_compile[2]:
+            self._last_compile = (text, parse_compile_id(text, process), process)
         return self._last_compile[1]
 
 

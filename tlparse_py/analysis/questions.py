@@ -10,6 +10,7 @@ import itertools
 import re
 from typing import Any
 
+from ..patterns import lazy
 from ..model import CompileId, display_key
 from .export_shapes import inferred_failure
 from .stacks import simplify_filename
@@ -33,13 +34,13 @@ def captures(report: Store) -> list[CompileId]:
     return [key for key in report.directory if key is not None and is_capture(key)]
 
 
-def capture_of(report: Store, compiled_autograd_id: int | None) -> CompileId | None:
-    """The capture of compiled-autograd graph N (None when none was logged, or for no graph); asked
-    per compile page, so indexed once."""
-    if compiled_autograd_id is None:
+def capture_of(report: Store, graph: CompileId) -> CompileId | None:
+    """The capture of the compiled-autograd graph `graph` names, in its process (None when none was
+    logged, or for no graph); asked per compile page, so indexed once."""
+    if graph.compiled_autograd_id is None:
         return None
-    by_graph = report.index_by("captures", captures(report), lambda key: key.compiled_autograd_id)
-    found: list[CompileId] = by_graph.get(compiled_autograd_id, [])
+    by_graph = report.index_by("captures", captures(report), lambda key: (key.process, key.compiled_autograd_id))
+    found: list[CompileId] = by_graph.get((graph.process, graph.compiled_autograd_id), [])
     return found[0] if found else None
 
 
@@ -79,15 +80,15 @@ def _name_from_pool(report: Store, key: CompileId) -> str:
     # every frame's metrics entries, in log order, indexed once: asked per compile, a scan of all
     # metrics was quadratic on logs with 100,000s of compiles
     pooled = report.index_by("metrics_by_frame", itertools.chain.from_iterable(report.metrics.values()), _frame_of_entry)
-    for entry in pooled.get((key.compiled_autograd_id, key.frame_id), []):
+    for entry in pooled.get((key.process, key.compiled_autograd_id, key.frame_id), []):
         if entry.get("co_name"):
             return str(entry.get("co_name"))
     return ""
 
 
-def _frame_of_entry(entry: MetricsEntry) -> tuple[int | None, int | None] | None:
+def _frame_of_entry(entry: MetricsEntry) -> tuple[int, int | None, int | None] | None:
     frame = entry.compile_id
-    return (frame.compiled_autograd_id, frame.frame_id) if frame is not None else None
+    return (frame.process, frame.compiled_autograd_id, frame.frame_id) if frame is not None else None
 
 
 def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None) -> str:
@@ -120,8 +121,8 @@ def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], ge
 
 
 EXPORT_ONLY_ERRORS = ("ConstraintViolationError",)  # raised only by torch.export's Dim constraints
-_GUARD = re.compile(r"satisfy the generated guard (.+?)\.?$", re.M)
-_FIX = re.compile(r"Suggested fixes:\s*\n\s*(.+)")
+_GUARD = lazy(r"satisfy the generated guard (.+?)\.?$", re.M)
+_FIX = lazy(r"Suggested fixes:\s*\n\s*(.+)")
 
 
 # The only kinds draft_export's own trace file keeps (export/_draft_export.py's CaptureStructuredTrace)

@@ -18,14 +18,16 @@ from ..paths import safe_component
 
 
 class Frame(NamedTuple):
-    filename: int | str | None  # intern index, or the name itself (`uninterned_filename`)
+    # intern index, (process, index) in a run's other processes (`model.StringTable`), or the name itself (`uninterned_filename`)
+    filename: int | tuple[int, int] | str | None
     line: int
     name: str
     loc: str
 
 
-def frames_from_json(value: Any) -> list[Frame] | None:
-    """Frames of a logged stack; None when it is not a list. Malformed frames are kept as best we can."""
+def frames_from_json(value: Any, process: int = 0) -> list[Frame] | None:
+    """Frames of a logged stack; None when it is not a list. Malformed frames are kept as best we can.
+    An interned file name of a process other than the run's first is keyed `(process, index)`."""
     if not isinstance(value, list):
         return None
     frames = []
@@ -37,6 +39,8 @@ def frames_from_json(value: Any) -> list[Frame] | None:
             filename = item.get("filename")
             if not isinstance(filename, (int, str)) or isinstance(filename, bool):
                 filename = None
+            elif process and type(filename) is int:
+                filename = (process, filename)
         line = item.get("line")
         frames.append(
             Frame(
@@ -105,6 +109,8 @@ class StackTrie:
     def __init__(self) -> None:
         self.root = TrieNode()
         self.size = 0
+        # a live report's list of the stacks inserted since it last looked (None: not kept)
+        self.inserted: list[tuple[list[Frame], Any]] | None = None
 
     def insert(self, frames: list[Frame], terminal: Any) -> list[Frame]:
         """Add a stack ending in `terminal`; return the first stack equal to it (to keep instead)."""
@@ -116,6 +122,8 @@ class StackTrie:
             node = child
         node.terminals.append(terminal)
         self.size += 1
+        if self.inserted is not None:
+            self.inserted.append((frames, terminal))
         if node.stack is None:
             node.stack = frames
         return node.stack

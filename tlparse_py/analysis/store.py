@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ..model import Artifact, CompileId, DiagnosticLog, Record, Stats, StringTable
+from ..model import Artifact, CompileId, DiagnosticLog, Processes, Record, Stats, StringTable
 from ..paths import compile_page_url
 from .export_shapes import ExportShapes
 from .stacks import Frame, StackTrie
@@ -466,7 +466,7 @@ class Questions:
         """The page of a compile id; None for one listed without a page (`pageless`)."""
         return None if key in self.pageless else compile_page_url(key, generation)
 
-    def resolve_filename(self, filename: int | str | None) -> str:
+    def resolve_filename(self, filename: int | tuple[int, int] | str | None) -> str:
         name = self.strings.lookup(filename)
         return name if name is not None else "(unknown)"
 
@@ -480,6 +480,7 @@ class Store(Questions):
     diagnostics: DiagnosticLog
     strings: StringTable
     rank: int | None = None
+    processes: Processes = field(default_factory=Processes)  # the run's processes, in the order first read
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
     kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)

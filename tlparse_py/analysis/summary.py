@@ -71,6 +71,8 @@ CAUSE_FIRST = "first"  # the frame's first compile
 CAUSE_RECOMPILE = "recompile"  # a guard of the frame's earlier compile failed
 CAUSE_RETRY = "retry"  # the frame's previous compile failed, and no guard failure was logged
 CACHE_RESULTS = ("hit", "miss", "bypass")
+# A compiled function: (process, compiled autograd id, frame id, generation). Frames are numbered per process.
+FrameIdentity = tuple[int, int | None, int | None, int]
 # torch's words for the compile over the limit: "Dynamo recompile limit exceeded" (2.7+), "recompile_limit reached"
 # / "cache_size_limit reached" (earlier); "Hard failure due to fail_on_recompile_limit_hit" or "... fullgraph=True"
 # (FailOnRecompileLimitHit) is an error: the program raised
@@ -229,6 +231,11 @@ class CompileSummary(Struct):
         return f"{self.id} #{self.generation + 1}" if self.generation else self.id
 
     @property
+    def process(self) -> int:
+        """Which process of the run compiled it (0: the first, the only one of most runs)."""
+        return self.key.process
+
+    @property
     def is_recompile(self) -> bool:
         """A compile of a frame that had compiled before, because a guard failed (not a retry)."""
         return self.cause == CAUSE_RECOMPILE
@@ -253,11 +260,12 @@ class CompileSummary(Struct):
         return max(len(self.attempts) - 1, 0)
 
     @property
-    def frame_identity(self) -> tuple[int | None, int | None, int] | None:
-        """The compiled function: (compiled autograd id, frame id, generation); None when no frame id was logged."""
+    def frame_identity(self) -> FrameIdentity | None:
+        """The compiled function: (process, compiled autograd id, frame id, generation); None when no
+        frame id was logged. Frames are per process: each numbers its own from 0."""
         if self.key.frame_id is None:
             return None
-        return (self.key.compiled_autograd_id, self.key.frame_id, self.generation)
+        return (self.key.process, self.key.compiled_autograd_id, self.key.frame_id, self.generation)
 
     @property
     def hit_recompile_limit(self) -> bool:
@@ -286,6 +294,7 @@ class CompileRecord(Struct, gc=False):
     id: str
     url: str | None = None
     generation: Annotated[int, Meta(ge=0)] = 0
+    process: Annotated[int, Meta(ge=0)] = 0  # absent (before 2.3): the run's only process
     attempts: list[str] | UnsetType = UNSET  # absent: the id's only attempt
     frame: str | None = None
     user_location: str | None = None
@@ -416,14 +425,13 @@ def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGro
 class FrameRecompiles(Struct):
     """A frame compiled more than once, with the guard failures that made it recompile."""
 
-    identity: tuple[int | None, int | None, int]
+    identity: FrameIdentity
     compiles: list[CompileSummary]
 
     @property
     def frame(self) -> str:
-        """The frame as compile ids write it: `0`, `!1/0`."""
-        ca, frame, _ = self.identity
-        return f"{'!' + str(ca) + '/' if ca is not None else ''}{frame}"
+        """The frame as compile ids write it: `0`, `!1/0`, `p1:0` (in a run's second process)."""
+        return self.compiles[0].key.frame_label
 
     @property
     def name(self) -> str:
@@ -445,7 +453,7 @@ class FrameRecompiles(Struct):
 
 def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
     """Frames with a recompile, most compiles first (log order among equals)."""
-    frames: dict[tuple[int | None, int | None, int], list[CompileSummary]] = {}
+    frames: dict[FrameIdentity, list[CompileSummary]] = {}
     for compile_ in compiles:
         identity = compile_.frame_identity
         if identity is not None:
@@ -470,9 +478,8 @@ class LimitHit(Struct):
 
     @property
     def frame(self) -> str:
-        """The frame as compile ids write it: `0`, `!1/0`."""
-        key = self.compile.key
-        return f"{'!' + str(key.compiled_autograd_id) + '/' if key.compiled_autograd_id is not None else ''}{key.frame_id}"
+        """The frame as compile ids write it: `0`, `!1/0`, `p1:0`."""
+        return self.compile.key.frame_label
 
     @property
     def name(self) -> str:
@@ -530,7 +537,7 @@ def first_reason_line(reason: str) -> str:
 
 def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
     """Each compile over the recompile limit, in log order, with its frame's compiles before it."""
-    frames: dict[tuple[int | None, int | None, int], list[CompileSummary]] = {}
+    frames: dict[FrameIdentity, list[CompileSummary]] = {}
     hits = []
     for compile_ in compiles:
         identity = compile_.frame_identity
@@ -541,12 +548,12 @@ def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
     return hits
 
 
-def compiles_of_graph(compiles: Iterable[CompileSummary], compiled_autograd_id: int | None) -> list[CompileSummary]:
-    """The compiles of compiled-autograd graph N (`[!N/1/0]`, ...): how the backward graph its capture
-    (`[!N/-/-]`) traced was compiled."""
-    if compiled_autograd_id is None:
+def compiles_of_graph(compiles: Iterable[CompileSummary], graph: CompileId) -> list[CompileSummary]:
+    """The compiles of the compiled-autograd graph `graph` names (`[!N/1/0]`, ... of its process):
+    how the backward graph its capture (`[!N/-/-]`) traced was compiled."""
+    if graph.compiled_autograd_id is None:
         return []
-    return [c for c in compiles if c.key.compiled_autograd_id == compiled_autograd_id]
+    return [c for c in compiles if c.key.compiled_autograd_id == graph.compiled_autograd_id and c.key.process == graph.process]
 
 
 def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
@@ -569,6 +576,8 @@ class Summary(Struct):
     # may hold compiles without `cache`, and then "no lookup" is not known, so times cannot be compared
     cache_known: bool = True
     vllm: VllmRun | None = None  # vLLM's piecewise compiles, when the log holds its records (summary.json 2.1)
+    # the run's processes: [{process, pid, logs}] (summary.json 2.3; empty from an older one)
+    processes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def log_name(self) -> str:
@@ -664,6 +673,7 @@ def _load_report(data: dict[str, Any], where: str = "") -> Summary:
         _generator(data),
         cache_known=all("cache" in c for c in data["compiles"] if isinstance(c, dict)),
         vllm=_convert(data["vllm"], VllmRun, f"{where}vllm") if data.get("vllm") is not None else None,
+        processes=[p for p in data.get("processes") or [] if isinstance(p, dict)],
     )
 
 

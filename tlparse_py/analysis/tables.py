@@ -48,7 +48,7 @@ class CompileTables(Struct):
     runtime: list[tuple[str, str]] = field(default_factory=list)  # (kind.field, value)
 
 
-def compile_tables(records: list[RecordSummary]) -> CompileTables:
+def compile_tables(records: list[RecordSummary], process: int = 0) -> CompileTables:
     """The tables of one compile's records (in log order)."""
     tables = CompileTables()
     parts: dict[str, list[dict[str, Any]]] = {"tensor": [], "source": [], "storage": []}
@@ -61,7 +61,7 @@ def compile_tables(records: list[RecordSummary]) -> CompileTables:
             if found.tensor:
                 parts[found.tensor].append(meta)
             if found.symbol is not None:
-                tables.symbols.append(_symbol_row(kind, found.symbol(meta), meta, record.line))
+                tables.symbols.append(_symbol_row(kind, found.symbol(meta), meta, record.line, process))
             if found.runtime:
                 tables.runtime += [(f"{kind}.{name}", _text(value)) for name, value in meta.items()
                                    if name.startswith("runtime_") and value not in (None, 0, "", [], {})]
@@ -69,8 +69,8 @@ def compile_tables(records: list[RecordSummary]) -> CompileTables:
     return tables
 
 
-def _symbol_row(kind: str, symbol: Any, meta: dict[str, Any], line: int) -> SymbolRow:
-    user = frames_from_json(meta.get("user_stack")) or []
+def _symbol_row(kind: str, symbol: Any, meta: dict[str, Any], line: int, process: int) -> SymbolRow:
+    user = frames_from_json(meta.get("user_stack"), process) or []
     return SymbolRow(symbol.event, kind, symbol.name, symbol.value, symbol.range, symbol.source, user[-1] if user else None, line)
 
 

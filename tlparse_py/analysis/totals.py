@@ -17,7 +17,6 @@ the report was just built from a log or loaded back from its `summary.json`.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -76,7 +75,9 @@ def in_parallel(values: Sequence[Value], seconds: bool) -> Combined:
     high = max(known)
     if len(known) == 1:
         return Combined(high, _show(high, seconds), "")
-    median = statistics.median(known)
+    from statistics import median as median_of  # only over ranks: statistics imports fractions and decimal
+
+    median = median_of(known)
     return Combined(high, f"max {_show(high, seconds)}, median {_show(median, seconds)} per rank", " on the slowest rank")
 
 
@@ -91,6 +92,9 @@ class Total(Struct, frozen=True):
     seconds: bool = False  # a duration: shown in seconds, and diffed as a ratio too
     what: str = "compiles"  # what the involved compiles are, in a gate message ("slowest")
     better: str = "lower"  # which way is an improvement between two runs: "lower", "higher" or "none"
+    # the report's value is the sum of each compile's (`compute([c])`): a live report adds and takes
+    # away the compiles that changed instead of computing it over them all again (views.live_index)
+    additive: bool = True
 
     def show(self, value: Value) -> str:
         return _show(value, self.seconds)
@@ -144,7 +148,7 @@ TOTALS: tuple[Total, ...] = (
     Total("compiles", "compiles", "compiles", "compiles: a frame compile with all its attempts, once per generation of its id",
           compute=len, involved=lambda cs: [(c, "") for c in cs], over_ranks=per_rank, better="none"),
     Total("frames", "frames", "frames", "compiled functions (a frame id reused after torch._dynamo.reset() is another frame)",
-          compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none"),
+          compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none", additive=False),
     Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile",
           compute=lambda cs: sum(len(c.graph_breaks) for c in cs), involved=_breaks_where, over_ranks=per_rank),
     Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before, after a guard failed",
@@ -167,7 +171,7 @@ TOTALS: tuple[Total, ...] = (
           compute=lambda cs: sum(1 for c in cs if c.hit_recompile_limit),
           involved=lambda cs: [(c, f"({c.frame})" if c.frame else "") for c in cs if c.hit_recompile_limit], over_ranks=per_rank),
     Total("compile_time_s", "compile time", "compile time", "seconds of compile time: each compile's forward plus its lazy backward compile",
-          compute=_compile_time, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest"),
+          compute=_compile_time, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest", additive=False),
     *(_cache(result) for result in CACHE_RESULTS),
 )
 BY_NAME = {total.name: total for total in TOTALS}

@@ -22,12 +22,12 @@ does not tell stays None, and what is missing is said (`CompileCall.missing`).
 
 from __future__ import annotations
 
-import difflib
-import re
 from typing import Any
 
 from msgspec import Struct, field, to_builtins
 from msgspec.structs import replace
+
+from ..patterns import lazy
 
 CONFIG = "vllm_compilation_config"
 COMPILE_START = "vllm_piecewise_compile_start"
@@ -43,7 +43,7 @@ USUAL_INDEX = "tlparse_index.html"  # the usual index, when index.html is the vL
 DIFF_CONTEXT = 3  # lines of context around each change in a pass diff, as upstream tlparse shows them
 # the Dynamo files a call lists (those logged before its first piece)
 DYNAMO_FILES = ("dynamo_side_effects", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics")
-_NUMBER = re.compile(r"_\d+(?=\.[^.]+$)")
+_NUMBER = lazy(r"_\d+(?=\.[^.]+$)")
 
 
 class VllmFile(Struct, frozen=True):
@@ -324,6 +324,8 @@ def vllm_dict(run: VllmRun) -> dict[str, Any]:
 
 def changed_lines(before: str, after: str) -> tuple[int, int]:
     """(lines added, lines removed) from `before` to `after`."""
+    import difflib  # only for vLLM's pass-by-pass diffs
+
     added = removed = 0
     for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):

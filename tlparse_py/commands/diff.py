@@ -71,6 +71,7 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
         result = comparison.diff(sides[0].summary, sides[1].summary, str(base), str(new), comparison.Pairing(pairs, source_root))
     except ValueError as exc:  # one side multi-rank and not the other, a --pair naming no file, --pairs that contradict
         raise CliError(str(exc)) from None
+    del sides  # the summaries: the diff is all that is written (their compiles are not held while it is)
     for note in result["notes"]:
         echo_err(f"warning: {note}")
     failed, unchecked = check_diff(conditions, comparison.sections(result))

@@ -43,9 +43,11 @@ def _check_source_url(ctx: click.Context, param: click.Parameter, value: str) ->
 
 
 def _check_single_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    from .pack import check_single_file_target
+    if value is None:
+        return value
+    from .pack import check_single_file_target  # only with --single-file: most reports are not packed
 
-    problem = check_single_file_target(value) if value is not None else None
+    problem = check_single_file_target(value)
     if problem:
         raise click.BadParameter(problem, param_hint="'--single-file'")
     return value

@@ -3,19 +3,27 @@
 A report folder is read through its `summary.json` (`analysis.summary.load_summary`, the typed
 loader); a trace is analysed (nothing is written). A folder of several ranks' logs becomes a
 multi-rank summary, like `--all-ranks-html` writes.
+
+A diff may compare runs of 100,000s of compiles, so each side holds only what the comparison reads:
+a report's compiles are decoded a batch at a time (never the whole file as one tree of dicts), and
+equal values (file names, reasons, cache lookups, graph breaks) are shared between compiles
+(`compact`), their page urls dropped (a diff links to no report page).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
+import msgspec
 from msgspec import Struct
 import orjson
 
 from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
 from ..analysis.kinds import load_plugins
 from ..pipeline import Options, analyze_logs, source_of
-from ..analysis.summary import RankEntry, RanksSummary, Summary, SummaryError, load_summary
+from ..analysis.summary import CompileSummary, RankEntry, RanksSummary, Summary, SummaryError, load_summary
 from ..reading.gunzip import GunzipRefused
 from ..report.writer import looks_like_report
 
@@ -50,15 +58,108 @@ def load(path: Path, role: str = "") -> Side:
 
 def read_summary(file: Path, label: str) -> Summary | RanksSummary:
     try:
-        data = orjson.loads(file.read_bytes())
+        raw = file.read_bytes()
     except OSError as exc:
         raise LoadError(f"cannot read {file}: {exc.strerror or exc}") from None
+    loaded = _in_batches(raw)
+    if loaded is not None:
+        return loaded
+    try:  # a multi-rank summary, or one the batches refused: read whole, for load_summary's own words
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise LoadError(f"{label}: {file.name} is not valid JSON ({exc}); point at the trace instead") from None
     try:
-        return load_summary(data)
+        return compact(load_summary(data))
     except SummaryError as exc:
         raise LoadError(f"{label}: {file.name} is not a tlparse-py summary.json ({exc}); point at the trace instead") from None
+
+
+BATCH = 2000  # compiles of a summary.json turned into objects at a time
+
+
+def _in_batches(raw: bytes) -> Summary | None:
+    """A report's summary.json, its compiles decoded BATCH at a time (the file's text is the only
+    whole copy: a tree of dicts for 100,000s of compiles costs several times the objects made from
+    it) and compacted as they come. None when it is not a valid single-report summary.json (the
+    caller reads it whole, for the error load_summary words)."""
+    try:
+        top = msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
+        if "ranks" in top or "compiles" not in top:
+            return None
+        entries = msgspec.json.decode(top["compiles"], type=list[msgspec.Raw])
+        head = {key: orjson.loads(bytes(value)) for key, value in top.items() if key != "compiles"}
+        summary = load_summary({**head, "compiles": []})
+        if not isinstance(summary, Summary):
+            return None
+        shared: dict[Any, Any] = {}
+        compiles: list[CompileSummary] = []
+        cache_known = True
+        for start in range(0, len(entries), BATCH):
+            batch = orjson.loads(b"[" + b",".join(bytes(entry) for entry in entries[start : start + BATCH]) + b"]")
+            part = load_summary({"schema_version": head.get("schema_version"), "compiles": batch})
+            assert isinstance(part, Summary)
+            compiles += compact_compiles(part.compiles, shared)
+            cache_known = cache_known and part.cache_known
+    except (msgspec.DecodeError, orjson.JSONDecodeError, SummaryError, UnicodeDecodeError):
+        return None
+    summary.compiles = compiles
+    summary.cache_known = cache_known
+    return summary
+
+
+def compact(summary: Summary | RanksSummary) -> Summary | RanksSummary:
+    """The summary with equal values shared between its compiles (`compact_compiles`)."""
+    shared: dict[Any, Any] = {}
+    for one in [entry.summary for entry in summary.ranks] if isinstance(summary, RanksSummary) else [summary]:
+        if one is not None:
+            one.compiles = compact_compiles(one.compiles, shared)
+    return summary
+
+
+def compact_compiles(compiles: list[CompileSummary], shared: dict[Any, Any]) -> list[CompileSummary]:
+    """Compiles as the comparison reads them, in less memory: strings interned, equal lists and
+    immutable parts (cache lookups, graph breaks, failures) one object shared by every compile that
+    has them, and what a diff never reads (page urls, headlines) dropped. Only values of one type
+    are shared (a float is never replaced by an equal int), and nothing shared is changed after."""
+
+    def one(value: Any) -> Any:
+        return shared.setdefault((type(value), value), value)
+
+    def many(values: list[Any]) -> list[Any]:
+        items = _Shared(sys.intern(v) if isinstance(v, str) else one(v) for v in values)
+        return shared.setdefault(items, items)
+
+    for c in compiles:
+        c.url = None
+        c.headline = ""
+        c.pages = many([])
+        c.attempts = [sys.intern(a) for a in c.attempts]
+        c.frame = sys.intern(c.frame) if c.frame is not None else None
+        c.user_location = sys.intern(c.user_location) if c.user_location is not None else None
+        c.status = sys.intern(c.status)
+        c.cause = sys.intern(c.cause)
+        c.graph_breaks = many(c.graph_breaks)
+        c.recompile_reasons = many(c.recompile_reasons)
+        c.restart_reasons = many(c.restart_reasons)
+        c.cache = many(c.cache)
+        c.failure = one(c.failure) if c.failure is not None else None
+    return compiles
+
+
+class _Shared(list[Any]):
+    """A list shared by every compile that holds the same values (never changed once made): equal
+    to another only when their items are of the same types too."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Shared):
+            return len(self) == len(other) and all(type(a) is type(b) and a == b for a, b in zip(self, other))
+        return list.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
 
 def _trace(path: Path, label: str) -> Side:
@@ -74,7 +175,9 @@ def _trace(path: Path, label: str) -> Side:
 
 def _analyze(logs: list[Path]) -> Summary:
     try:
-        return analyze_logs(logs, Options(), source_of(logs)).summary()
+        summary = compact(analyze_logs(logs, Options(), source_of(logs)).summary())
+        assert isinstance(summary, Summary)
+        return summary
     except GunzipRefused as exc:
         raise LoadError(str(exc)) from None
     except OSError as exc:

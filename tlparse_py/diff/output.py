@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -17,8 +18,36 @@ from .view import diff_page, markdown
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "diff.schema.json"
 
 
+JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+BATCH = 1000  # items of a long list encoded at a time
+
+
 def diff_json(diff: dict[str, Any]) -> bytes:
-    return orjson.dumps(diff, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(diff, option=JSON_OPTIONS)
+
+
+def diff_json_pieces(value: Any, depth: int = 0) -> Iterator[bytes]:
+    """The bytes of `diff_json(value)`, in pieces: a diff of 100,000s of compiles lists a row for each,
+    and its text need never be whole in memory. Dicts are walked; a list of more than BATCH items is
+    encoded BATCH items at a time, each piece indented as orjson indents it in place (no JSON string
+    holds a newline, so indenting is a replace)."""
+    pad = b"\n" + b"  " * depth
+    if isinstance(value, dict) and value and type(value) is dict:
+        yield b"{"
+        for position, (key, item) in enumerate(value.items()):
+            encoded = orjson.dumps({key: None}, option=orjson.OPT_NON_STR_KEYS)[1:-6]  # the key as orjson writes it
+            yield (b"," if position else b"") + pad + b"  " + encoded + b": "
+            yield from diff_json_pieces(item, depth + 1)
+        yield pad + b"}"
+    elif isinstance(value, list) and len(value) > BATCH and type(value) is list:
+        yield b"["
+        for start in range(0, len(value), BATCH):
+            text = orjson.dumps(value[start : start + BATCH], option=JSON_OPTIONS)
+            # "[\n  item,\n  item\n]": the items, `depth` levels deeper
+            yield (b"," if start else b"") + pad + text[2:-2].replace(b"\n", pad)
+        yield pad + b"]"
+    else:
+        yield orjson.dumps(value, option=JSON_OPTIONS).replace(b"\n", pad)
 
 
 def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violations: list[str] | None = None) -> Path:
@@ -27,7 +56,9 @@ def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violati
     writer = ReportWriter(out, overwrite)
     try:
         write_static(writer)
-        writer.write("diff.json", diff_json(diff))
+        with writer.open("diff.json") as handle:  # piece by piece: never the whole text at once
+            for piece in diff_json_pieces(diff):
+                handle.write(piece)
         writer.write("index.html", render_page(diff_page(diff, violations)))
         writer.commit()
     except BaseException:

@@ -6,8 +6,11 @@ compared, the totals combined over ranks. This module only words and shapes them
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+from .. import limits
 from ..analysis.comparison import comparisons
 from ..analysis.totals import TOTALS, break_line, first_line, value_at
 from ..report.markdown import code, text
@@ -85,26 +88,24 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         for t in TOTALS
     ]
     frames = comparison["frames"]
-    recompiles = [
-        {**_where(f["frame"], f["user_location"], f), "recompiles": change(f["recompiles"], "none" if f["regression"] else "lower"),
-         "compiles": change(f["compiles"], "none"), "reasons": f["new_recompile_reasons"], "presence": f["presence"],
-         "regression": f["regression"]}
-        for f in frames if f["recompiles"]["base"] or f["recompiles"]["new"] or f["new_recompile_reasons"]
-    ]
-    times = [
-        {**_where(f["frame"], f["user_location"], f), "presence": f["presence"], "regression": f["regression"],
-         "time": change(f["compile_time_s"], _better("lower", True, f["compile_time_s"]["ratio"] is not None or f["presence"] != "both"),
-                        seconds=True),
-         "compiles": change(f["compiles"], "none"),
-         "pairs": [{"base": p["base"]["id"] if p["base"] else None, "new": p["new"]["id"] if p["new"] else None,
-                    "comparable": p["time_comparable"]} for p in f["pairs"]]}
-        for f in frames
-    ]
-    cache_frames = [
-        {**_where(f["frame"], f["user_location"]), **{state: change(f["cache"][state], "higher" if state == "hit" else "lower")
-                                                       for state in ("hit", "miss", "bypass")}}
-        for f in frames if any(f["cache"][s]["base"] or f["cache"][s]["new"] for s in ("hit", "miss", "bypass"))
-    ]
+    # the page lists at most limits.INDEX_ROWS frames a table (diff.json lists them all): a row per
+    # compile of 100,000s of frames is a page no browser opens, and its text costs memory per compile
+    recompiles, more_recompiles = _first_rows(
+        (f for f in frames if f["recompiles"]["base"] or f["recompiles"]["new"] or f["new_recompile_reasons"]),
+        lambda f: {**_where(f["frame"], f["user_location"], f), "recompiles": change(f["recompiles"], "none" if f["regression"] else "lower"),
+                   "compiles": change(f["compiles"], "none"), "reasons": f["new_recompile_reasons"], "presence": f["presence"],
+                   "regression": f["regression"]})
+    times, more_times = _first_rows(iter(frames), lambda f: {
+        **_where(f["frame"], f["user_location"], f), "presence": f["presence"], "regression": f["regression"],
+        "time": change(f["compile_time_s"], _better("lower", True, f["compile_time_s"]["ratio"] is not None or f["presence"] != "both"),
+                       seconds=True),
+        "compiles": change(f["compiles"], "none"),
+        "pairs": [{"base": p["base"]["id"] if p["base"] else None, "new": p["new"]["id"] if p["new"] else None,
+                   "comparable": p["time_comparable"]} for p in f["pairs"]]})
+    cache_frames, more_cache_frames = _first_rows(
+        (f for f in frames if any(f["cache"][s]["base"] or f["cache"][s]["new"] for s in ("hit", "miss", "bypass"))),
+        lambda f: {**_where(f["frame"], f["user_location"]), **{state: change(f["cache"][state], "higher" if state == "hit" else "lower")
+                                                                for state in ("hit", "miss", "bypass")}})
     graph_breaks = comparison["graph_breaks"]
     return {
         "prefix": prefix,
@@ -114,7 +115,9 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "changed_graph_breaks": [_gb(g) for g in graph_breaks["changed"]],
         "moved_graph_breaks": [_gb(g) for g in graph_breaks.get("moved", [])],
         "recompiles": recompiles,
+        "more_recompiles": more_recompiles,
         "times": times,
+        "more_times": more_times,
         "total_time": change(totals["compile_time_s"], _better("lower", True, time["comparable"]), seconds=True),
         "time": {**change(time, _better("lower", True, time["comparable"]), seconds=True), "comparable": time["comparable"],
                  "why_not": time["why_not"], "compared": time["compared"]},
@@ -127,6 +130,7 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "cache_totals": [(state, change(totals["cache"][state], "none" if lost else "higher" if state == "hit" else "lower"))
                          for state in ("hit", "miss", "bypass")],
         "cache_frames": cache_frames,
+        "more_cache_frames": more_cache_frames,
         "new_failures": [_failure(f) for f in comparison["failures"]["new"]],
         "fixed_failures": [_failure(f) for f in comparison["failures"]["fixed"]],
         "vllm": comparison.get("vllm"),
@@ -136,6 +140,12 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
             for o in comparison["graph_op_counts"]
         ],
     }
+
+
+def _first_rows(frames: Iterator[dict[str, Any]], row: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The rows of the first limits.INDEX_ROWS frames, and how many frames more there are (their rows are never built)."""
+    first = [row(f) for f in itertools.islice(frames, limits.INDEX_ROWS)]
+    return first, sum(1 for _ in frames)
 
 
 def _better(better: str, seconds: bool, comparable: bool) -> str:

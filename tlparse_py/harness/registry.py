@@ -35,6 +35,9 @@ class Scenario(Struct, frozen=True):
     # The program is meant to die by SIGKILL (a log that ends mid-compile): that exit is its
     # success, and any other exit, 0 included, is a failure.
     expect_killed: bool = False
+    # Its fixture logs are gzipped whatever their size: logs mostly of compilation_metrics (each
+    # with torch's whole config, ~38 KB) shrink eightfold, and the fixtures have a budget.
+    gzip_fixture: bool = False
 
     @property
     def script(self) -> Path:
@@ -233,6 +236,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "processes",
+        "a program, its forked DataLoader worker and a spawned child compiling into one trace folder",
+        min_logs=3,
+        expect=(_kind("dynamo_start"), _kind("compilation_metrics"), "child_step", "load_item"),
+        gzip_fixture=True,
+    ),
+    Scenario(
         "killed_midcompile",
         "SIGKILL during Inductor codegen: the log ends mid-compile",
         expect_killed=True,
@@ -311,6 +321,21 @@ SCENARIOS: tuple[Scenario, ...] = (
         "export_nonstrict_fail",
         "a non-strict export fails: the model branches on a dimension declared dynamic (no exported program logged)",
         expect=(_kind("create_symbol"), _kind("guard_added_fast")),
+    ),
+    Scenario(
+        "export_qualified_dim",
+        "failing non-strict exports written as most code does: torch.export.Dim in a dict, a call over several lines",
+        processes=2,
+        process_labels=("a Dim in a dict, on the call's first line", "a Dim bound to a name, a call one argument a line"),
+        min_logs=2,
+        expect=(_kind("create_symbol"), _kind("guard_added_fast"), 'torch.export.Dim(\\"batch\\")'),
+    ),
+    Scenario(
+        "aot_inductor",
+        "torch.export, then AOTInductor compiles and packages it (aoti_compile_and_package), loaded and run: "
+        "compiling outside any compile id",
+        expect=(_artifact("inductor_aot_wrapper_code"), _kind("compilation_metrics"), '"name": "compile_fx_aot"'),
+        gzip_fixture=True,  # 157 KB of config dumps, chromium events and C++ wrapper code: 27 KB gzipped
     ),
     Scenario(
         "ddp_cache_race",

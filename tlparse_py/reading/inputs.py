@@ -2,7 +2,9 @@
 
 A folder is read by process: every trace log in it (and one level of subfolders, where TORCH_TRACE
 puts draft_export's `draft_export_capture/` and the harness puts one folder per program) is
-grouped by the pid in its first record, and the logs of the newest run are read together.
+grouped by the pid in its first record. Processes of one folder whose logs overlap in time (a
+program and the children it started: a spawned process, DataLoader workers) are one run, and the
+logs of the newest run are read together.
 """
 
 from __future__ import annotations
@@ -146,6 +148,65 @@ def rank_of(log: Path) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def last_stamp(log: Path) -> tuple[int, ...]:
+    """The glog time of a log's last record (no year), or () when none is found.
+
+    A plain log is read from its end, a chunk at a time back to its last record; a .gz is read
+    through (under the default bomb limits), keeping the last record seen."""
+    try:
+        handle = open_log(log)
+    except OSError:
+        return ()
+    with handle:
+        if isinstance(handle, io.BufferedReader):
+            return _last_stamp_plain(handle)
+        last: tuple[int, ...] = ()
+        tail = b""
+        while True:
+            try:
+                chunk = handle.read(GZ_SCAN_CHUNK)
+            except (GunzipRefused, EOFError, zlib.error, OSError):
+                return last
+            if not chunk:
+                return last
+            buf = tail + chunk
+            found = _last_record(buf)
+            if found:
+                last = found
+            tail = buf[-_PREFIX_MAX:]
+
+
+def _last_stamp_plain(handle: io.BufferedReader) -> tuple[int, ...]:
+    try:
+        end = handle.seek(0, io.SEEK_END)
+    except OSError:
+        return ()
+    position = end
+    following = b""
+    while position > 0:
+        start = max(0, position - SCAN_CHUNK)
+        handle.seek(start)
+        buf = handle.read(position - start) + following[:_PREFIX_MAX]
+        found = _last_record(buf)
+        if found:
+            return found
+        following = buf
+        position = start
+    return ()
+
+
+def _last_record(buf: bytes) -> tuple[int, ...]:
+    """The glog time of the last record line that starts in `buf`."""
+    hit = len(buf)
+    while True:
+        hit = buf.rfind(_ENVELOPE_START, 0, hit)
+        if hit < 0:
+            return ()
+        found = _find_record(buf[max(0, buf.rfind(b"\n", max(0, hit - _PREFIX_MAX), hit) + 1) : hit + len(_ENVELOPE_START)])
+        if found:
+            return tuple(int(g) for g in found.groups()[:6])
+
+
 def first_record(log: Path) -> LogHead | None:
     """The first record of a log (None: it holds none), found by a cheap scan of its bytes.
 
@@ -263,26 +324,67 @@ def choose_input(path: Path, latest: bool = False, export: bool = False) -> Chos
         others = [p for p in logs if p != chosen]
         note = f"--latest: reading {_shown(path, chosen)}, the newest of {len(logs)} logs{empty_note}" if others else ""
         return ChosenInput(chosen, others, note)
-    groups = _by_process(path, heads)
+    runs = _runs(path, heads)
     # the newest run: its newest file (then its latest record start) is the newest
-    run = max(groups, key=lambda g: (max(map(_mtime, g)), max(heads[p].stamp for p in g), max(p.name for p in g)))
-    # its earliest log first (the main log: it defines the string table), the largest on a tie
-    ordered = sorted(run, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))
-    others = sorted((p for p in logs if p not in run), key=str)
+    run = max(runs, key=lambda r: (max(_mtime(p) for g in r for p in g), max(heads[p].stamp for g in r for p in g),
+                                   max(p.name for g in r for p in g)))
+    # process by process, the earliest first (the program that started the others); within one, its
+    # earliest log first (the main log: it defines the string table), the largest on a tie
+    ordered = [p for group in run for p in sorted(group, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))]
+    others = sorted((p for p in logs if p not in ordered), key=str)
     if len(ordered) == 1 and not others:
         return ChosenInput(ordered[0])
-    pid = heads[ordered[0]].pid
-    process = f" (pid {pid if len(pid) <= _PID_SHOWN else pid[:_PID_SHOWN] + '…'})" if pid else ""
-    if len(ordered) > 1:
-        body = f"{len(ordered)} logs of one process together{process}: {_names(path, ordered, sort=False)}"
+    pids = [_pid_shown(heads[group[0]].pid) for group in run]
+    if len(run) > 1:
+        body = (f"{len(ordered)} logs of {len(run)} processes of one run together (pids {', '.join(pids)}, the first started"
+                f" the others): {_names(path, ordered, sort=False)}")
+    elif len(ordered) > 1:
+        body = f"{len(ordered)} logs of one process together{f' (pid {pids[0]})' if pids[0] else ''}: {_names(path, ordered, sort=False)}"
     else:
         body = _shown(path, ordered[0])
-    if len(groups) > 1:
+    if len(runs) > 1:
         older = _names(path, [p for p in others if p in heads])
-        note = f"{path} holds logs of {len(groups)} runs; reading the newest, {body} (not read, older runs: {older})"
+        note = f"{path} holds logs of {len(runs)} runs; reading the newest, {body} (not read, older runs: {older})"
     else:
         note = f"{path}: reading {body}"
     return ChosenInput(ordered[0], others, note + empty_note, ordered[1:])
+
+
+def _pid_shown(pid: str | None) -> str:
+    return "" if pid is None else pid if len(pid) <= _PID_SHOWN else pid[:_PID_SHOWN] + "…"
+
+
+def _runs(folder: Path, heads: dict[Path, LogHead]) -> list[list[list[Path]]]:
+    """Runs, each a list of processes (their logs), the earliest-starting process first.
+
+    Processes whose logs lie in one folder and whose time spans overlap (from the first record of
+    their earliest log to the last record of their latest) are one run: a child runs within its
+    parent's life. One that ended before another began is another run. A process whose span is
+    not known (a log whose pid could not be read) is a run of its own.
+    """
+    spans = []
+    for group in _by_process(folder, heads):
+        starts = [heads[p].stamp for p in group if heads[p].stamp]
+        ends = [stamp for stamp in map(last_stamp, group) if stamp]
+        known = bool(starts and ends) and all(heads[p].pid is not None for p in group)
+        start = min(starts) if starts else ()
+        spans.append((known, group[0].parent if all(p.parent == group[0].parent for p in group) else folder, start,
+                      max([*ends, start]) if known else (), group))
+    runs: list[list[list[Path]]] = []
+    open_runs: dict[Path, tuple[tuple[int, ...], list[list[Path]]]] = {}  # per folder: the run being grown, and its end
+    for known, where, start, end, group in sorted(spans, key=lambda s: (not s[0], s[2], str(s[4][0]))):
+        if not known:
+            runs.append([group])
+            continue
+        current = open_runs.get(where)
+        if current is not None and start <= current[0]:
+            current[1].append(group)
+            open_runs[where] = (max(current[0], end), current[1])
+            continue
+        run = [group]
+        runs.append(run)
+        open_runs[where] = (end, run)
+    return runs
 
 
 def _by_process(folder: Path, heads: dict[Path, LogHead]) -> list[list[Path]]:

@@ -10,19 +10,20 @@ import re
 from collections.abc import Callable
 from typing import IO
 
+from ..patterns import lazy
 from ..limits import Limits
 
 TAB = 0x09
 # A newline not followed by another payload line or a blank (LF or CRLF) line. A line that starts
 # with a lone CR is not payload (it may be a record: GLOG_PREFIX searches).
-_BLOCK_END = re.compile(rb"\n(?!\t|\r?\n)")
-_CR_AT_EOL = re.compile(rb"\r(?=\n|$)")
-_TAB_LINE = re.compile(rb"\n\t")
-_BLANK_LINES = re.compile(rb"(?:\r?\n)*")  # whole blank lines (LF or CRLF), as next_line sees them
-_CR_LF_RUN = re.compile(rb"[\r\n]*")  # the same, a hundred times faster, but it also takes lone CRs
+_BLOCK_END = lazy(rb"\n(?!\t|\r?\n)")
+_CR_AT_EOL = lazy(rb"\r(?=\n|$)")
+_TAB_LINE = lazy(rb"\n\t")
+_BLANK_LINES = lazy(rb"(?:\r?\n)*")  # whole blank lines (LF or CRLF), as next_line sees them
+_CR_LF_RUN = lazy(rb"[\r\n]*")  # the same, a hundred times faster, but it also takes lone CRs
 # What every glog prefix holds (`:23.064000 5351`), with a literal first byte so the search runs at
 # memchr speed; a superset of GLOG_PREFIX: a line it misses cannot be a record.
-_GLOG_HINT = re.compile(rb":\d\d\.\d{6} \d")
+_GLOG_HINT = lazy(rb":\d\d\.\d{6} \d")
 # Maps LF to LF and every other byte to `x`: once CRLF is LF, `\nx` counts the lines that are not blank.
 _LINE_STARTS = bytes(0x0A if b == 0x0A else 0x78 for b in range(256))
 FEW_JUNK_LINES = 8  # up to this many junk lines in a row are named one by one; more are skipped in bulk

@@ -32,6 +32,7 @@ from ..model import (
     CompileId,
     DiagnosticLog,
     Record,
+    Processes,
     Stats,
     StringTable,
     short_repr,
@@ -72,12 +73,14 @@ _IDS: dict[tuple[Any, ...], CompileId] = {}  # one CompileId per distinct id (a 
 MAX_SHARED_IDS = 1 << 16
 
 
-def compile_id_of(envelope: dict[str, Any]) -> CompileId | None:
-    """The record's compile id; None when an id field is present but not a small non-negative int."""
-    parts = tuple(envelope.get(key) for key in COMPILE_ID_KEYS)
+def compile_id_of(envelope: dict[str, Any], process: int = 0) -> CompileId | None:
+    """The record's compile id in its process; None when an id field is present but not a small non-negative int."""
+    parts: tuple[Any, ...] = tuple(envelope.get(key) for key in COMPILE_ID_KEYS)
     for value in parts:  # checked first: True == 1 as a dict key, and a list is no key at all
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_ID):
             return None
+    if process:
+        parts = (*parts, process)
     found = _IDS.get(parts)
     if found is not None:
         return found
@@ -126,6 +129,7 @@ class LogReader:
         strings: StringTable | None = None,
         limits: Limits | None = None,
         scanning_child: bool = True,
+        processes: Processes | None = None,
     ):
         self.path = path
         self.scanning_child = scanning_child  # may a big log be scanned in a forked child
@@ -133,6 +137,10 @@ class LogReader:
         self.stats = stats
         self.diagnostics = diagnostics
         self.strings = strings if strings is not None else StringTable()
+        # the run's processes, shared by the readers of its logs
+        self.processes = processes if processes is not None else Processes()
+        self._pid: int | None = None  # the pid of the last record, and its process
+        self._process = 0
         self.expected_rank: int | None = None
         self.bytes_read = 0
         self.lines_read = 0  # lines of the log read, once reading ended
@@ -196,8 +204,8 @@ class LogReader:
             elif tag == PROBLEM:
                 self._problem(*event[1:])
             elif tag == STRING:
-                _, value, lineno, record_line, snippet, when = event
-                refused = self.strings.add(value, lineno)
+                _, value, lineno, record_line, snippet, when, pid = event
+                refused = self.strings.add(value, lineno, self._process_of(self._number(pid, "glog pid", record_line)))
                 if refused:
                     self._problem("fail_field_type", record_line, refused, snippet)
                 if self.on_time is not None:
@@ -209,6 +217,14 @@ class LogReader:
                                      _snippet(first), HINTS["fail_glog"])
             else:  # END
                 self.bytes_read, self.lines_read = event[1], event[2]
+
+    def _process_of(self, pid: int) -> int:
+        """The run's number for the process that wrote a record (0 in a log of one process)."""
+        if pid == self._pid:
+            return self._process
+        process = self.processes.index_of(pid, self.label)
+        self._pid, self._process = pid, process
+        return process
 
     def _timestamp(self, when: str) -> str:
         """`V1203 14:47:50.325000` → ISO time (glog writes no year: the log's is assumed)."""
@@ -243,6 +259,7 @@ class LogReader:
             self.stats.add("ok")
         g = header.group
         pid = self._number(g("pid"), "glog pid", lineno)
+        process = self._process_of(pid)
         source_line = self._number(g("line"), "glog line number", lineno)
         # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
         when = header.string[header.start() : header.start() + 21].decode("ascii")
@@ -256,7 +273,7 @@ class LogReader:
             lineno=lineno,
             envelope=envelope,
             kinds=[key for key in envelope if key not in CONTEXT_KEYS],
-            compile_id=compile_id_of(envelope),
+            compile_id=compile_id_of(envelope, process),
             rank=rank,
             payload=payload,
             payload_md5=md5,
@@ -265,6 +282,7 @@ class LogReader:
             pathname=pathname,
             source_line=source_line,
             other_rank=other,
+            process=process,
         )
 
 
@@ -332,7 +350,8 @@ class EventScanner:
             return True
         if "str" in envelope:
             # its glog time too: a log's first line is usually a string-table record, and the run starts there
-            emit((STRING, envelope["str"], lines.lineno, record_line, _snippet(line), line[header.start() : header.start() + 21]))
+            emit((STRING, envelope["str"], lines.lineno, record_line, _snippet(line), line[header.start() : header.start() + 21],
+                  header.group("pid")))
             lines.take_block()
             return True
         payload = None

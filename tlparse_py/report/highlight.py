@@ -14,13 +14,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from markupsafe import escape
 from msgspec import Struct
 
+from ..patterns import lazy
 from .._version import __version__
 from .cache import HighlightCache
 
@@ -99,7 +99,7 @@ def highlight_lines(text: str, lang: str) -> Lines:
 
 # Inductor's CPU output code: C++ kernels inside Python string literals, e.g.
 # `cpp_fused_add_0 = async_compile.cpp_pybinding(['float*'], r'''<C++>''')` (or `async_compile.cpp(...)`).
-_CPP_KERNEL_OPEN = re.compile(r"async_compile\.cpp(?:_pybinding)?\((?:(?!''')[^)]){0,2000}?([rR]?''')")
+_CPP_KERNEL_OPEN = lazy(r"async_compile\.cpp(?:_pybinding)?\((?:(?!''')[^)]){0,2000}?([rR]?''')")
 
 
 def cpp_kernels(text: str) -> list[tuple[int, int, int]]:

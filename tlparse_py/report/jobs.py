@@ -129,8 +129,16 @@ class PageJobs:
         return True, result, failures
 
 
+_REPLACED: list[Any] = []  # the handles private_reader replaced in a forked child: never closed there
+
+
 def private_reader(handle: Any) -> Any:
-    """A read handle on the same temporary file with its own offset (in memory: already private)."""
+    """A read handle on the same temporary file with its own offset (in memory: already private).
+
+    The handle it replaces is kept: closed in the child (when nothing refers to it any more), its
+    buffer would seek the file offset it shares with the parent back over its read-ahead, and the
+    parent's next read would then start elsewhere than it thinks (a page spool read back garbled)."""
     if isinstance(handle, tempfile.SpooledTemporaryFile) and not getattr(handle, "_rolled", False):
         return handle
+    _REPLACED.append(handle)
     return open(f"/proc/self/fd/{handle.fileno()}", "rb")

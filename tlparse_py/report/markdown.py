@@ -76,6 +76,9 @@ def code(value: Any, limit: int = TEXT_CHARS) -> str:
         line = line[: limit - 1].rstrip() + "…"
     if not line:
         return ""
+    # `]:` in a code span that is a link's text at a line's start (`[`x]:`](url)`) makes a link
+    # reference definition, read before any code span: a zero-width space keeps `]` from `:`
+    line = line.replace("]:", f"]{ZERO_WIDTH_SPACE}:")
     fence = "`" * (max((len(run) for run in re.findall("`+", line)), default=0) + 1)
     pad = " " if line.startswith("`") or line.endswith("`") else ""
     return f"{fence}{pad}{line}{pad}{fence}"

@@ -10,18 +10,21 @@ summaries for the compile pages; `RawJsonl` writes raw.jsonl; `compile_directory
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import pickle
 import re
 import shutil
+import struct
 from array import array
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import orjson
 
 from ..analysis.facts import NOT_JSON, strict_json
+from ..analysis.files import Files
 from ..analysis.kinds import GLOBAL, LINK, PAYLOAD, PLACED, REFORMAT, Output, ParseContext
 from ..analysis.store import Store, subgraph_of
 from ..limits import PAGE_RECORDS_PER_KIND
@@ -101,6 +104,12 @@ class Outputs:
         self.pending = PageSpool(writer.scratch())  # pages, built once the analysis is complete
         self.global_files: set[str] = set()  # pages written at fixed paths (dump_file sources)
         self.pages = True  # False: number and list outputs, write nothing (analysis only)
+
+    def note_compile_id(self, key: CompileId | None) -> None:
+        """A record of `key`: the compile id is listed in the directory from its first record on (its
+        files past the first PAGE_FILES are spooled: `analysis.files`)."""
+        if key not in self.analysis.directory:
+            self.analysis.directory[key] = Files(self.analysis.facts)
 
     def next_number(self) -> int:
         number = self.counter
@@ -188,11 +197,19 @@ class SpooledRecords(list[RecordSummary]):
 
 
 class RecordSpool:
-    """Typed record summaries, spooled while reading and read back one compile id at a time."""
+    """Typed record summaries, spooled while reading and read back one compile id at a time.
+
+    Each summary is written after a header that says where the id's previous one lies, so the spool
+    keeps one number per compile id (where its latest summary lies), not one per record: an id with
+    millions of records costs no more memory than an id with one. `records` walks the chain back.
+    """
+
+    HEADER = struct.Struct("<QQ")  # the id's previous entry: its offset + 1 (0: none), and its size
+    SIZE_BITS = 40  # an entry's place, packed in one int: offset << SIZE_BITS | size
 
     def __init__(self, handle: IO[bytes], generation_of: Callable[[CompileId | None, int], int] | None = None):
         self.handle = handle
-        self.offsets: dict[CompileId | None, int | array] = {}  # one record: its offset; more: an array
+        self.last: dict[CompileId | None, int] = {}  # compile id → its latest entry, packed (offset, size)
         self.generation_of = generation_of  # (key, log line) → the generation the record belongs to
 
     def add(self, key: CompileId | None, summary: RecordSummary) -> None:
@@ -200,33 +217,44 @@ class RecordSpool:
         if data is None:
             summary.meta = {kind: repr(value)[:2000] for kind, value in summary.meta.items()}
             data = dumps(summary.to_json()) or b"{}"
-        offsets, offset = self.offsets.get(key), self.handle.tell()
-        if offsets is None:  # most compile ids of a log with 100,000s of them hold one record
-            self.offsets[key] = offset
-        elif isinstance(offsets, int):
-            self.offsets[key] = array("Q", (offsets, offset))
+        previous, offset = self.last.get(key), self.handle.tell()
+        if previous is None:
+            header = self.HEADER.pack(0, 0)
         else:
-            offsets.append(offset)
-        self.handle.write(data + b"\n")
+            header = self.HEADER.pack((previous >> self.SIZE_BITS) + 1, previous & ((1 << self.SIZE_BITS) - 1))
+        self.handle.write(header + data)
+        self.last[key] = offset << self.SIZE_BITS | (len(header) + len(data))
 
     def records(self, key: CompileId | None, per_kind: int = PAGE_RECORDS_PER_KIND) -> SpooledRecords:
         """The id's record summaries in log order, at most `per_kind` of each kind per generation (a
         page never holds more: memory stays flat however many records one id logged)."""
-        records = SpooledRecords()
-        records.omitted = Counter()
-        kept: Counter[tuple[int, str]] = Counter()
-        offsets = self.offsets.get(key, ())
-        for offset in (offsets,) if isinstance(offsets, int) else offsets:
+        kept: dict[tuple[int, str], deque[tuple[int, Any]]] = {}  # (generation, kind) → its first records
+        seen: Counter[tuple[int, str]] = Counter()
+        first_left_out: dict[tuple[int, str], int] = {}  # where the first record past the bound lies
+        mask = (1 << self.SIZE_BITS) - 1
+        entry = self.last.get(key)
+        while entry is not None:  # from the id's latest record back to its first
+            offset, size = entry >> self.SIZE_BITS, entry & mask
             self.handle.seek(offset)
-            data = loads(self.handle.readline())
+            block = self.handle.read(size)
+            previous, previous_size = self.HEADER.unpack_from(block)
+            data = loads(block[self.HEADER.size :])
             line, kinds = data.get("line", 0), data.get("kinds") or ["(no kind)"]
             place = (self.generation_of(key, line) if self.generation_of is not None else 0, kinds[0])
-            if kept[place] >= per_kind:
-                records.omitted[place] += 1
-                continue
-            kept[place] += 1
-            records.append(RecordSummary.from_json(data))
+            seen[place] += 1
+            first = kept.get(place)
+            if first is None:
+                first = kept[place] = deque(maxlen=per_kind)
+            if len(first) == first.maxlen:  # full: the record it pushes out (or this one, for a bound of 0) is past the bound
+                first_left_out[place] = first[-1][0] if first else offset
+            first.appendleft((offset, data))
+            entry = ((previous - 1) << self.SIZE_BITS | previous_size) if previous else None
         self.handle.seek(0, 2)
+        first_records = sorted((item for first in kept.values() for item in first), key=lambda item: item[0])  # back in log order
+        records = SpooledRecords(RecordSummary.from_json(data) for _, data in first_records)
+        records.omitted = Counter()
+        for place in sorted(first_left_out, key=first_left_out.__getitem__):  # in log order, as they were met
+            records.omitted[place] = seen[place] - len(kept[place])
         return records
 
 
@@ -260,16 +288,68 @@ class RawJsonl:
         self.body.close()
 
 
+DIRECTORY_BATCH = 1000  # entries encoded at a time: one compile id may hold millions
+
+
 def compile_directory_json(analysis: Store) -> bytes:
     """compile_directory.json with tlparse's schema: sorted keys, 2-space indent, raw UTF-8."""
-    data = {
-        ("unknown" if key is None else str(key)): {"artifacts": [a.to_json() for a in entries]}
-        for key, entries in analysis.directory.items()
-    }
-    try:  # orjson writes the same bytes, 20 times faster (a log may hold 100,000s of compile ids)
-        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    try:
+        return b"".join(_directory_pieces(analysis))
     except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits, lone surrogates
-        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return _directory_by_json(analysis)
+
+
+def write_compile_directory(writer: FolderWriter, analysis: Store) -> None:
+    """compile_directory.json (the same bytes), written a batch of entries at a time: they are never
+    all in memory at once."""
+    with writer.open("compile_directory.json") as out:
+        try:
+            for piece in _directory_pieces(analysis):
+                out.write(piece)
+        except (TypeError, orjson.JSONEncodeError):
+            out.seek(0)
+            out.truncate()
+            out.write(_directory_by_json(analysis))
+
+
+def _directory_names(analysis: Store) -> dict[str, list[Artifact]]:
+    return {("unknown" if key is None else str(key)): entries for key, entries in analysis.directory.items()}
+
+
+def _directory_pieces(analysis: Store) -> Iterator[bytes]:
+    """The bytes orjson writes for the whole directory (OPT_INDENT_2 | OPT_SORT_KEYS: orjson is 20 times
+    faster than the standard library, and a log may hold 100,000s of compile ids), in pieces."""
+    by_name = _directory_names(analysis)
+    if not by_name:
+        yield b"{}"
+        return
+    yield b"{\n"
+    for position, name in enumerate(sorted(by_name)):
+        yield (b",\n" if position else b"") + b"  " + orjson.dumps(name) + b': {\n    "artifacts": '
+        entries = by_name[name]
+        if not entries:
+            yield b"[]\n  }"
+            continue
+        yield b"[\n"
+        batch: list[dict[str, Any]] = []
+        first = True
+        for artifact in itertools.chain(entries, (None,)):
+            if artifact is not None:
+                batch.append(artifact.to_json())
+                if len(batch) < DIRECTORY_BATCH:
+                    continue
+            if batch:
+                text = orjson.dumps(batch, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+                # "[\n  {...},\n  {...}\n]": its items, four spaces deeper (no JSON string holds a newline)
+                yield (b"" if first else b",\n") + b"    " + text[2:-2].replace(b"\n", b"\n    ")
+                first, batch = False, []
+        yield b"\n    ]\n  }"
+    yield b"\n}"
+
+
+def _directory_by_json(analysis: Store) -> bytes:
+    data = {name: {"artifacts": [a.to_json() for a in entries]} for name, entries in _directory_names(analysis).items()}
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
 
 
 def loads(data: bytes) -> Any:

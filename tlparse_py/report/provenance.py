@@ -8,13 +8,13 @@ output code, never on highlighted HTML (where span boundaries would move lines).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from ..patterns import lazy
 from ..analysis.kinds.registry import provenance_inputs
 from .render import script_json
 
-_XNUMEL_DECLARATION = re.compile(r"^\s*\w+\s+.*_xnumel(?:_\d+)?\s*=")
+_XNUMEL_DECLARATION = lazy(r"^\s*\w+\s+.*_xnumel(?:_\d+)?\s*=")
 
 
 

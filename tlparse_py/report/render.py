@@ -1,8 +1,13 @@
 """Templates: model data in, HTML text out. No file I/O except reading templates and their
-compiled form: compiling them costs more than a small report. An installed wheel carries them
-compiled (`compiled_templates/`, made by `compile_templates` when the wheel is built, turned into
-bytecode by pip at install), so even its first run compiles nothing; a source checkout keeps the
-compiled form in the user's cache folder instead.
+compiled form.
+
+The pages are Jinja templates (templates/), but a report never imports Jinja: `codegen` compiles
+each template into a Python module that runs on `templating` alone (importing Jinja, its lexer,
+parser and compiler, was a tenth of a small report's run). An installed wheel carries them compiled
+(`compiled_templates/`, written by `compile_templates` when the wheel is built, turned into bytecode
+by pip at install); a source checkout compiles a template when it first uses it after an edit, and
+keeps the code in the user's cache folder. Either is used only when compiled from this very source
+(`source_key`).
 
 Autoescape is on for every template. The only trusted HTML comes from `code_html` and
 `side_by_side_html` (escaped text or Pygments output, line by line), `script_json` and the user's own `--custom-header-html`, all wrapped
@@ -11,22 +16,24 @@ in `Markup` here and nowhere else.
 
 from __future__ import annotations
 
-import difflib
-
 import functools
 import hashlib
 import json
+import marshal
+import os
 import posixpath
 import re
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 from urllib.parse import quote, urlsplit
 
-import jinja2
 from markupsafe import Markup, escape
 from msgspec import Struct
 
-from . import cache
+from ..patterns import lazy
+from . import cache, templating
 from .._version import __version__
 from ..analysis.stacks import is_user_code
 from ..analysis.summary import STATUS_LABELS, STATUS_SEVERITY
@@ -40,85 +47,35 @@ PAGE_COLOUR_LINES = 50_000  # static/colour.js colours a text up to this line (M
 TEMPLATE_DIR = next(p for p in (HERE.parent / "templates", HERE / "templates") if (p / "base.html.j2").is_file())
 STATIC_DIR = TEMPLATE_DIR / "static"
 COMPILED_DIR = HERE / "compiled_templates"  # in wheels only (see hatch_build.py)
-COMPILED_STAMP = "stamp.json"  # what the compiled templates were compiled from
-
-
-class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
-    """Compiled templates on disk; a cache file that cannot be read or written only costs a compile."""
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except Exception:  # noqa: BLE001 - a truncated or foreign file fails in pickle or marshal, any way they like
-            bucket.reset()
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().dump_bytecode(bucket)
-        except OSError:
-            pass
+COMPILED_PACKAGE = "tlparse_py.compiled_templates"
 
 
 @functools.cache
-def environment() -> jinja2.Environment:
-    env = _environment(_source_loader())
-    stamp = compiled_stamp(COMPILED_DIR)
-    if stamp is not None and stamp == source_stamp():
-        env.loader = jinja2.ModuleLoader(str(COMPILED_DIR))
-    else:
-        folder = cache.folder(f"templates-{__version__}-{jinja2.__version__}")
-        # Jinja checks each template's source against the cached code, so an edited template recompiles
-        env.bytecode_cache = QuietBytecodeCache(str(folder)) if folder is not None else None
-    return env
+def templates() -> templating.Templates:
+    """The compiled templates, with the pages' globals and filters."""
+    return templating.Templates(load_template, _globals(), _filters())
 
 
-def _source_loader() -> jinja2.FileSystemLoader:
-    return jinja2.FileSystemLoader(TEMPLATE_DIR)
+def _globals() -> dict[str, Any]:
+    return {
+        "range": range,
+        "dict": dict,
+        "version": __version__,
+        "plural": plural,
+        "status_labels": STATUS_LABELS,
+        "status_rank": {status: rank for rank, status in enumerate(STATUS_SEVERITY)},
+        "side_by_side_html": side_by_side_html,
+        "code_html": code_html,
+        "source_link": source_link,
+    }
 
 
-class PageEnvironment(jinja2.Environment):
-    """Jinja's environment, with `x.name` on a dict found as the key it nearly always is.
-
-    Jinja first looks for an attribute and only then for the key: on a dict that is a raised and
-    caught AttributeError per lookup, and the pages make hundreds of thousands of them on a big
-    log. Same answers in the same order: a dict's own attributes (`items`, `get`...) still win.
-    """
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return super().getattr(obj, attribute)
-
-
-_DICT_ATTRIBUTES = frozenset(dir(dict))
-
-
-def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
-    env = PageEnvironment(
-        loader=loader,
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.globals["version"] = __version__
-    env.globals["plural"] = plural
-    env.globals["status_labels"] = STATUS_LABELS
-    env.globals["status_rank"] = {status: rank for rank, status in enumerate(STATUS_SEVERITY)}
-    env.filters["safe_href"] = safe_href
-    env.filters["seconds"] = format_seconds
-    env.globals["side_by_side_html"] = side_by_side_html
-    env.globals["code_html"] = code_html
-    env.globals["source_link"] = source_link
-    return env
+def _filters() -> dict[str, Any]:
+    return {"safe_href": safe_href, "seconds": format_seconds}
 
 
 def render(template: str, context: dict[str, Any]) -> str:
-    return environment().get_template(template).render(**context)
+    return templates().render(template, context)
 
 
 class Model(Protocol):
@@ -131,7 +88,7 @@ class Model(Protocol):
 
 def render_macro(name: str, *args: Any) -> Markup:
     """One macro of `_macros.html.j2`, alone (a fragment a page reuses)."""
-    return Markup(getattr(environment().get_template("_macros.html.j2").module, name)(*args))
+    return Markup(getattr(templates().module("_macros.html.j2"), name)(*args))
 
 
 def render_page(page: Model, live: Any = None) -> str:
@@ -147,34 +104,106 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 
 def template_names() -> list[str]:
-    return [name for name in _source_loader().list_templates() if name.endswith(".j2")]
+    return sorted(p.relative_to(TEMPLATE_DIR).as_posix() for p in TEMPLATE_DIR.rglob("*.j2"))
 
 
-def source_stamp() -> dict[str, str]:
-    """What compiled templates must have been compiled from to be used: these very template
-    sources (one hash over them all), this tlparse-py and this Jinja (its generated code calls
-    Jinja's runtime)."""
-    digest = hashlib.sha256()
-    for name in template_names():
-        digest.update(name.encode() + b"\0" + (TEMPLATE_DIR / name).read_bytes() + b"\0")
-    return {"templates": digest.hexdigest(), "tlparse_py": __version__, "jinja2": jinja2.__version__}
+def module_name(template: str) -> str:
+    """The compiled template's module name: `index.html.j2` → `t_index_html`."""
+    return "t_" + re.sub(r"\W", "_", template.removesuffix(".j2"))
 
 
-def compiled_stamp(folder: Path) -> dict[str, str] | None:
-    try:
-        stamp = json.loads((folder / COMPILED_STAMP).read_bytes())
-    except (OSError, ValueError):
+@functools.cache
+def _compiler_digest() -> bytes:
+    """What compiled code depends on beside its template: this tlparse-py, the code generator and the
+    helpers the code calls."""
+    digest = hashlib.sha256(f"{__version__}\0".encode())
+    for module in ("codegen.py", "templating.py"):
+        try:
+            digest.update((Path(__file__).parent / module).read_bytes())
+        except OSError:  # pragma: no cover - a wheel without sources: its version says enough
+            pass
+    return digest.digest()
+
+
+def source_key(name: str, source: bytes) -> str:
+    """The key of a template's compiled code: its source, and what compiled it."""
+    return hashlib.sha256(_compiler_digest() + name.encode() + b"\0" + source).hexdigest()
+
+
+def load_template(name: str) -> dict[str, Any]:
+    """The namespace of a template's compiled module: shipped in the wheel, cached from an earlier
+    run, or compiled now (and cached)."""
+    source = (TEMPLATE_DIR / name).read_bytes()
+    key = source_key(name, source)
+    shipped = _shipped(name)
+    if shipped is not None and shipped.get("SOURCE") == key:
+        return shipped
+    folder = cache.folder(f"pages-{__version__}")
+    # marshalled code: for this very Python only
+    entry = folder / f"{key}-{hashlib.sha256(sys.version.encode()).hexdigest()[:16]}.code" if folder is not None else None
+    if entry is not None:
+        try:
+            code = marshal.loads(entry.read_bytes())
+        except (OSError, ValueError, EOFError, TypeError):
+            code = None
+        if isinstance(code, type(_run.__code__)):  # a damaged entry only costs a compile
+            return _run(name, code)
+    code = compile(generate_module(name, source.decode(), key), f"<compiled template {name}>", "exec")
+    if entry is not None:
+        _write_atomically(entry, marshal.dumps(code))
+    return _run(name, code)
+
+
+def _shipped(name: str) -> dict[str, Any] | None:
+    """The wheel's compiled module of a template (its bytecode, written by pip at install)."""
+    path = COMPILED_DIR / f"{module_name(name)}.py"
+    if not path.is_file():
         return None
-    return stamp if isinstance(stamp, dict) else None
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    try:
+        spec = spec_from_file_location(f"{COMPILED_PACKAGE}.{module_name(name)}", path)
+        assert spec is not None and spec.loader is not None
+        module = module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - a broken install compiles the template instead
+        return None
+    return vars(module)
+
+
+def _run(name: str, code: Any) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": f"{COMPILED_PACKAGE}.{module_name(name)}"}
+    exec(code, namespace)  # noqa: S102 - code compiled from our own templates
+    return namespace
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """A cache entry that cannot be written only costs a compile next time."""
+    try:
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except OSError:
+        pass
+
+
+def generate_module(name: str, source: str, key: str) -> str:
+    """The Python source of a template's compiled module (imports Jinja: only when compiling)."""
+    from . import codegen
+
+    parser = codegen.parser([*templating.FILTERS, *_filters()], templating.TESTS)
+    return codegen.generate(parser, name, source, key)
 
 
 def compile_templates(folder: Path) -> None:
-    """Every page template compiled to a Python module in `folder` (read by `jinja2.ModuleLoader`),
-    with the stamp `environment()` checks before it uses them. Run when a wheel is built."""
+    """Every template compiled to a Python module in `folder` (the package `compiled_templates` of a
+    wheel, imported by `load_template`). Run when a wheel is built."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = _environment(_source_loader())
-    env.compile_templates(str(folder), zip=None, extensions=["j2"], ignore_errors=False)
-    (folder / COMPILED_STAMP).write_text(json.dumps(source_stamp(), indent=1) + "\n")
+    (folder / "__init__.py").write_text('"""The page templates, compiled when the wheel was built (see report.render)."""\n')
+    for name in template_names():
+        source = (TEMPLATE_DIR / name).read_bytes()
+        (folder / f"{module_name(name)}.py").write_text(generate_module(name, source.decode(), source_key(name, source)))
 
 
 def code_html(lines: Lines, prefix: str = "") -> Markup:
@@ -195,6 +224,8 @@ def code_html(lines: Lines, prefix: str = "") -> Markup:
 def side_by_side_html(before: Lines, after: Lines, context: int = 3) -> Markup:
     """A side-by-side diff table of two texts (their highlighted lines): hunks with `context` lines
     around each change, removed lines beside the lines that replaced them, as a code review shows them."""
+    import difflib  # only for side-by-side diffs (the diff pages)
+
     old = [_plain(line) for line in before.html]
     new = [_plain(line) for line in after.html]
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
@@ -225,7 +256,7 @@ def _diff_row(left: tuple[int, str] | None, right: tuple[int, str] | None, left_
     return f"<tr>{''.join(cells)}</tr>"
 
 
-_TAG = re.compile(r"<[^>]*>")
+_TAG = lazy(r"<[^>]*>")
 
 
 def _plain(line_html: str) -> str:
@@ -246,7 +277,7 @@ def safe_href(url: str) -> str | None:
 
 
 # Frames in these places are torch's or Python's, never the user's repository: they are not linked.
-_LOCATION = re.compile(r"(.+?):(\d+)")
+_LOCATION = lazy(r"(.+?):(\d+)")
 
 
 def check_source_url(template: str) -> str | None:

@@ -39,6 +39,10 @@ class ReportKeptElsewhere(OutputError):
 
 MARKER = ".tlparse-py-report"  # in every report we write: what --overwrite may replace
 NEVER_REPLACE = (".git", ".hg", ".svn")  # a folder holding these is someone's work, whatever else it holds
+# Scratch files (the record spool, raw.jsonl's body, pending pages, highlighted code) stay in memory
+# up to this size, then go to disk: a small log makes no files, and a big one (a compile id with
+# millions of records) costs at most this much memory per scratch file, however big it grows.
+SCRATCH_IN_MEMORY = 1 << 20
 _ACTIVE: set[ReportWriter] = set()  # staging folders of this process, removed by abort_all() on SIGTERM
 
 
@@ -79,11 +83,14 @@ class BehindWrites:
     """Files written by a thread beside the reading: on a log of 200 MB the ~8,000 payload and
     output files cost seconds of system calls (which release the GIL), while the second core waits.
 
-    At most MAX_BEHIND_BYTES are queued (a new file waits for room: memory stays flat); the first
+    At most MAX_BEHIND_BYTES are queued, each file counted with ENTRY_BYTES more for its name and
+    queue entry (a new file waits for room: memory stays flat, even for a million tiny files); the first
     error stops the thread and is raised by every later `put` and `settle`. Wake-ups are only sent
-    to whoever waits (a thread switch per file would cost what the thread saves)."""
+    to whoever waits, and a full queue wakes its caller once it is half empty (a thread switch per
+    file would cost what the thread saves)."""
 
     MAX_BEHIND_BYTES = 8 << 20
+    ENTRY_BYTES = 512  # what a queued file costs besides its bytes (its path, the tuple, the bytes object)
 
     def __init__(self, write: Callable[[str, bytes], None]):
         self.write = write
@@ -97,11 +104,11 @@ class BehindWrites:
 
     def put(self, rel: str, data: bytes) -> None:
         with self.condition:
-            while self.queue and self.queued_bytes + len(data) > self.MAX_BEHIND_BYTES and self.error is None:
+            while self.queue and self.queued_bytes + len(data) + self.ENTRY_BYTES > self.MAX_BEHIND_BYTES and self.error is None:
                 self._wait()
             self._raise()
             self.queue.append((rel, data))
-            self.queued_bytes += len(data)
+            self.queued_bytes += len(data) + self.ENTRY_BYTES
             if self.writer_idle:
                 self.condition.notify_all()
         if self.thread is None:
@@ -157,8 +164,8 @@ class BehindWrites:
                 return
             with self.condition:
                 self.queue.popleft()
-                self.queued_bytes -= len(data)
-                if self.waiting:
+                self.queued_bytes -= len(data) + self.ENTRY_BYTES
+                if self.waiting and (not self.queue or self.queued_bytes <= self.MAX_BEHIND_BYTES // 2):
                     self.condition.notify_all()
 
 
@@ -254,7 +261,7 @@ class FolderWriter:
             return
         self.bytes_written += written
 
-    def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
+    def scratch(self, in_memory: int = SCRATCH_IN_MEMORY) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
         return tempfile.SpooledTemporaryFile(max_size=in_memory, mode="w+b", dir=str(self.root), prefix=".spool-")
 
@@ -342,10 +349,13 @@ class LiveWriter(FolderWriter):
         self.digests.clear()
         self.live_pages.clear()
 
-    def write(self, rel: str, data: bytes | str) -> None:
+    def write(self, rel: str, data: bytes | str, digest: bytes | None = None) -> None:
+        """`digest`: what tells this content from another, when the caller has one (a live page's
+        version: a big page is not hashed twice); by default a digest of `data`."""
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if digest is None:
+            digest = hashlib.blake2b(data, digest_size=16).digest()
         if self.digests.get(rel) == digest:
             return
         target = self.path(rel)
@@ -417,7 +427,7 @@ class NullWriter(FolderWriter):
     def read(self, rel: str) -> bytes | None:
         return None
 
-    def scratch(self, in_memory: int = 16 << 20) -> IO[bytes]:
+    def scratch(self, in_memory: int = SCRATCH_IN_MEMORY) -> IO[bytes]:
         return tempfile.SpooledTemporaryFile(max_size=in_memory, prefix=".tlparse-py-spool-")
 
 

@@ -288,7 +288,7 @@ def dynamo_start(record: Record, ctx: ParseContext) -> list[Output]:
     meta = ctx.dict_field(record, "dynamo_start")
     if record.compile_id is not None:
         ctx.analysis.note_start(record.compile_id, record.lineno, record.timestamp)
-    frames = frames_from_json(meta.get("stack"))
+    frames = frames_from_json(meta.get("stack"), record.process)
     if frames is not None and record.compile_id is not None:
         frames = strip_convert_frame(frames, ctx.resolve_filename)
         ctx.analysis.note_start_stack(record.compile_id, frames)
@@ -318,7 +318,7 @@ def create_symbol(record: Record, ctx: ParseContext) -> list[Output]:
 
 def _note_export_symbol(record: Record, ctx: ParseContext, meta: dict[str, Any]) -> None:
     """A symbol a non-strict export created (outside any compile, its stack through torch.export)."""
-    frames = frames_from_json(meta.get("stack")) or []
+    frames = frames_from_json(meta.get("stack"), record.process) or []
     call = export_call([(ctx.resolve_filename(f.filename), f.line, f.loc) for f in frames])
     symbol, vr, source = meta.get("symbol"), meta.get("vr"), meta.get("source")
     if call is not None and isinstance(symbol, str) and isinstance(vr, str) and isinstance(source, str):

@@ -49,5 +49,5 @@ class ParseContext:
         self.problem(record, "fail_field_type", f"`{kind}.{name}` is not a string", repr(value)[:80])
         return str(value)
 
-    def resolve_filename(self, filename: int | str | None) -> str:
+    def resolve_filename(self, filename: int | tuple[int, int] | str | None) -> str:
         return self.analysis.resolve_filename(filename)

@@ -102,6 +102,8 @@ def anchor(key: CompileId | None) -> str:
 def index_anchor(analysis: Analysis, key: CompileId | None) -> str:
     """Where the index lists a compile id: its entry under "Files by compile id", or that section
     when the list stops before it (`limits.INDEX_ROWS`)."""
+    if len(analysis.directory) <= limits.INDEX_ROWS:  # every compile id is listed (not indexed again after each live update)
+        return anchor(key) if key in analysis.directory else "compile-ids"
     listed = analysis.index_by("index_listed", itertools.islice(analysis.directory, limits.INDEX_ROWS), lambda k: k)
     return anchor(key) if key in listed else "compile-ids"
 

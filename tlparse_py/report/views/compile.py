@@ -244,7 +244,7 @@ def compile_outline(report: Analysis, page: PageRef, records: list[RecordSummary
         stack=(report.start_stack(key, generation) if key is not None else None) or [],
         graph_breaks=graph_breaks_of_page(report, key, generation),
         recompiles=recompile_rows(report, key, generation),
-        tables=compile_tables(records),
+        tables=compile_tables(records, key.process if key is not None else 0),
         sections=builder.plan(records, key, report.lineages_of(key)),
     )
 
@@ -308,14 +308,14 @@ def capture_view(report: Analysis, key: CompileId | None) -> dict[str, Any] | No
     if not questions.is_capture(key) or key is None:
         return None
     return {"graph": key.compiled_autograd_id,
-            "compiles": [{"label": c.label, "page": c.url, "status": c.status} for c in compiles_of_graph(report.compiles(), key.compiled_autograd_id)]}
+            "compiles": [{"label": c.label, "page": c.url, "status": c.status} for c in compiles_of_graph(report.compiles(), key)]}
 
 
 def captured_by(report: Analysis, key: CompileId | None) -> dict[str, Any] | None:
     """For a compile inside compiled autograd (`[!0/1/0]`), the capture of its graph (`[!0/-/-]`) and its page."""
     if not questions.is_compile(key) or key is None:
         return None
-    capture = questions.capture_of(report, key.compiled_autograd_id)
+    capture = questions.capture_of(report, key)
     page = report.page_of(capture) if capture is not None else None
     return {"graph": key.compiled_autograd_id, "label": label(capture), "page": page} if page else None
 

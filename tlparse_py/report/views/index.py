@@ -7,6 +7,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from markupsafe import Markup
+from msgspec import Struct, field
+
 from ... import limits
 from ...analysis import kinds
 from ...analysis.compiles import Analysis
@@ -15,11 +18,11 @@ from ...analysis.questions import export_verdict, first_line, is_capture, is_com
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
 from ...analysis.summary import (
-    CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, LimitHit, compiles_of_graph, graph_break_groups, limit_hits, recompiled_frames,
+    CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, FrameRecompiles, LimitHit, compiles_of_graph, graph_break_groups, limit_hits, recompiled_frames,
     slowest,
 )
 from ...analysis.totals import Value, columns, nested, totals_of
-from ...model import CompileId, DiagnosticLog, Stats
+from ...model import Artifact, CompileId, DiagnosticLog, Stats
 from ..markdown import time_span
 from ..render import trusted_html
 from .common import Inputs, Page, anchor, artifact_view, compile_page_url, frame_view, label, page_base
@@ -97,7 +100,7 @@ def capture_view(report: Analysis, key: CompileId | None) -> dict[str, Any] | No
     if not is_capture(key) or key is None:
         return None
     return {"graph": key.compiled_autograd_id,
-            "compiles": [{"label": c.label, "page": c.url, "status": c.status} for c in compiles_of_graph(report.compiles(), key.compiled_autograd_id)]}
+            "compiles": [{"label": c.label, "page": c.url, "status": c.status} for c in compiles_of_graph(report.compiles(), key)]}
 
 
 FORWARD, FORWARD_AND_BACKWARD = "forward", "forward + backward"
@@ -114,25 +117,25 @@ def time_split(times: CompileTime) -> str:
 
 def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str, Any]]:
     """"Files by compile id": the first `limit` compile ids (all of them when None), in log order."""
-    entries = []
-    for key, artifacts in itertools.islice(report.directory.items(), limit):
-        times = report.logged_time(key) if key is not None else UNKNOWN_TIME  # the attempt that logged it
-        entries.append(
-            {
-                "label": label(key),
-                "anchor": anchor(key),
-                "page": report.page_of(key),
-                "status": key_status(report, key),
-                "capture": capture_view(report, key),
-                "artifacts": artifact_rows(artifacts[:limits.PAGE_FILES], artifact_view),
-                "files_omitted": max(0, len(artifacts) - limits.PAGE_FILES),
-                "kinds": kind_rows(report.kinds.get(key, Counter())),
-                "compile_time": times.total,
-                "time_is": FORWARD_AND_BACKWARD if times.backward is not None else FORWARD,
-                "time_split": time_split(times),
-            }
-        )
-    return entries
+    return [compile_entry(report, key, artifacts) for key, artifacts in itertools.islice(report.directory.items(), limit)]
+
+
+def compile_entry(report: Analysis, key: CompileId | None, artifacts: list[Artifact]) -> dict[str, Any]:
+    """One compile id's section of "Files by compile id"."""
+    times = report.logged_time(key) if key is not None else UNKNOWN_TIME  # the attempt that logged it
+    return {
+        "label": label(key),
+        "anchor": anchor(key),
+        "page": report.page_of(key),
+        "status": key_status(report, key),
+        "capture": capture_view(report, key),
+        "artifacts": artifact_rows(artifacts[:limits.PAGE_FILES], artifact_view),
+        "files_omitted": max(0, len(artifacts) - limits.PAGE_FILES),
+        "kinds": kind_rows(report.kinds.get(key, Counter())),
+        "compile_time": times.total,
+        "time_is": FORWARD_AND_BACKWARD if times.backward is not None else FORWARD,
+        "time_split": time_split(times),
+    }
 
 
 def compile_row(compile_: CompileSummary) -> dict[str, Any]:
@@ -240,6 +243,7 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     compiles: list[dict[str, Any]]
     bounds: dict[str, int]
     rank: int | None
+    processes: list[dict[str, Any]]  # the run's processes (summary.json `processes`) when more than one logged
     run: dict[str, Any]
     time_span: str
     export_mode: bool
@@ -249,15 +253,43 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     export: dict[str, Any]
     exported_programs: list[str]
     problems: list[dict[str, Any]]  # the top problems: frames at the recompile limit (problem_rows)
+    # parts already rendered, shown instead of rendering their data: "compile_rows", "compiles", "trie"
+    # (a live report's index, assembled from the rows, sections and trie nodes that did not change)
+    fragments: dict[str, Markup] = field(default_factory=dict)
 
 
-def index_page(inputs: Inputs) -> IndexPage:
+class IndexParts(Struct, kw_only=True):
+    """What a live report keeps of its index from one update to the next (`views.live_index`): the
+    parts of `index_page` that cost as much as the compiles, given instead of built."""
+
+    rows: list[dict[str, Any]]  # compile_row of the first limits.INDEX_ROWS compiles
+    no_stack: list[dict[str, Any]]  # those rows whose compile logged no start stack
+    totals: dict[str, Value]  # totals_of(every compile)
+    entries: list[dict[str, Any]]  # compile_entries(report, limits.INDEX_ROWS)
+    slowest: list[CompileSummary]  # slowest(compiles)[:10]
+    recompiled: list[FrameRecompiles]  # recompiled_frames(compiles)
+    hits: list[LimitHit]  # limit_hits(compiles)
+    fragments: dict[str, Markup]  # IndexPage.fragments
+
+
+def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
     report = inputs.analysis
     summary = report.summary()
     compiles = summary.compiles
-    rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
+    if parts is None:
+        rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
+        no_stack = [row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)]
+        values = totals_of(compiles)
+        entries = compile_entries(report, limits.INDEX_ROWS)
+        trie = trie_rows(inputs, report.trie)
+        unknown_trie = trie_rows(inputs, report.unknown_stacks) if report.unknown_stacks.size else []
+        fragments: dict[str, Markup] = {}
+        slow, recompiled, hits = slowest(compiles)[:10], recompiled_frames(compiles), limit_hits(compiles)
+    else:  # the trie and the unknown stacks are in the fragments
+        rows, no_stack, values, entries, fragments = parts.rows, parts.no_stack, parts.totals, parts.entries, parts.fragments
+        trie, unknown_trie = [], []
+        slow, recompiled, hits = parts.slowest, parts.recompiled, parts.hits
     groups = graph_break_groups(compiles)
-    values = totals_of(compiles)
     notes = {"graph_breaks": f"({len(groups)} distinct)", "retries": "after a failed compile", "skipped": "(ran eagerly)",
              "recompile_limit": "(runs eagerly)", "compile_time_s": f"({FORWARD_AND_BACKWARD})"}
     return IndexPage(
@@ -272,7 +304,7 @@ def index_page(inputs: Inputs) -> IndexPage:
         stats_line=report.stats.format(),
         diagnostics=report.diagnostics,
         compile_rows=rows,
-        no_stack=[row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)],
+        no_stack=no_stack,
         graph_breaks=[
             {"reason": g.reason, "registry_id": g.first.registry_id, "doc_url": g.first.doc_url, "explanation": g.first.explanation,
              "hints": g.first.hints, "url": g.first.url, "count": g.count, "sites": g.sites,
@@ -289,19 +321,20 @@ def index_page(inputs: Inputs) -> IndexPage:
                              "failure": failed.failure.type if failed.failure else ""} for c, failed in f.retries],
                 "hit_limit": f.hit_limit,
             }
-            for f in recompiled_frames(compiles)
+            for f in recompiled
         ],
-        slowest=[compile_row(c) for c in slowest(compiles)[:10]],
+        slowest=[compile_row(c) for c in slow],
         unknown_kinds=sorted(report.unknown_kinds.items()),
-        trie=trie_rows(inputs, report.trie),
-        unknown_trie=trie_rows(inputs, report.unknown_stacks) if report.unknown_stacks.size else [],
+        trie=trie,
+        unknown_trie=unknown_trie,
         failures=len(report.failures),
-        compiles=compile_entries(report, limits.INDEX_ROWS),
+        compiles=entries,
         bounds={
             "pageless": len(report.pageless), "paged_start_only": limits.PAGED_START_ONLY, "rows": limits.INDEX_ROWS,
             "compiles": len(compiles), "compile_ids": len(report.directory),
         },
         rank=report.rank,
+        processes=summary.processes if len(summary.processes) > 1 else [],
         run=report.run_context(),
         time_span=time_span(report.first_timestamp, report.last_timestamp),
         export_mode=inputs.settings.export,
@@ -310,7 +343,8 @@ def index_page(inputs: Inputs) -> IndexPage:
         export_rows=export_rows(report),
         export=summary.export if summary.export is not None else export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
-        problems=problem_rows(limit_hits(compiles)),
+        problems=problem_rows(hits),
+        fragments=fragments,
     )
 
 

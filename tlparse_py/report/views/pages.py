@@ -180,7 +180,7 @@ def shape_fact_views(inputs: Inputs, role: str, compile_id: CompileId | None) ->
     views = []
     for fact in inputs.analysis.shape_facts_for(role, compile_id):
         sources = fact.get("sources")
-        user_stack, stack = stacks_of(fact, inputs)
+        user_stack, stack = stacks_of(fact, inputs, compile_id)
         views.append(ShapeFactView(
             symbol=format_value(fact.get("symbol")) if fact.get("symbol") is not None else "",
             sources=[str(s) for s in sources] if isinstance(sources, list) else [],
@@ -193,9 +193,10 @@ def shape_fact_views(inputs: Inputs, role: str, compile_id: CompileId | None) ->
     return views
 
 
-def stacks_of(meta: dict[str, Any], inputs: Inputs) -> tuple[list[FrameView], list[FrameView]]:
-    """(`user_stack`, `stack`) of a logged fact, as frames a page shows."""
-    user, framework = (frames_from_json(meta.get(name)) or [] for name in ("user_stack", "stack"))
+def stacks_of(meta: dict[str, Any], inputs: Inputs, key: CompileId | None) -> tuple[list[FrameView], list[FrameView]]:
+    """(`user_stack`, `stack`) of a fact logged under `key`, as frames a page shows."""
+    process = key.process if key is not None else 0
+    user, framework = (frames_from_json(meta.get(name), process) or [] for name in ("user_stack", "stack"))
     return [frame_view(f, inputs) for f in user], [frame_view(f, inputs) for f in framework]
 
 
@@ -237,7 +238,7 @@ class GuardInfoPage(Page, kw_only=True, eq=False):  # a view model: never compar
 def guard_info_page(build: Builder, pending: PendingPage) -> GuardInfoPage:
     inputs, meta = build.inputs, pending.data["meta"]
     frame_locals = meta.get("frame_locals") if isinstance(meta.get("frame_locals"), dict) else {}
-    user_stack, stack = stacks_of(meta, inputs)
+    user_stack, stack = stacks_of(meta, inputs, pending.compile_id)
     return GuardInfoPage(
         **record_page(inputs, pending, "Symbolic shapes information"),
         expr=format_value(meta.get("expr")),
@@ -279,7 +280,7 @@ def expression_tree(inputs: Inputs, root: Any) -> list[ExpressionNode]:
         seen.add(node_id)
         meta = expressions[node_id]
         arguments = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
-        user_stack, stack = stacks_of(meta, inputs)
+        user_stack, stack = stacks_of(meta, inputs, None)  # export provenance: the first process's
         nodes.append(ExpressionNode(
             depth=min(depth, 12),
             result=format_value(meta.get("result")),

@@ -6,7 +6,6 @@ Texts are read back through the payload store, one compile id at a time, so memo
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -180,6 +179,8 @@ class PageBuilder:
         if len(old) > DIFF_LINE_LIMIT or len(new) > DIFF_LINE_LIMIT:
             info["skipped"] = True
             return info
+        import difflib  # only where a text has a step before it
+
         diff = list(difflib.unified_diff(old, new, base.title, step.title, lineterm="", n=3))
         info["added"] = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
         info["removed"] = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))

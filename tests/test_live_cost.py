@@ -1,0 +1,163 @@
+"""Live updates cost what changed (issue 35): an update builds and renders only the compiles, index
+rows, sections, stack-trie nodes and pages whose compile ids logged something, and what it shows is
+what building everything again shows.
+
+Counted, never timed: `LiveReport.rendered` says what the last update built and rendered.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from logs import cid, line, metrics, start
+from test_live import fixture_bytes
+from tlparse_py import limits
+from tlparse_py.analysis.compiles import forget_compiles, keep_compiles
+from tlparse_py.analysis.stacks import Frame, StackTrie
+from tlparse_py.analysis.store import Reuse
+from tlparse_py.live import LiveReport
+from tlparse_py.model import CompileId
+from tlparse_py.options import Options
+from tlparse_py.pipeline import new_analysis, source_of
+from tlparse_py.report.render import render_macro, render_page
+from tlparse_py.report.views.common import Inputs
+from tlparse_py.report.views.index import index_page, trie_rows
+from tlparse_py.report.views.live import LiveMark
+from tlparse_py.report.views.live_index import LiveTrie
+
+
+def follow(live: LiveReport) -> list:
+    """Keep the index model each update makes (to render it again beside one built whole)."""
+    made: list = []
+    make = live._index_page
+    live._index_page = lambda changes, touched: made.append(make(changes, touched)) or made[-1]  # type: ignore[method-assign]
+    return made
+
+
+def as_built_whole(live: LiveReport, model) -> None:
+    """The compiles and the index of the last update are those of an analysis built whole."""
+    analysis = live.analysis
+    kept = analysis.compiles()
+    forget_compiles(analysis)
+    whole = analysis.compiles()
+    assert [msgspec.to_builtins(c) for c in kept] == [msgspec.to_builtins(c) for c in whole]
+    assert model.fragments, "the live index is assembled from its parts"
+    mark = LiveMark("index.html", "", None, live.compiling)
+    assert render_page(model, mark) == render_page(index_page(live.pipeline.inputs), mark)
+    keep_compiles(analysis, live.compiles.compiles, live.compiles.index)
+
+
+@pytest.mark.parametrize("name", ["recompile", "compiled_autograd", "reset_reuse", "export", "processes", "recompile_limit",
+                                  "failure", "killed_midcompile", "training", "vllm_piecewise", "ddp_cache_race", "dynamic_backward"])
+def test_each_update_shows_what_building_everything_again_shows(tmp_path, name):
+    data = fixture_bytes(name)
+    log = tmp_path / "trace" / "dedicated_log_torch_trace_x.log"
+    log.parent.mkdir()
+    log.write_bytes(b"")
+    live = LiveReport(log, tmp_path / "live", Options())
+    made = follow(live)
+    pieces, position, updates = random.Random(3), 0, 0
+    while position < len(data):
+        size = pieces.choice([max(500, len(data) // n) for n in (60, 20, 6)])  # pieces of every size, a dozen updates or more
+        with open(log, "ab") as handle:
+            handle.write(data[position : position + size])
+        position += size
+        live.update("test", live.read())
+        as_built_whole(live, made[-1])
+        updates += 1
+    assert updates > 6
+    live.close()
+
+
+def compile_records(frame: int, stack_line: int) -> list[str]:
+    """A whole compile of frame `frame`: its start (a stack of its own), a graph and its metrics."""
+    stack = [{"line": 10, "name": "<module>", "filename": 0}, {"line": stack_line, "name": f"f{frame}", "filename": 0}]
+    return [
+        line({"dynamo_start": {"stack": stack}, **cid(frame)}),
+        line({"dynamo_output_graph": {"sizes": {}}, **cid(frame)}, f"graph of frame {frame}\nreturn (x,)"),
+        metrics(frame, co_name=f"f{frame}"),
+    ]
+
+
+def update_after_one_compile_id(tmp_path: Path, compiles: int) -> dict[str, int]:
+    """What an update renders after records of one compile id are appended to a log of `compiles` compiles."""
+    log = tmp_path / f"n{compiles}" / "dedicated_log_torch_trace_x.log"
+    log.parent.mkdir()
+    log.write_text(line({"str": ["model.py", 0]}) + "".join(r for frame in range(compiles) for r in compile_records(frame, frame)))
+    live = LiveReport(log, log.parent / "out", Options())
+    made = follow(live)
+    live.update("first", live.read())
+    assert made[-1].bounds["compiles"] == compiles
+    counts = {}
+    # a new compile, in three updates: its start, its graph, its end
+    for step, record in enumerate(compile_records(compiles, 7)):
+        with open(log, "a") as handle:
+            handle.write(record)
+        live.update("next", live.read())
+        counts.update({f"new compile {step} {what}": n for what, n in live.rendered.items()})
+    # a compile in the middle of the log logs again: a recompile reason of its frame's next compile
+    with open(log, "a") as handle:
+        handle.write(start(compiles // 2, 1) + metrics(compiles // 2, 1, co_name="again"))
+    live.update("again", live.read())
+    counts.update({f"recompile {what}": n for what, n in live.rendered.items()})
+    as_built_whole(live, made[-1])
+    live.close()
+    return counts
+
+
+def test_an_update_renders_what_changed_however_many_compiles_the_report_holds(tmp_path):
+    few, many = update_after_one_compile_id(tmp_path, 50), update_after_one_compile_id(tmp_path, 500)
+    assert few == many
+    assert few["new compile 2 compiles"] == 1 and few["new compile 2 rows"] == 1 and few["new compile 2 sections"] == 1
+    assert few["new compile 0 trie links"] == 1 and few["new compile 0 trie frames"] == 1  # its new frame, once
+    assert few["new compile 2 compile pages"] == 2  # its page, and the one before it ("next")
+    assert "new compile 1 failures page" not in few and few.get("new compile 1 trie frames", 0) == 0
+    assert all(n <= 3 for n in few.values()), few
+
+
+def test_the_first_update_renders_every_part_once(tmp_path):
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(line({"str": ["model.py", 0]}) + "".join(r for frame in range(40) for r in compile_records(frame, frame)))
+    live = LiveReport(log, tmp_path / "out", Options())
+    live.update("first", live.read())
+    counts = dict(live.rendered)
+    live.close()
+    assert counts["compiles"] == counts["rows"] == counts["sections"] == counts["trie links"] == 40
+    assert counts["trie frames"] == 41  # <module>, then each compile's own frame
+
+
+def random_trie(seed: int, inserts: int, trie: StackTrie) -> list[tuple[list[Frame], object]]:
+    pick = random.Random(seed)
+    frames = [Frame(0, line, name, "") for line in range(4) for name in ("f", "g")]
+    stacks = []
+    for n in range(inserts):
+        depth = pick.randint(0, 5)
+        terminal = pick.choice([None, CompileId(frame_id=n, frame_compile_id=0), Reuse(CompileId(frame_id=n % 3, frame_compile_id=0), 1)])
+        stacks.append(([pick.choice(frames) for _ in range(depth)], terminal))
+    return stacks
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_trie_kept_per_node_is_the_trie_the_macro_writes(tmp_path, seed, monkeypatch):
+    monkeypatch.setattr(limits, "INDEX_ROWS", 3)  # nodes with more ids than listed too
+    log = tmp_path / "log"
+    log.write_text("")
+    analysis = new_analysis(source_of([log]), Options(), None)
+    inputs = Inputs(analysis)
+    trie = StackTrie()
+    kept = LiveTrie(inputs, trie, rendered=Counter())
+    stacks = random_trie(seed, 60, trie)
+    cut = random.Random(seed)
+    while stacks:
+        batch = cut.randint(1, 12)
+        for frames, terminal in stacks[:batch]:
+            trie.insert(frames, terminal)
+        del stacks[:batch]
+        html = kept.html(set())
+        rows = trie_rows(inputs, trie)
+        assert html == (render_macro("trie", rows, "") if rows else None)

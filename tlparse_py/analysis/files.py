@@ -1,0 +1,135 @@
+"""A compile id's numbered files (its compile-directory entries), flat in memory however many it has.
+
+A compile id that wrote millions of files (an artifact logged in a loop) would otherwise keep a
+directory entry in memory per file. Pages list at most `limits.PAGE_FILES` of them; the rest are
+needed only by what lists them all (compile_directory.json, the metrics page), which read them back.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any, SupportsIndex
+
+from ..limits import PAGE_FILES
+from ..model import Artifact
+
+_TOKENS = itertools.count()
+
+
+class _Spilled:
+    """The entries past the first `Files.HEAD`: full batches in the fact spool, the last one here."""
+
+    __slots__ = ("spool", "token", "batches", "pending")
+
+    def __init__(self, spool: Any):
+        self.spool = spool
+        self.token = next(_TOKENS)
+        self.batches = 0
+        self.pending: list[Artifact] = []
+
+    def batch_key(self, index: int) -> tuple[str, int, int]:
+        return ("files", self.token, index)
+
+
+class Files(list[Artifact]):
+    """A list of a compile id's directory entries, in the order they were numbered.
+
+    It is the list itself up to HEAD entries (what every page shows, `limits.PAGE_FILES`); later
+    entries are pickled to the analysis' fact spool (`store.FactSpool`) in batches of BATCH, so
+    memory stays flat however many there are. Iterating, `len`, slicing and comparing see them all;
+    a slice within the first HEAD reads nothing back. It pickles (and copies) as a plain list.
+    """
+
+    __slots__ = ("_spill",)
+    HEAD = PAGE_FILES
+    BATCH = 1000
+
+    def __init__(self, spool: Any, items: Iterable[Artifact] = ()):
+        super().__init__()
+        self._spill: Any = spool  # the fact spool until the first entry past HEAD, then a _Spilled
+        for item in items:
+            self.append(item)
+
+    def append(self, item: Artifact) -> None:
+        if list.__len__(self) < self.HEAD:
+            list.append(self, item)
+            return
+        spill = self._spill
+        if not isinstance(spill, _Spilled):
+            spill = self._spill = _Spilled(spill)
+        spill.pending.append(item)
+        if len(spill.pending) >= self.BATCH:
+            spill.spool.add(spill.batch_key(spill.batches), spill.pending)
+            spill.batches += 1
+            spill.pending = []
+
+    def extend(self, items: Iterable[Artifact]) -> None:
+        for item in items:
+            self.append(item)
+
+    def __iadd__(self, items: Iterable[Artifact]) -> Files:  # type: ignore[override,misc]
+        self.extend(items)
+        return self
+
+    def spilled(self) -> int:
+        """How many entries lie past the first HEAD."""
+        spill = self._spill
+        return spill.batches * self.BATCH + len(spill.pending) if isinstance(spill, _Spilled) else 0
+
+    def __len__(self) -> int:
+        return list.__len__(self) + self.spilled()
+
+    def __bool__(self) -> bool:
+        return list.__len__(self) > 0 or self.spilled() > 0
+
+    def copy(self) -> list[Artifact]:
+        return list(self)
+
+    def __iter__(self) -> Iterator[Artifact]:
+        yield from list.__iter__(self)
+        spill = self._spill
+        if isinstance(spill, _Spilled):
+            batches, pending = spill.batches, list(spill.pending)
+            for index in range(batches):
+                (batch,) = spill.spool.get(spill.batch_key(index))
+                yield from batch
+            yield from pending
+
+    def __reversed__(self) -> Iterator[Artifact]:
+        return reversed(list(self))
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        if not self.spilled():
+            return list.__getitem__(self, index)
+        if isinstance(index, slice):
+            start, stop, step = index.start or 0, index.stop, index.step or 1
+            if stop is not None and 0 <= start and 0 <= stop <= list.__len__(self) and step > 0:
+                return list.__getitem__(self, index)
+        elif 0 <= index.__index__() < list.__len__(self):
+            return list.__getitem__(self, index)
+        return list(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if not self.spilled():
+            return list.__eq__(self, other)
+        return list(self) == other
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+    def __copy__(self) -> list[Artifact]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Artifact]:
+        import copy
+
+        return copy.deepcopy(list(self), memo)

@@ -1,0 +1,119 @@
+"""`Analysis.compiles()` of a log still being read (a live report): between two updates only the
+compiles whose records changed are built again.
+
+A compile's summary (`Analysis._compile`) is read from the facts of its own frame compile: its
+attempts' records, metrics, cache lookups, graph breaks, recompile reasons and generations. Two
+facts come from elsewhere: the compiled function's name may come from its other compiles' metrics
+(`questions._name_from_pool`), and why it happened, its name and location may follow its function's
+compile before it (`compiles._follow`); and the backward compiled inside the forward is summed from
+chromium events, logged outside any compile id. So an update builds again every compile of each
+function (process, compiled-autograd id, frame id) that logged something, and of each frame whose
+backward spans changed; the others are kept, the same objects. What it builds is what
+`Analysis.compiles()` builds from the same store, compile for compile (tests/test_live.py checks it
+after every update); the final report builds them all again anyway (`compiles.forget_compiles`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from ..model import CompileId
+from . import questions
+from .compiles import Analysis, _follow, keep_compiles
+from .summary import CompileSummary
+
+Function = tuple[int, int | None, int | None]  # (process, compiled autograd id, frame id): the frames of one compiled function
+
+
+class CompileChanges(NamedTuple):
+    """What one `LiveCompiles.refresh` changed in the list of compiles."""
+
+    changed: list[tuple[int, CompileSummary | None, CompileSummary]]  # (position, the compile it replaced or None, the compile)
+    reordered: bool  # compiles moved (an id reused after reset() mid-list gained a compile): take every position as changed
+
+
+def function_of(frame: CompileId) -> Function:
+    return (frame.process, frame.compiled_autograd_id, frame.frame_id)
+
+
+class LiveCompiles:
+    """The compiles of one analysis, kept up to date piece by piece (`refresh`)."""
+
+    def __init__(self, analysis: Analysis):
+        self.analysis = analysis
+        self.keys_seen = 0  # directory keys taken into `frames`
+        self.frames: dict[CompileId, list[CompileId]] = {}  # frame compile → its attempts, in directory order
+        self.functions: dict[Function, list[CompileId]] = {}  # a function's frame compiles, in the same order
+        self.by_frame: dict[CompileId, list[CompileSummary]] = {}  # frame compile → its compile per generation
+        self.compiles: list[CompileSummary] = []  # in log order: `Analysis.compiles()`
+        self.at: dict[tuple[CompileId, int], int] = {}  # (frame, generation) → position in `compiles`
+        self.index: dict[tuple[CompileId, int], CompileSummary] = {}  # (frame, generation) → compile (`compile_of`)
+        self.spans: dict[tuple[CompileId, int], float] = {}  # `backward_spans` at the last refresh
+        self.built = 0  # compiles built (`_compile` calls), all refreshes together: what tests count
+
+    def refresh(self, touched: Iterable[CompileId | None]) -> CompileChanges:
+        """Build again the compiles of the functions that logged something since the last refresh
+        (`touched`: the directory keys of the records read), and hand them to the analysis as its
+        `compiles()`; which positions changed."""
+        analysis = self.analysis
+        frames = {key.frame_key() for key in touched if key is not None and questions.is_compile(key)}
+        last_old = next(reversed(self.frames), None)
+        new_frames = []
+        if len(analysis.directory) > self.keys_seen:
+            for key in itertools.islice(analysis.directory, self.keys_seen, None):
+                if not questions.is_compile(key):
+                    continue
+                assert key is not None
+                frame = key.frame_key()
+                attempts = self.frames.get(frame)
+                if attempts is None:
+                    self.frames[frame] = [key]
+                    self.functions.setdefault(function_of(frame), []).append(frame)
+                    new_frames.append(frame)
+                else:
+                    attempts.append(key)
+                frames.add(frame)
+            self.keys_seen = len(analysis.directory)
+        spans = analysis.backward_spans
+        if spans != self.spans:  # chromium events, logged outside any compile id, add to a compile's backward time
+            frames.update(key[0] for key, _ in spans.items() - self.spans.items() if key[0] in self.frames)
+            self.spans = dict(spans)
+        changed: list[tuple[int, CompileSummary | None, CompileSummary]] = []
+        reordered = False
+        for function in {function_of(frame) for frame in frames}:
+            latest: dict[int, CompileSummary] = {}  # generation → the function's compile before
+            for frame in self.functions[function]:
+                built = []
+                for generation in analysis.generations_of(frame):
+                    compile_ = analysis._compile(frame, self.frames[frame], generation)
+                    _follow(compile_, latest.get(generation))
+                    latest[generation] = compile_
+                    built.append(compile_)
+                    self.index[(frame, generation)] = compile_
+                self.built += len(built)
+                self.by_frame[frame] = built
+                for generation, compile_ in enumerate(built):
+                    position = self.at.get((frame, generation))
+                    if position is not None:
+                        changed.append((position, self.compiles[position], compile_))
+                        self.compiles[position] = compile_
+                    elif frame not in new_frames:  # an id reused after reset(): a new generation of a frame listed before
+                        if frame == last_old and not reordered:
+                            self.at[(frame, generation)] = len(self.compiles)
+                            changed.append((len(self.compiles), None, compile_))
+                            self.compiles.append(compile_)
+                        else:
+                            reordered = True
+        for frame in new_frames:
+            for generation, compile_ in enumerate(self.by_frame[frame]):
+                self.at[(frame, generation)] = len(self.compiles)
+                changed.append((len(self.compiles), None, compile_))
+                self.compiles.append(compile_)
+        if reordered:
+            self.compiles = [c for frame in self.frames for c in self.by_frame[frame]]
+            self.at = {(c.key, c.generation): i for i, c in enumerate(self.compiles)}
+            changed = [(i, None, c) for i, c in enumerate(self.compiles)]
+        keep_compiles(analysis, self.compiles, self.index)
+        return CompileChanges(changed, reordered)
