@@ -211,18 +211,21 @@ class RecordSpool:
         self.handle = handle
         self.last: dict[CompileId | None, int] = {}  # compile id → its latest entry, packed (offset, size)
         self.generation_of = generation_of  # (key, log line) → the generation the record belongs to
+        # where the next entry goes: kept here, as tell() on a spooled file costs a system call a record
+        self.end = handle.tell()
 
     def add(self, key: CompileId | None, summary: RecordSummary) -> None:
         data = dumps(summary.to_json())
         if data is None:
             summary.meta = {kind: repr(value)[:2000] for kind, value in summary.meta.items()}
             data = dumps(summary.to_json()) or b"{}"
-        previous, offset = self.last.get(key), self.handle.tell()
+        previous, offset = self.last.get(key), self.end
         if previous is None:
             header = self.HEADER.pack(0, 0)
         else:
             header = self.HEADER.pack((previous >> self.SIZE_BITS) + 1, previous & ((1 << self.SIZE_BITS) - 1))
         self.handle.write(header + data)
+        self.end += len(header) + len(data)
         self.last[key] = offset << self.SIZE_BITS | (len(header) + len(data))
 
     def records(self, key: CompileId | None, per_kind: int = PAGE_RECORDS_PER_KIND) -> SpooledRecords:
