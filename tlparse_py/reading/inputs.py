@@ -362,8 +362,11 @@ def _runs(folder: Path, heads: dict[Path, LogHead]) -> list[list[list[Path]]]:
     parent's life. One that ended before another began is another run. A process whose span is
     not known (a log whose pid could not be read) is a run of its own.
     """
+    groups = _by_process(folder, heads)
+    if len(groups) == 1:  # one process: no end to read (a big .gz would be read through for it)
+        return [groups]
     spans = []
-    for group in _by_process(folder, heads):
+    for group in groups:
         starts = [heads[p].stamp for p in group if heads[p].stamp]
         ends = [stamp for stamp in map(last_stamp, group) if stamp]
         known = bool(starts and ends) and all(heads[p].pid is not None for p in group)
