@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 HINT = "Avoid calling builtin `print` with argument types ['str']. Consider using an equivalent alternative function/method to `print`."
 
 
@@ -75,7 +77,7 @@ def write_summary(path: Path, count: int, new: bool = False) -> Path:
         "compiles": compiles_of(count, new), "run": {"torch_version": "2.13.0+cpu", "rank": None},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(json.dumps(data).encode())
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))  # laid out as a report writes it
     return path
 
 
@@ -91,8 +93,10 @@ def peak_rss(command: list[str]) -> tuple[int, float, int]:
 
 
 def measure(work: Path, count: int) -> dict[str, Any]:
-    base = write_summary(work / f"base_{count}" / "summary.json", count)
-    new = write_summary(work / f"new_{count}" / "summary.json", count, new=True)
+    base, new = work / f"base_{count}" / "summary.json", work / f"new_{count}" / "summary.json"
+    # written by a child: a process forked from one that has grown starts with its size as the peak
+    # (Linux carries the largest resident set across exec), and writing 10^6 compiles' JSON grows it
+    subprocess.run([sys.executable, __file__, "--write", str(base), str(new), str(count)], check=True)
     out = work / f"diff_{count}"
     rss, wall, status = peak_rss([sys.executable, "-m", "tlparse_py", "diff", str(base), str(new), "-o", str(out), "--overwrite", "--no-browser"])
     if status not in (0, 3):
@@ -110,10 +114,9 @@ def phases(work: Path, count: int) -> None:
     import tracemalloc
 
     from tlparse_py.analysis import comparison
+    from tlparse_py.analysis.totals import check_diff
     from tlparse_py.diff.load import load
-    from tlparse_py.diff.output import diff_json
-    from tlparse_py.diff.view import diff_page
-    from tlparse_py.report.render import render_page
+    from tlparse_py.diff.output import write_diff, write_markdown
 
     base = write_summary(work / "base" / "summary.json", count)
     new = write_summary(work / "new" / "summary.json", count, new=True)
@@ -131,12 +134,13 @@ def phases(work: Path, count: int) -> None:
     del sides
     gc.collect()
     show("summaries dropped")
-    data = diff_json(result)
-    show(f"diff.json ({len(data) / 1e6:.1f} MB)")
-    del data
-    page = render_page(diff_page(result, None))
-    show(f"page ({len(page) / 1e6:.1f} MB)")
-    del page, result
+    check_diff([], comparison.sections(result))
+    show("gates checked")
+    write_diff(result, work / "diff", overwrite=True)
+    show(f"diff.json ({(work / 'diff' / 'diff.json').stat().st_size / 1e6:.1f} MB) and page written")
+    write_markdown(result, work / "diff.md", work / "diff")
+    show("Markdown written")
+    del result
     gc.collect()
     show("all dropped")
 
@@ -147,7 +151,12 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true", help="memory after each step, in this process, instead")
     parser.add_argument("--work", type=Path, help="where the summaries and diffs go (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--write", nargs=3, metavar=("BASE", "NEW", "N"), help=argparse.SUPPRESS)  # measure()'s child
     args = parser.parse_args()
+    if args.write:
+        write_summary(Path(args.write[0]), int(args.write[2]))
+        write_summary(Path(args.write[1]), int(args.write[2]), new=True)
+        return
     work = args.work or Path(tempfile.mkdtemp(prefix="tlparse-diff-mem-"))
     work.mkdir(parents=True, exist_ok=True)
     results = []

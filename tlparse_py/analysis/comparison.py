@@ -27,8 +27,10 @@ from msgspec import Struct, field
 
 from .._version import __version__
 from .pairing import (
-    BreakKey, BreakSite, Files, Frame, FramePair, break_sites, file_map, frames_of, pair_frames, renamed_functions, user_files, user_paths,
+    BreakKey, BreakSite, Files, Frame, FramePair, break_sites, compiles_of, file_map, frames_of, pair_frames, renamed_functions, user_files,
+    user_paths,
 )
+from .spools import SpooledRows
 from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
 from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of, value_at
 
@@ -36,6 +38,10 @@ SCHEMA_VERSION = "2.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR
 DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
                       "and graph break is listed as gone or new")
 EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW
+UNKNOWN_NAMED = 3  # compiles of unknown time named in why the times cannot be compared
+# rows a comparison keeps in a list: past it, in a scratch file (`spools.SpooledRows`), so that a diff of
+# 10^6 compiles never holds its row per frame in memory
+ROWS_IN_MEMORY = 5000
 NO_CACHE_RESULTS = "a side's summary.json records no cache results (an older schema): compile times cannot be compared"
 
 Dict = dict[str, Any]
@@ -139,9 +145,8 @@ class CompilePair(Struct):
         return not self.no_longer_compiled and not self.cache_differs
 
 
-def compile_pairs(frame_pair: FramePair) -> list[CompilePair]:
-    b_list = frame_pair.base.compiles if frame_pair.base else []
-    n_list = frame_pair.new.compiles if frame_pair.new else []
+def compile_pairs(b_list: list[CompileSummary], n_list: list[CompileSummary]) -> list[CompilePair]:
+    """A frame's compiles in BASE and in NEW, paired in order."""
     regressed = bool(b_list) and any(map(runs_eagerly, n_list)) and not any(map(runs_eagerly, b_list))
     return [CompilePair(_nth(b_list, i), _nth(n_list, i), regressed) for i in range(max(len(b_list), len(n_list)))]
 
@@ -157,7 +162,8 @@ class TimeComparison(Struct):
     new_hits: int = 0
     lost: int = 0  # compiles BASE had that NEW runs eagerly: left out
     cache_known: bool = True
-    unknown: list[str] = field(default_factory=list)  # compiles whose time no record logged
+    unknown: list[str] = field(default_factory=list)  # the first compiles whose time no record logged (UNKNOWN_NAMED)
+    unknown_count: int = 0
 
     def add(self, p: CompilePair) -> None:
         if p.no_longer_compiled:
@@ -173,7 +179,9 @@ class TimeComparison(Struct):
         if (p.base is not None and b is None) or (p.new is not None and n is None):
             shown = p.new if p.new is not None else p.base
             assert shown is not None
-            self.unknown.append(shown.id)
+            self.unknown_count += 1
+            if len(self.unknown) < UNKNOWN_NAMED:  # only these are named: a list of every one would grow with the run
+                self.unknown.append(shown.id)
             return
         self.compared += 1
         self.base = _round((self.base or 0.0) + (b or 0.0))
@@ -193,7 +201,7 @@ class TimeComparison(Struct):
                 what = f"{self.cache_differs} paired compiles had different cache results"
             return f"cache states differ: {what}: compile times are not comparable"
         if self.unknown:
-            return f"the compile time of {', '.join(self.unknown[:3])}{' and more' if len(self.unknown) > 3 else ''} is unknown"
+            return f"the compile time of {', '.join(self.unknown[:3])}{' and more' if self.unknown_count > 3 else ''} is unknown"
         if not self.compared and self.lost:
             return "every compile the runs share is one NEW no longer compiles: no time is left to compare"
         if not self.compared:
@@ -217,14 +225,14 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
     files = file_map(user_files(base_frames), user_files(new_frames), how.pairs)
     pairs = pair_frames(base_frames, new_frames, files)
     time = TimeComparison(cache_known=base.cache_known and new.cache_known)
-    frames, failures_new, failures_fixed, eager, op_counts = [], [], [], [], []
+    frames, failures_new, failures_fixed, eager, op_counts = Rows(), Rows(), Rows(), Rows(), Rows()
     counts = Counts()
     for frame_pair in pairs:
-        compiles = compile_pairs(frame_pair)
-        frames.append(_frame_row(frame_pair, compiles, counts))
-        shown = frame_pair.new or frame_pair.base
-        assert shown is not None
-        key = (shown.raw_name, shown.location)
+        b_list, n_list = compiles_of(frame_pair.base, base.compiles), compiles_of(frame_pair.new, new.compiles)
+        compiles = compile_pairs(b_list, n_list)
+        frames.append(_frame_row(frame_pair, b_list, n_list, compiles, counts))
+        first = (n_list or b_list)[0]  # the frame's name and place are its first compile's
+        key = (first.frame, first.user_location)
         for i, p in enumerate(compiles):
             time.add(p)
             b_fail, n_fail = _failed(p.base), _failed(p.new)
@@ -244,10 +252,10 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
         "totals": _totals(base, new, time),
         "time": time.to_dict(),
         "graph_breaks": _graph_breaks(break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files)),
-        "frames": frames,
-        "failures": {"new": failures_new, "fixed": failures_fixed},
-        "no_longer_compiled": eager,
-        "graph_op_counts": op_counts,
+        "frames": frames.done(),
+        "failures": {"new": failures_new.done(), "fixed": failures_fixed.done()},
+        "no_longer_compiled": eager.done(),
+        "graph_op_counts": op_counts.done(),
         "vllm": _vllm(base, new),
         "notes": notes,
     }
@@ -258,6 +266,21 @@ def _totals(base: Summary, new: Summary, time: TimeComparison) -> Dict:
     b, n = totals_of(base.compiles), totals_of(new.compiles)
     rows: Dict = {t.name: (timed(b[t.name], n[t.name], time.why_not is None) if t.seconds else pair(b[t.name], n[t.name])) for t in TOTALS}
     return nested(rows)
+
+
+class Rows:
+    """A list of a comparison's rows that goes to a scratch file past ROWS_IN_MEMORY rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[Dict] | SpooledRows = []
+
+    def append(self, row: Dict) -> None:
+        if isinstance(self.rows, list) and len(self.rows) >= ROWS_IN_MEMORY:
+            self.rows = SpooledRows(self.rows)
+        self.rows.append(row)
+
+    def done(self) -> list[Dict] | SpooledRows:
+        return self.rows
 
 
 class Counts(dict[tuple[Any, ...], Dict]):
@@ -273,9 +296,8 @@ class Counts(dict[tuple[Any, ...], Dict]):
         return found
 
 
-def _frame_row(frame_pair: FramePair, compiles: list[CompilePair], counts: Callable[[Any, Any], Dict] = pair) -> Dict:
-    b_list = frame_pair.base.compiles if frame_pair.base else []
-    n_list = frame_pair.new.compiles if frame_pair.new else []
+def _frame_row(frame_pair: FramePair, b_list: list[CompileSummary], n_list: list[CompileSummary], compiles: list[CompilePair],
+               counts: Callable[[Any, Any], Dict] = pair) -> Dict:
     b_reasons = {r for c in b_list for r in c.recompile_reasons}
     new_reasons: list[str] = []
     for c in n_list:
@@ -290,16 +312,15 @@ def _frame_row(frame_pair: FramePair, compiles: list[CompilePair], counts: Calla
         "time_comparable": p.time_comparable,
     } for p in compiles]
     base, new = frame_pair.base, frame_pair.new
-    shown = new or base
-    assert shown is not None
+    first = (n_list or b_list)[0]  # a frame's name and place are its first compile's
     regression = EAGER if any(p.no_longer_compiled for p in compiles) else None
     return {
-        "frame": shown.raw_name,
-        "user_location": shown.location,
+        "frame": first.frame,
+        "user_location": first.user_location,
         "presence": "both" if base and new else ("new" if new else "gone"),
         "pairing": frame_pair.how,
-        "base_frame": base.raw_name if base else None,
-        "base_user_location": base.location if base else None,
+        "base_frame": b_list[0].frame if b_list else None,
+        "base_user_location": b_list[0].user_location if b_list else None,
         "moved": _moved(base, new),
         "regression": regression,
         "compiles": counts(len(b_list), len(n_list)),
@@ -391,8 +412,8 @@ def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite
             "hints": list(brk.hints),
             "doc_url": brk.doc_url or None,
             "count": pair(len(base[key].breaks) if key in base else 0, len(new[key].breaks) if key in new else 0),
-            "frames": list(dict.fromkeys(c.frame for c, _ in side.breaks)),
-            "compiles": list(dict.fromkeys(c.id for c, _ in side.breaks)),
+            "frames": list(dict.fromkeys(c.frame for c in side.breaks)),
+            "compiles": list(dict.fromkeys(c.id for c in side.breaks)),
             "moved": _moved(base.get(key), new.get(key)),
         }
 

@@ -12,6 +12,8 @@ summary, a PR comment), and a runner's absolute paths mean nothing to its reader
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from msgspec import Struct, field
 
 from .stacks import inside_folder, is_user_code, split_location, user_folder
@@ -69,7 +71,7 @@ class RanksDigest(Struct):
     combined: dict[str, str]  # every total over the ranks read, as its declaration combines it
 
 
-def shown_totals(compiles: list[CompileSummary]) -> dict[str, str]:
+def shown_totals(compiles: Sequence[CompileSummary]) -> dict[str, str]:
     values = totals_of(compiles)
     return {total.name: total.show(values.get(total.name)) for _, group in columns() for total in group}
 
@@ -114,7 +116,7 @@ def _recompile_row(frame: FrameRecompiles) -> RecompileRow:
     return RecompileRow(frame.frame, frame.name, frame.compiles, reason, retry)
 
 
-def _user_paths(compiles: list[CompileSummary]) -> list[str]:
+def _user_paths(compiles: Sequence[CompileSummary]) -> list[str]:
     """Every file the run's frames and graph breaks name (`user_folder` keeps the user's own)."""
     locations = [c.user_location for c in compiles] + [b.user_location for c in compiles for b in c.graph_breaks]
     return [site[0] for location in locations if (site := split_location(location))]

@@ -21,11 +21,13 @@ Two runs whose files have different names pair them when each run has one user f
 from __future__ import annotations
 
 import difflib
-from collections import deque
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import msgspec
 from msgspec import Struct, field
 
 from .stacks import is_user_code, split_location
@@ -71,23 +73,31 @@ class Files(Struct):
             return cls("")
 
 
-class Frame(Struct):
-    """One frame of one run, with its compiles in log order."""
+class Frame(Struct, gc=False):
+    """One frame of one run, with where its compiles are in the run's list of compiles, in log order.
+
+    A diff of 10^6 compiles holds every frame at once, so a frame holds only what pairs it and the
+    positions of its compiles (4 bytes each), not the compiles (which may be in a scratch file:
+    `spools.SpooledCompiles`): `compiles_of` reads them when its row is made, and its name and
+    location as logged are its first compile's. (No reference cycle can run through a frame, so the
+    garbage collector need not track it.)"""
 
     file: str  # relative to its run's root
     name: str  # its function, resume functions normalised
-    raw_name: str | None
-    location: str | None
     line: int | None
     anchor: str  # the source text that anchors it ("" when the log gives none)
-    compiles: list[CompileSummary] = field(default_factory=list)
+    positions: bytes = b""  # where its compiles are, packed as an array("I") (the smallest Python holds them in)
+    # set by pair_frames: a BASE frame's NEW frame and how they pair; a NEW frame's mark that it is paired
+    partner: Frame | None = None
+    how: str = ""
+    taken: bool = False
 
     @property
     def identity(self) -> tuple[str, str, str]:
         return (self.file, self.name, self.anchor)
 
 
-class FramePair(Struct):
+class FramePair(Struct, gc=False):
     base: Frame | None
     new: Frame | None
     how: str  # "same", "moved", "edited" (its anchor text changed), "renamed", "new" or "gone"
@@ -96,21 +106,28 @@ class FramePair(Struct):
 def frames_of(summary: Summary, files: Files) -> list[Frame]:
     """The run's frames (a frame id in one generation), in log order."""
     anchors = _break_texts(summary.compiles)
-    frames: dict[object, Frame] = {}
-    for compile_ in summary.compiles:
+    frames: dict[object, tuple[Frame, array[int]]] = {}
+    for position, compile_ in enumerate(summary.compiles):
         identity: object = compile_.frame_identity if compile_.frame_identity is not None else ("compile", compile_.key, compile_.generation)
-        frame = frames.get(identity)
-        if frame is None:
+        found = frames.get(identity)
+        if found is None:
             site = split_location(compile_.user_location)
-            frame = frames[identity] = Frame(
-                files.relative(site[0]) if site else "", function_name(compile_.frame), compile_.frame, compile_.user_location,
+            found = frames[identity] = (Frame(
+                sys.intern(files.relative(site[0])) if site else "", sys.intern(function_name(compile_.frame)),
                 site[1] if site else None, anchors.get(compile_.user_location or "", ""),
-            )
-        frame.compiles.append(compile_)
-    return list(frames.values())
+            ), array("I"))
+        found[1].append(position)
+    for frame, positions in frames.values():
+        frame.positions = positions.tobytes()
+    return [frame for frame, _ in frames.values()]
 
 
-def _break_texts(compiles: Sequence[CompileSummary]) -> dict[str, str]:
+def compiles_of(frame: Frame | None, compiles: Sequence[CompileSummary]) -> list[CompileSummary]:
+    """The frame's compiles, in log order, from its run's compiles (none for no frame)."""
+    return [compiles[i] for i in array("I", frame.positions)] if frame is not None else []
+
+
+def _break_texts(compiles: Iterable[CompileSummary]) -> dict[str, str]:
     """user location → the source text of a graph break there (what a resume function resumes after)."""
     return {b.user_location: b.user_source for c in compiles for b in c.graph_breaks if b.user_source}
 
@@ -151,23 +168,37 @@ def contradiction(pairs: Sequence[tuple[str, str]]) -> str | None:
     return None
 
 
-def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> list[FramePair]:
-    """Every frame of either run, paired where their code is the same: BASE's order, then NEW's new ones."""
-    pairs: dict[int, FramePair] = {}  # by id() of the BASE frame
-    taken: set[int] = set()  # id() of paired NEW frames
+def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> FramePairs:
+    """Every frame of either run, paired where their code is the same: BASE's order, then NEW's new
+    ones. Each pair is marked on its frames (`Frame.partner`, `Frame.taken`): a dict of pairs would
+    cost more than the frames of a diff of 10^6 compiles."""
 
     def link(b: Frame, n: Frame, how: str) -> None:
-        pairs[id(b)] = FramePair(b, n, how)
-        taken.add(id(n))
+        b.partner, b.how, n.taken = n, how, True
 
-    by_identity: dict[tuple[str, str, str], deque[Frame]] = {}
-    for n in new:
-        by_identity.setdefault(n.identity, deque()).append(n)
+    # NEW's frames by identity; the rare identity of several frames holds them last-first, so that
+    # taking the first is a pop (a list, or a deque, for every frame would cost more than the frame)
+    by_identity: dict[tuple[str, str, str], Frame | list[Frame]] = {}
+    for n in reversed(new):
+        found = by_identity.setdefault(n.identity, n)
+        if isinstance(found, list):
+            found.append(n)
+        elif found is not n:
+            by_identity[n.identity] = [found, n]
     for b in base:
-        candidates = by_identity.get((files.get(b.file, b.file), b.name, b.anchor))
-        if candidates:
-            n = candidates.popleft()
-            link(b, n, "same" if b.line == n.line else "moved")
+        key = (files.get(b.file, b.file), b.name, b.anchor)
+        candidate = by_identity.get(key)
+        if isinstance(candidate, list):
+            n = candidate.pop()
+            if not candidate:
+                del by_identity[key]
+        elif candidate is not None:
+            n = candidate
+            del by_identity[key]
+        else:
+            continue
+        link(b, n, "same" if b.line == n.line else "moved")
+    del by_identity
     # grouped once (not a scan of every frame per file: a run has 1,000s of frames in 100s of files)
     base_by_file: dict[str, list[Frame]] = {}
     new_by_file: dict[str, list[Frame]] = {}
@@ -178,11 +209,24 @@ def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> l
     for file in sorted(base_by_file):
         in_base, in_new = base_by_file[file], new_by_file.get(files.get(file, file), [])
         # alignment only pairs frames both unpaired: a file with none on either side has nothing to align
-        if all(id(b) in pairs for b in in_base) or all(id(n) in taken for n in in_new):
+        if all(b.partner is not None for b in in_base) or all(n.taken for n in in_new):
             continue
-        _align(in_base, in_new, lambda b, n, how: link(b, n, how) if id(b) not in pairs and id(n) not in taken else None)
-    rows = [pairs.get(id(b), FramePair(b, None, "gone")) for b in base]
-    return rows + [FramePair(None, n, "new") for n in new if id(n) not in taken]
+        _align(in_base, in_new, lambda b, n, how: link(b, n, how) if b.partner is None and not n.taken else None)
+    return FramePairs(base, new)
+
+
+class FramePairs:
+    """The pairs of two runs' frames, made as they are read (from the marks `pair_frames` left)."""
+
+    def __init__(self, base: list[Frame], new: list[Frame]) -> None:
+        self.base, self.new = base, new
+
+    def __iter__(self) -> Iterator[FramePair]:
+        for b in self.base:
+            yield FramePair(b, b.partner, b.how) if b.partner is not None else FramePair(b, None, "gone")
+        for n in self.new:
+            if not n.taken:
+                yield FramePair(None, n, "new")
 
 
 def _align(base: list[Frame], new: list[Frame], link: Callable[[Frame, Frame, str], None]) -> None:
@@ -205,13 +249,20 @@ def renamed_functions(pairs: Iterable[FramePair]) -> dict[str, str]:
     return {p.base.name: p.new.name for p in pairs if p.how == "renamed" and p.base is not None and p.new is not None}
 
 
+class BrokeIn(Struct, frozen=True, gc=False):
+    """The compile a graph break was logged in (what a diff names of it)."""
+
+    id: str
+    frame: str | None
+
+
 class BreakSite(Struct):
     """One kind of graph break at one place in the code, on one side: every compile that broke there."""
 
     brk: GraphBreak
     file: str
     line: int | None
-    breaks: list[tuple[CompileSummary, GraphBreak]] = field(default_factory=list)
+    breaks: list[BrokeIn] = field(default_factory=list)
 
 
 BreakKey = tuple[str, str, str, str, int]
@@ -227,12 +278,15 @@ def break_sites(summary: Summary, files: Files, file_of: dict[str, str] | None =
     for compile_ in summary.compiles:
         for brk in compile_.graph_breaks:
             site = split_location(brk.user_location)
-            file = files.relative(site[0]) if site else brk.user_location
+            file = sys.intern(files.relative(site[0]) if site else brk.user_location)
             file = (file_of or {}).get(file, file)
             line = site[1] if site else None
-            function = function_name(brk.user_function)
+            function = sys.intern(function_name(brk.user_function))
             key = (file, (function_of or {}).get(function, function), brk.kind, brk.user_source or f"line {line}", line)
-            by_line.setdefault(key, BreakSite(brk, file, line)).breaks.append((compile_, brk))
+            found = by_line.get(key)
+            if found is None:
+                found = by_line[key] = BreakSite(_shared_text(brk), file, line)
+            found.breaks.append(BrokeIn(compile_.id, sys.intern(compile_.frame) if compile_.frame is not None else None))
     sites: dict[BreakKey, BreakSite] = {}
     ordinal: dict[tuple[str, str, str, str], int] = {}
     for key in sorted(by_line, key=lambda k: (k[:4], k[4] if k[4] is not None else -1)):
@@ -242,9 +296,19 @@ def break_sites(summary: Summary, files: Files, file_of: dict[str, str] | None =
     return sites
 
 
-def user_paths(summary: Summary) -> list[str]:
-    """Every user-code file path the run names (frames and graph breaks)."""
-    paths = [site[0] for c in summary.compiles if (site := split_location(c.user_location))]
-    paths += [site[0] for c in summary.compiles for b in c.graph_breaks if (site := split_location(b.user_location))]
-    return [p for p in paths if is_user_code(p)]
+def _shared_text(brk: GraphBreak) -> GraphBreak:
+    """The break with its texts that repeat from break to break (torch's explanation, hints and
+    page for one kind of break) shared: a run of 10^5 graph breaks has a few kinds."""
+    return msgspec.structs.replace(brk, reason=sys.intern(brk.reason), explanation=sys.intern(brk.explanation),
+                                   hints=tuple(sys.intern(h) for h in brk.hints), doc_url=sys.intern(brk.doc_url),
+                                   registry_id=sys.intern(brk.registry_id))
+
+
+def user_paths(summary: Summary) -> Iterator[str]:
+    """Every user-code file path the run names (frames and graph breaks), read in one pass."""
+    for c in summary.compiles:
+        for location in [c.user_location, *(b.user_location for b in c.graph_breaks)]:
+            site = split_location(location)
+            if site and is_user_code(site[0]):
+                yield site[0]
 

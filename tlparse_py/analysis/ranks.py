@@ -58,7 +58,7 @@ class RankFacts(Struct):
     distributed: DistributedFacts
 
     @property
-    def compiles(self) -> list[CompileSummary]:
+    def compiles(self) -> Sequence[CompileSummary]:
         return self.summary.compiles if self.summary is not None else []
 
     @property

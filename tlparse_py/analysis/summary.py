@@ -565,7 +565,7 @@ def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
 class Summary(Struct):
     """What one report (one process's logs) found: its compiles, and where they come from."""
 
-    compiles: list[CompileSummary]
+    compiles: Sequence[CompileSummary]  # a list, or for a diff of a big summary.json a scratch file (`spools`)
     inputs: list[dict[str, Any]] = field(default_factory=list)  # [{path, bytes, rank}]
     torch_version: str | None = None
     stats: dict[str, int] = field(default_factory=dict)

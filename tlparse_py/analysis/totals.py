@@ -17,6 +17,8 @@ the report was just built from a log or loaded back from its `summary.json`.
 
 from __future__ import annotations
 
+from itertools import islice
+
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -177,9 +179,22 @@ TOTALS: tuple[Total, ...] = (
 BY_NAME = {total.name: total for total in TOTALS}
 
 
+TOTALS_BATCH = 1000  # compiles read at a time for the additive totals
+
+
 def totals_of(compiles: Sequence[CompileSummary]) -> dict[str, Value]:
-    """Every total of a report, by name."""
-    return {total.name: total.compute(compiles) for total in TOTALS}
+    """Every total of a report, by name.
+
+    The additive totals (a count, the sum of each compile's) are added up a batch at a time, all
+    together: a diff's summary of 10^6 compiles is a scratch file (`spools.SpooledCompiles`) read
+    once for them, not once a total. Each of the others reads the compiles once more."""
+    sums: dict[str, Value] = {total.name: 0 for total in TOTALS if total.additive}
+    remaining = iter(compiles)
+    while batch := list(islice(remaining, TOTALS_BATCH)):
+        for total in TOTALS:
+            if total.additive:
+                sums[total.name] = (sums[total.name] or 0) + (total.compute(batch) or 0)
+    return {total.name: sums[total.name] if total.additive else total.compute(compiles) for total in TOTALS}
 
 
 def nested(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -228,7 +243,7 @@ def report_values(summary: Summary | RanksSummary) -> tuple[dict[str, Value], di
     return {name: c.value for name, c in combined.items()}, {name: c.phrase for name, c in combined.items()}
 
 
-def _owned_compiles(summary: Summary | RanksSummary) -> tuple[list[CompileSummary], dict[int, str]]:
+def _owned_compiles(summary: Summary | RanksSummary) -> tuple[Sequence[CompileSummary], dict[int, str]]:
     """Every compile of the report, and (multi-rank) which rank each is from, as a label prefix."""
     if isinstance(summary, Summary):
         return summary.compiles, {}

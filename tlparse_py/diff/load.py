@@ -6,15 +6,18 @@ multi-rank summary, like `--all-ranks-html` writes.
 
 A diff may compare runs of 100,000s of compiles, so each side holds only what the comparison reads:
 a report's compiles are decoded a batch at a time (never the whole file as one tree of dicts), and
-equal values (file names, reasons, cache lookups, graph breaks) are shared between compiles
-(`compact`), their page urls dropped (a diff links to no report page).
+past the first COMPILES_IN_MEMORY they go to a scratch file (`analysis.spools.SpooledCompiles`, 8
+bytes of memory a compile); those kept in memory share equal values (file names, reasons, cache
+lookups, graph breaks: `compact`). Page urls and headlines are dropped: a diff links to no report page.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 from msgspec import Struct
@@ -23,6 +26,7 @@ import orjson
 from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
 from ..analysis.kinds import load_plugins
 from ..pipeline import Options, analyze_logs, source_of
+from ..analysis.spools import SpooledCompiles
 from ..analysis.summary import CompileSummary, RankEntry, RanksSummary, Summary, SummaryError, load_summary
 from ..reading.gunzip import GunzipRefused
 from ..report.writer import looks_like_report
@@ -58,6 +62,10 @@ def load(path: Path, role: str = "") -> Side:
 
 def read_summary(file: Path, label: str) -> Summary | RanksSummary:
     try:
+        with file.open("rb") as handle:
+            streamed = _streamed(handle)
+        if streamed is not None:
+            return streamed
         raw = file.read_bytes()
     except OSError as exc:
         raise LoadError(f"cannot read {file}: {exc.strerror or exc}") from None
@@ -75,13 +83,145 @@ def read_summary(file: Path, label: str) -> Summary | RanksSummary:
 
 
 BATCH = 2000  # compiles of a summary.json turned into objects at a time
+COMPILES_IN_MEMORY = 5000  # compiles of a side held as objects; the rest are in a scratch file
+_DECODE_ERRORS = (msgspec.DecodeError, orjson.JSONDecodeError, SummaryError, UnicodeDecodeError)
+
+
+def _streamed(handle: BinaryIO) -> Summary | None:
+    """A report's summary.json read a compile at a time, never whole: as tlparse-py writes it
+    (orjson, indented by 2), where the compiles array is the top-level line `  "compiles": [`, each
+    compile starts at `    {` and ends at the next line that is `    }` (no JSON string holds a
+    newline, and a compile's own parts are indented deeper). None when the file is laid out otherwise
+    or is not a single report's summary (the caller reads it whole)."""
+    reader = _Reader(handle)
+    try:
+        found = reader.find(_COMPILES_KEY)
+        if found < 0:
+            return None
+        before = reader.take(found)
+        reader.pos += len(_COMPILES_KEY)
+        version = _SCHEMA_VERSION.search(before)
+        if version is None:
+            return None
+        loaded = _load_compiles(orjson.loads(version.group(1)), _batches(_compile_texts(reader)))
+        head = orjson.loads(before + _COMPILES_KEY + b"]" + reader.rest())
+        if not isinstance(head, dict) or "ranks" in head:
+            return None
+        summary = load_summary(head)
+    except (*_DECODE_ERRORS, _NotLaidOut):
+        return None
+    if not isinstance(summary, Summary):
+        return None
+    summary.compiles, summary.cache_known = loaded
+    return summary
+
+
+_COMPILES_KEY = b'\n  "compiles": ['
+_COMPILE_END = b"\n    }"
+_SCHEMA_VERSION = re.compile(rb'\n  "schema_version": ("[^"\n]*")')
+_CHUNK = 1 << 20
+
+
+class _NotLaidOut(Exception):
+    """The summary.json is not laid out as tlparse-py writes it."""
+
+
+class _Reader:
+    """A file read a chunk at a time, with what has been read and not yet taken."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        self.buffer = b""
+        self.pos = 0
+
+    def _more(self) -> bool:
+        more = self.handle.read(_CHUNK)
+        if more:
+            self.buffer = self.buffer[self.pos :] + more  # what was taken is dropped once a chunk, not once an item
+            self.pos = 0
+        return bool(more)
+
+    def find(self, marker: bytes) -> int:
+        """Where `marker` starts at or after the position, reading on as needed; -1 at the end."""
+        start = self.pos
+        while (at := self.buffer.find(marker, start)) < 0:
+            searched = max(len(self.buffer) - len(marker) + 1, self.pos) - self.pos
+            if not self._more():
+                return -1
+            start = searched
+        return at
+
+    def peek(self, count: int) -> bytes:
+        while len(self.buffer) - self.pos < count and self._more():
+            pass
+        return self.buffer[self.pos : self.pos + count]
+
+    def take(self, end: int) -> bytes:
+        taken = self.buffer[self.pos : end]
+        self.pos = end
+        return taken
+
+    def rest(self) -> bytes:
+        return self.buffer[self.pos :] + self.handle.read()
+
+
+def _compile_texts(reader: _Reader) -> Iterator[bytes]:
+    """The text of each compile of the array, from just after its `[`."""
+    if reader.peek(1) == b"]":
+        reader.pos += 1
+        return
+    while True:
+        end = reader.find(_COMPILE_END)
+        if end < 0:
+            raise _NotLaidOut
+        yield reader.take(end + len(_COMPILE_END))
+        after = reader.peek(4)
+        if after[:1] == b",":
+            reader.pos += 1
+        elif after == b"\n  ]":
+            reader.pos += 4
+            return
+        else:
+            raise _NotLaidOut
+
+
+def _batches(texts: Iterable[bytes]) -> Iterator[list[Any]]:
+    """The compiles' JSON, decoded BATCH at a time."""
+    batch: list[bytes] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == BATCH:
+            yield orjson.loads(b"[" + b",".join(batch) + b"]")
+            batch = []
+    if batch:
+        yield orjson.loads(b"[" + b",".join(batch) + b"]")
+
+
+def _load_compiles(schema_version: Any, batches: Iterable[list[Any]]) -> tuple[list[CompileSummary] | SpooledCompiles, bool]:
+    """(the compiles, whether they say what their cache lookups found), a batch at a time: the first
+    COMPILES_IN_MEMORY as compacted objects, and past them all in a scratch file."""
+    shared: dict[Any, Any] = {}
+    compiles: list[CompileSummary] | SpooledCompiles = []
+    cache_known = True
+    for batch in batches:
+        part = load_summary({"schema_version": schema_version, "compiles": batch})
+        assert isinstance(part, Summary)
+        if isinstance(compiles, list) and len(compiles) + len(part.compiles) > COMPILES_IN_MEMORY:
+            compiles = SpooledCompiles(compiles)
+            shared.clear()
+        if isinstance(compiles, list):
+            compiles += compact_compiles(part.compiles, shared)
+        else:
+            compiles.extend(map(_slimmed, part.compiles))
+        cache_known = cache_known and part.cache_known
+    return compiles, cache_known
 
 
 def _in_batches(raw: bytes) -> Summary | None:
-    """A report's summary.json, its compiles decoded BATCH at a time (the file's text is the only
-    whole copy: a tree of dicts for 100,000s of compiles costs several times the objects made from
-    it) and compacted as they come. None when it is not a valid single-report summary.json (the
-    caller reads it whole, for the error load_summary words)."""
+    """A report's summary.json laid out otherwise (a tool re-wrote it), its compiles decoded BATCH at
+    a time from the file's text (a tree of dicts for 100,000s of compiles costs several times the
+    objects made from it). None when it is not a valid single-report summary.json (the caller reads
+    it whole, for the error load_summary words)."""
     try:
         top = msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
         if "ranks" in top or "compiles" not in top:
@@ -91,19 +231,10 @@ def _in_batches(raw: bytes) -> Summary | None:
         summary = load_summary({**head, "compiles": []})
         if not isinstance(summary, Summary):
             return None
-        shared: dict[Any, Any] = {}
-        compiles: list[CompileSummary] = []
-        cache_known = True
-        for start in range(0, len(entries), BATCH):
-            batch = orjson.loads(b"[" + b",".join(bytes(entry) for entry in entries[start : start + BATCH]) + b"]")
-            part = load_summary({"schema_version": head.get("schema_version"), "compiles": batch})
-            assert isinstance(part, Summary)
-            compiles += compact_compiles(part.compiles, shared)
-            cache_known = cache_known and part.cache_known
-    except (msgspec.DecodeError, orjson.JSONDecodeError, SummaryError, UnicodeDecodeError):
+        texts = (bytes(entry) for entry in entries)
+        summary.compiles, summary.cache_known = _load_compiles(head.get("schema_version"), _batches(texts))
+    except _DECODE_ERRORS:
         return None
-    summary.compiles = compiles
-    summary.cache_known = cache_known
     return summary
 
 
@@ -116,7 +247,7 @@ def compact(summary: Summary | RanksSummary) -> Summary | RanksSummary:
     return summary
 
 
-def compact_compiles(compiles: list[CompileSummary], shared: dict[Any, Any]) -> list[CompileSummary]:
+def compact_compiles(compiles: Sequence[CompileSummary], shared: dict[Any, Any]) -> list[CompileSummary]:
     """Compiles as the comparison reads them, in less memory: strings interned, equal lists and
     immutable parts (cache lookups, graph breaks, failures) one object shared by every compile that
     has them, and what a diff never reads (page urls, headlines) dropped. Only values of one type
@@ -129,9 +260,7 @@ def compact_compiles(compiles: list[CompileSummary], shared: dict[Any, Any]) -> 
         items = _Shared(sys.intern(v) if isinstance(v, str) else one(v) for v in values)
         return shared.setdefault(items, items)
 
-    for c in compiles:
-        c.url = None
-        c.headline = ""
+    for c in map(_slimmed, compiles):
         c.pages = many([])
         c.attempts = [sys.intern(a) for a in c.attempts]
         c.frame = sys.intern(c.frame) if c.frame is not None else None
@@ -143,7 +272,15 @@ def compact_compiles(compiles: list[CompileSummary], shared: dict[Any, Any]) -> 
         c.restart_reasons = many(c.restart_reasons)
         c.cache = many(c.cache)
         c.failure = one(c.failure) if c.failure is not None else None
-    return compiles
+    return list(compiles)
+
+
+def _slimmed(compile_: CompileSummary) -> CompileSummary:
+    """The compile without what a diff never reads: its page urls and headline."""
+    compile_.url = None
+    compile_.headline = ""
+    compile_.pages = []
+    return compile_
 
 
 class _Shared(list[Any]):

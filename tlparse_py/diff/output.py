@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ..analysis.spools import Spool, as_json, batches
 from ..pipeline import write_static
 from ..report.markdown import append_markdown, destination, path_destination
 from ..report.render import render_page
@@ -23,7 +24,7 @@ BATCH = 1000  # items of a long list encoded at a time
 
 
 def diff_json(diff: dict[str, Any]) -> bytes:
-    return orjson.dumps(diff, option=JSON_OPTIONS)
+    return orjson.dumps(diff, option=JSON_OPTIONS, default=as_json)
 
 
 def diff_json_pieces(value: Any, depth: int = 0) -> Iterator[bytes]:
@@ -39,15 +40,15 @@ def diff_json_pieces(value: Any, depth: int = 0) -> Iterator[bytes]:
             yield (b"," if position else b"") + pad + b"  " + encoded + b": "
             yield from diff_json_pieces(item, depth + 1)
         yield pad + b"}"
-    elif isinstance(value, list) and len(value) > BATCH and type(value) is list:
+    elif (isinstance(value, list) and len(value) > BATCH and type(value) is list) or (isinstance(value, Spool) and value):
         yield b"["
-        for start in range(0, len(value), BATCH):
-            text = orjson.dumps(value[start : start + BATCH], option=JSON_OPTIONS)
+        for position, batch in enumerate(batches(value, BATCH)):  # a spool's rows are read a batch at a time
+            text = orjson.dumps(batch, option=JSON_OPTIONS)
             # "[\n  item,\n  item\n]": the items, `depth` levels deeper
-            yield (b"," if start else b"") + pad + text[2:-2].replace(b"\n", pad)
+            yield (b"," if position else b"") + pad + text[2:-2].replace(b"\n", pad)
         yield pad + b"]"
     else:
-        yield orjson.dumps(value, option=JSON_OPTIONS).replace(b"\n", pad)
+        yield orjson.dumps(value, option=JSON_OPTIONS, default=as_json).replace(b"\n", pad)
 
 
 def write_diff(diff: dict[str, Any], out: Path, overwrite: bool = False, violations: list[str] | None = None) -> Path:

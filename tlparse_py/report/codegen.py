@@ -26,7 +26,7 @@ from markupsafe import escape
 # The names generated functions use for themselves: a macro parameter (a Python parameter of the
 # same name) may not be one.
 RESERVED = frozenset({
-    "ctx", "blocks", "out", "ex", "env", "rs", "F", "T", "w", "wx", "M", "U", "CU", "Loop", "Markup", "escape",
+    "ctx", "blocks", "out", "ex", "env", "rs", "F", "T", "w", "wx", "M", "U", "CU", "Loop", "Markup", "escape", "O",
     "ga", "gi", "markup_join", "parent_template", "fiter",
 })
 _INTERNAL = re.compile(r"[lt]_\d+")
@@ -35,7 +35,7 @@ _NOT_PROVIDED = frozenset({"lipsum", "cycler", "joiner", "namespace", "self", "s
 _BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "FloorDiv": "//", "Pow": "**", "Mod": "%", "And": "and", "Or": "or"}
 _UNARY = {"Pos": "+", "Neg": "-", "Not": "not "}
 HEADER = '''"""{name}, compiled by tlparse_py.report.codegen from its Jinja source: do not edit."""
-from tlparse_py.report.templating import MISSING as M, Undefined as U, CondUndefined as CU, Loop, Markup, escape, getattr_ as ga, getitem_ as gi, markup_join
+from tlparse_py.report.templating import MISSING as M, Undefined as U, CondUndefined as CU, Loop, Markup, escape, getattr_ as ga, getitem_ as gi, markup_join, output as O
 
 SOURCE = {source!r}  # what it was compiled from (render.source_key): another source is compiled again
 '''
@@ -441,7 +441,7 @@ class _Statements(_Scoped):
                 if constant:
                     parts.append(repr("".join(constant)))
                     constant = []
-                parts.append(f"escape({self.expr(child, frame)})")
+                parts.append(f"O({self.expr(child, frame)})")  # output is only joined: a str, not Markup
         if constant:
             parts.append(repr("".join(constant)))
         self.output(parts)

@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 
 __all__ = [
     "MISSING", "CondUndefined", "Loop", "Markup", "Module", "Template", "Templates", "Undefined", "UndefinedError",
-    "escape", "getattr_", "getitem_", "markup_join", "str_join",
+    "escape", "getattr_", "getitem_", "markup_join", "output", "str_join",
 ]
 
 
@@ -153,6 +153,18 @@ def getitem_(obj: Any, argument: Any) -> Any:
 
 def _soft_str(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
+
+
+def output(value: Any) -> str:
+    """`{{ value }}`: its text, escaped as markupsafe's `escape` escapes it, as a plain str. A page's
+    output is only ever joined, so the Markup `escape` wraps it in is not needed, and a report of
+    a big log writes 100,000s of values (a text is escaped by str.replace in C; any other value,
+    Markup included, by `escape` itself)."""
+    if type(value) is str:
+        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;").replace('"', "&#34;")
+    if type(value) is int:
+        return str(value)
+    return str(escape(value))
 
 
 def markup_join(seq: Iterable[Any]) -> str:

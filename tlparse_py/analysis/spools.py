@@ -1,0 +1,150 @@
+"""Sequences kept in a scratch file: a diff of 10^6 compiles reads each side's compiles and makes a
+row per compile, and neither needs to be in memory whole.
+
+A spool holds its items encoded one after another in a scratch file, and in memory only where each
+ends (8 bytes an item). It is read like a list (len, index, slice, iteration, equality with a list
+of the same items); reading an item decodes it again, so an item read back is a new, equal object,
+and a spool is never changed except by appending. The first MB stays in memory and the rest goes to
+an unnamed temporary file, which the system removes however the process ends.
+
+- `SpooledCompiles`: a summary's compiles (msgpack, the typed `CompileSummary`);
+- `SpooledRows`: JSON-able rows of a comparison (orjson; a row read back is a plain dict).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar, overload
+
+import msgspec
+import orjson
+
+from .summary import CompileSummary
+
+IN_MEMORY = 1 << 20  # bytes a spool keeps in memory before it goes to disk
+READ_CHUNK = 1 << 20  # bytes read at a time when a spool is iterated
+
+T = TypeVar("T")
+
+
+class Spool(Sequence[T], Generic[T]):
+    """Items appended to a scratch file; read like a list."""
+
+    def __init__(self, encode: Callable[[T], bytes], decode: Callable[[bytes], T], items: Iterable[T] = ()) -> None:
+        self._encode = encode
+        self._decode = decode
+        self._file = tempfile.SpooledTemporaryFile(max_size=IN_MEMORY, mode="w+b", prefix=".tlparse-py-spool-")
+        self._ends = array("Q")  # where each item ends in the file
+        self._writing = True  # the file's position is its end
+        for item in items:
+            self.append(item)
+
+    @property
+    def _end(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def append(self, item: T) -> None:
+        data = self._encode(item)
+        if not self._writing:
+            self._file.seek(self._end)
+            self._writing = True
+        self._file.write(data)
+        self._ends.append(self._end + len(data))
+
+    def extend(self, items: Iterable[T]) -> None:
+        for item in items:
+            self.append(item)
+
+    def _read(self, start: int, end: int) -> bytes:
+        self._writing = False
+        self._file.seek(start)
+        return self._file.read(end - start)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("spool index out of range")
+        start = self._ends[index - 1] if index else 0
+        return self._decode(self._read(start, self._ends[index]))
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in order, read a chunk of about READ_CHUNK bytes at a time (not one read an item)."""
+        count, position = len(self), 0
+        while position < count:
+            start = self._ends[position - 1] if position else 0
+            last = position
+            while last + 1 < count and self._ends[last + 1] - start <= READ_CHUNK:
+                last += 1
+            chunk = self._read(start, self._ends[last])
+            for i in range(position, last + 1):
+                begin = (self._ends[i - 1] if i else 0) - start
+                yield self._decode(chunk[begin : self._ends[i] - start])
+            position = last + 1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (list, tuple, Spool)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]  # a spool grows, like a list
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {len(self)} items>"
+
+    def close(self) -> None:
+        self._file.close()
+
+
+_COMPILE_ENCODER = msgspec.msgpack.Encoder()
+_COMPILE_DECODER = msgspec.msgpack.Decoder(CompileSummary)
+
+
+class SpooledCompiles(Spool[CompileSummary]):
+    """A summary's compiles, in a scratch file: a report's summary.json of 10^6 compiles loaded for a diff."""
+
+    def __init__(self, items: Iterable[CompileSummary] = ()) -> None:
+        super().__init__(_COMPILE_ENCODER.encode, _COMPILE_DECODER.decode, items)
+
+
+class SpooledRows(Spool[dict[str, Any]]):
+    """Rows of a comparison (JSON-able dicts), in a scratch file: a diff's row per frame of 10^6 compiles."""
+
+    def __init__(self, items: Iterable[dict[str, Any]] = ()) -> None:
+        super().__init__(orjson.dumps, orjson.loads, items)
+
+
+def as_json(value: Any) -> list[Any]:
+    """orjson's `default` for a value holding spools: a spool as the list it reads as."""
+    if isinstance(value, Spool):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    """The items, `size` at a time (a spool read sequentially, a list sliced)."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
