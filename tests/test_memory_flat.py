@@ -293,3 +293,60 @@ def test_the_diff_page_lists_the_first_frames_and_says_how_many_more(tmp_path, m
     page = (out / "index.html").read_text()
     frames = len(json.loads((out / "diff.json").read_bytes())["comparison"]["frames"])
     assert f"{frames - 10:,} more frames: diff.json lists them all" in page
+
+
+# -- scratch files written in batches and read by offset --------------------------------------------------
+
+
+@pytest.mark.parametrize("in_memory", [1, 300, 1 << 20])
+def test_the_record_spool_reads_back_what_was_added_between_its_batched_writes(monkeypatch, in_memory):
+    """Entries are gathered before they are written, and read back by pread once on disk: reads
+    between adds (a live report's) see every entry, in memory, rolled to disk midway, or on disk."""
+    monkeypatch.setattr(RecordSpool, "WRITE_BYTES", 200)
+    keys = [CompileId(None, f, 0, 0) for f in range(3)]
+    added: dict = {key: [] for key in keys}
+    with tempfile.SpooledTemporaryFile(max_size=in_memory) as handle:
+        spool = RecordSpool(handle)
+        for line in range(1, 400):
+            key = keys[line % 3 if line % 7 else 0]
+            summary = RecordSummary(line, ["guard"], {"guard": {"n": line, "text": "é" * (line % 13)}}, {}, None, None, [])
+            spool.add(key, summary)
+            added[key].append(line)
+            if line % 50 == 0:
+                assert [r.line for r in spool.records(key)] == added[key]
+        assert handle._rolled == (in_memory < 10_000)
+        for key in keys:
+            assert [r.line for r in spool.records(key)] == added[key]
+
+
+def test_raw_log_is_copied_by_the_kernel_or_read_and_written_alike(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from tlparse_py.report import writer
+
+    source = tmp_path / "log"
+    data = bytes(range(256)) * 5000
+    source.write_bytes(data)
+
+    def copy(room: int) -> tuple[int, bytes]:
+        target = tmp_path / "copy"
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            with open(source, "rb") as handle:
+                handle.peek(2)  # as open_log sniffs the gzip magic
+                copied = writer._copy_up_to(handle, fd, room, target)
+        finally:
+            os.close(fd)
+        return copied, target.read_bytes()
+
+    assert copy(10**9) == (len(data), data)
+    assert copy(1000)[0] == 1001  # cut: room + 1
+    calls = []
+
+    def refused(*args):
+        calls.append(args)
+        raise OSError(errno.EXDEV, "cross-device")
+
+    monkeypatch.setattr(os, "copy_file_range", refused)
+    assert copy(10**9) == (len(data), data) and calls  # tried, refused, copied the usual way

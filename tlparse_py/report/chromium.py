@@ -13,6 +13,9 @@ from ..analysis.store import Store
 from ..model import Record
 
 
+WRITE_BYTES = 1 << 18
+
+
 class ChromiumEvents:
     """Appends events to chromium_events.json (a JSON array, one event per line) and hands each to the
     analysis' phase timer (`analysis.phases`), which times B/E pairs.
@@ -27,7 +30,7 @@ class ChromiumEvents:
         self.problem = problem
         self.phases = PhaseTimer(analysis)
         self.bytes_written = 0  # of the events array, to decide whether a script copy is worth writing
-        out.write(b"[")
+        self.pending = bytearray(b"[")  # written WRITE_BYTES at a time: a big log has 100,000s of events
 
     def add(self, record: Record) -> None:
         payload = record.payload or b""
@@ -42,15 +45,20 @@ class ChromiumEvents:
             except (ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
                 self.problem(record, None, "chromium_event payload is not JSON (skipped)")
                 return
-        self.out.write(b"\n" if not self.analysis.chromium_events else b",\n")
-        self.out.write(text)
+        self.pending += b"\n" if not self.analysis.chromium_events else b",\n"
+        self.pending += text
+        if len(self.pending) >= WRITE_BYTES:
+            self.out.write(self.pending)
+            self.pending.clear()
         self.bytes_written += len(text) + 2
         self.analysis.chromium_events += 1
         if isinstance(event, dict):
             self.phases.add(event, record)
 
     def close(self) -> None:
-        self.out.write(b"\n]" if self.analysis.chromium_events else b"]")
+        self.pending += b"\n]" if self.analysis.chromium_events else b"]"
+        self.out.write(self.pending)
+        self.pending.clear()
         self.out.close()
 
 

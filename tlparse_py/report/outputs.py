@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import pickle
 import re
 import shutil
 import struct
+import tempfile
 from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -72,20 +74,21 @@ class PageSpool:
     def __init__(self, handle: IO[bytes]):
         self.handle = handle
         self.where = array("Q")  # (offset, size) of each page, flattened
+        self.end = handle.tell()  # where the next page goes (reads leave the position at the end: read_at)
 
     def add(self, page: PendingPage) -> None:
         data = pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
-        self.handle.seek(0, 2)
-        self.where.extend((self.handle.tell(), len(data)))
+        self.where.extend((self.end, len(data)))
         self.handle.write(data)
+        self.end += len(data)
 
     def __len__(self) -> int:
         return len(self.where) // 2
 
     def get(self, index: int) -> PendingPage:
         offset, size = self.where[2 * index], self.where[2 * index + 1]
-        self.handle.seek(offset)
-        page: PendingPage = pickle.loads(self.handle.read(size))
+        self.handle.flush()
+        page: PendingPage = pickle.loads(read_at(self.handle, offset, size))
         return page
 
     def __iter__(self) -> Iterator[PendingPage]:
@@ -196,6 +199,19 @@ class SpooledRecords(list[RecordSummary]):
     omitted: Counter[tuple[int, str]]
 
 
+def read_at(handle: IO[bytes], offset: int, size: int) -> bytes:
+    """`size` bytes at `offset` of a scratch file, its position left where it was (at its end, for
+    the next write): a spool still in memory is read there; one on disk by one pread, which neither
+    moves nor shares a file offset (safe in a forked page builder too) and costs one system call, not
+    the seek and read of the spooled file's Python wrapper."""
+    if isinstance(handle, tempfile.SpooledTemporaryFile) and not getattr(handle, "_rolled", False):
+        handle.seek(offset)
+        data = handle.read(size)
+        handle.seek(0, 2)
+        return data
+    return os.pread(handle.fileno(), size, offset)
+
+
 class RecordSpool:
     """Typed record summaries, spooled while reading and read back one compile id at a time.
 
@@ -207,12 +223,15 @@ class RecordSpool:
     HEADER = struct.Struct("<QQ")  # the id's previous entry: its offset + 1 (0: none), and its size
     SIZE_BITS = 40  # an entry's place, packed in one int: offset << SIZE_BITS | size
 
+    WRITE_BYTES = 1 << 15  # entries are gathered and written this much at a time, not one call a record
+
     def __init__(self, handle: IO[bytes], generation_of: Callable[[CompileId | None, int], int] | None = None):
         self.handle = handle
         self.last: dict[CompileId | None, int] = {}  # compile id → its latest entry, packed (offset, size)
         self.generation_of = generation_of  # (key, log line) → the generation the record belongs to
         # where the next entry goes: kept here, as tell() on a spooled file costs a system call a record
         self.end = handle.tell()
+        self.pending = bytearray()  # entries not yet written, which end at self.end
 
     def add(self, key: CompileId | None, summary: RecordSummary) -> None:
         data = dumps(summary.to_json())
@@ -224,9 +243,18 @@ class RecordSpool:
             header = self.HEADER.pack(0, 0)
         else:
             header = self.HEADER.pack((previous >> self.SIZE_BITS) + 1, previous & ((1 << self.SIZE_BITS) - 1))
-        self.handle.write(header + data)
+        self.pending += header
+        self.pending += data
         self.end += len(header) + len(data)
         self.last[key] = offset << self.SIZE_BITS | (len(header) + len(data))
+        if len(self.pending) >= self.WRITE_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.handle.write(self.pending)
+            self.pending.clear()
+        self.handle.flush()  # what `read_at` reads is in the file, not in the handle's buffer
 
     def records(self, key: CompileId | None, per_kind: int = PAGE_RECORDS_PER_KIND) -> SpooledRecords:
         """The id's record summaries in log order, at most `per_kind` of each kind per generation (a
@@ -236,10 +264,10 @@ class RecordSpool:
         first_left_out: dict[tuple[int, str], int] = {}  # where the first record past the bound lies
         mask = (1 << self.SIZE_BITS) - 1
         entry = self.last.get(key)
+        self.flush()
         while entry is not None:  # from the id's latest record back to its first
             offset, size = entry >> self.SIZE_BITS, entry & mask
-            self.handle.seek(offset)
-            block = self.handle.read(size)
+            block = read_at(self.handle, offset, size)
             previous, previous_size = self.HEADER.unpack_from(block)
             data = loads(block[self.HEADER.size :])
             line, kinds = data.get("line", 0), data.get("kinds") or ["(no kind)"]
@@ -252,7 +280,6 @@ class RecordSpool:
                 first_left_out[place] = first[-1][0] if first else offset
             first.appendleft((offset, data))
             entry = ((previous - 1) << self.SIZE_BITS | previous_size) if previous else None
-        self.handle.seek(0, 2)
         first_records = sorted((item for first in kept.values() for item in first), key=lambda item: item[0])  # back in log order
         records = SpooledRecords(RecordSummary.from_json(data) for _, data in first_records)
         records.omitted = Counter()
@@ -264,9 +291,12 @@ class RecordSpool:
 class RawJsonl:
     """raw.jsonl: the string table, then every record's envelope with tlparse's extra keys."""
 
+    WRITE_BYTES = 1 << 15  # lines are gathered and written this much at a time, not one call a record
+
     def __init__(self, handle: IO[bytes], problem: Callable[[Record, str | None, str], None]):
         self.body = handle
         self.problem = problem
+        self.pending = bytearray()
 
     def add(self, record: Record, payload_file: str | None) -> None:
         conflict = next((k for k in RAW_JSONL_KEYS if k in record.envelope), None)
@@ -281,9 +311,15 @@ class RawJsonl:
         if data is None:
             self.problem(record, "fail_json_serialization", "record could not be written to raw.jsonl")
             return
-        self.body.write(data + b"\n")
+        self.pending += data
+        self.pending += b"\n"
+        if len(self.pending) >= self.WRITE_BYTES:
+            self.body.write(self.pending)
+            self.pending.clear()
 
     def write(self, writer: FolderWriter, strings: list[str | None]) -> None:
+        self.body.write(self.pending)
+        self.pending.clear()
         with writer.open("raw.jsonl") as out:
             out.write(orjson.dumps({"string_table": strings}) + b"\n")
             self.body.seek(0)

@@ -11,6 +11,7 @@ import collections
 import errno
 import fcntl
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -626,7 +627,13 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
 
 
 def _copy_up_to(source: IO[bytes], fd: int, room: int, target: Path) -> int:
-    """Copy `source` to `fd` (the file `target`) until it ends or `room` is passed; the bytes copied (room + 1 when cut)."""
+    """Copy `source` to `fd` (the file `target`) until it ends or `room` is passed; the bytes copied (room + 1 when cut).
+
+    A plain file is copied by the kernel (copy_file_range: no trip through this process, a few
+    calls for a log of 100s of MB); a .gz, or a file system that cannot, a MB at a time."""
+    copied = _copy_in_kernel(source, fd, room, target)
+    if copied is not None:
+        return copied
     copied = 0
     while data := source.read(1 << 20):
         if copied + len(data) > room:
@@ -634,6 +641,29 @@ def _copy_up_to(source: IO[bytes], fd: int, room: int, target: Path) -> int:
         _write_all(fd, data, target)
         copied += len(data)
     return copied
+
+
+def _copy_in_kernel(source: IO[bytes], fd: int, room: int, target: Path) -> int | None:
+    """`_copy_up_to` by copy_file_range for a plain file; None where it cannot be used (nothing copied then)."""
+    if not hasattr(os, "copy_file_range") or not isinstance(source, io.BufferedReader):
+        return None
+    try:
+        source_fd, offset = source.fileno(), source.tell()
+    except (OSError, ValueError):
+        return None
+    copied = 0
+    while True:
+        try:
+            count = os.copy_file_range(source_fd, fd, min(room + 1 - copied, 1 << 30), offset + copied)
+        except OSError as exc:
+            if copied == 0 and exc.errno in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF):
+                return None  # not between these files: copied the usual way
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        if count == 0:
+            return copied
+        copied += count
+        if copied > room:
+            return room + 1
 
 
 def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
