@@ -8,6 +8,7 @@ machine does), with bounds several times what is measured; never with wall time 
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import itertools
 import json
@@ -49,7 +50,9 @@ def traced(work) -> tuple[int, int]:
     try:
         base = tracemalloc.get_traced_memory()[0]
         result = work()
-        held, peak = tracemalloc.get_traced_memory()
+        peak = tracemalloc.get_traced_memory()[1]
+        gc.collect()  # what is held, not garbage that a collection not yet run would free (earlier tests leave cycles about)
+        held = tracemalloc.get_traced_memory()[0]
         del result
     finally:
         tracemalloc.stop()

@@ -6,7 +6,6 @@ Pure functions of `store.Store`; `compiles.Analysis` asks them, and every view r
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any
 
@@ -14,7 +13,7 @@ from ..patterns import lazy
 from ..model import CompileId, display_key
 from .export_shapes import inferred_failure
 from .stacks import simplify_filename
-from .store import MetricsEntry, Store
+from .store import Store
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -77,18 +76,13 @@ def _name_from_pool(report: Store, key: CompileId) -> str:
     for entry in report.metrics.get(key.frame_key(), []):
         if entry.get("co_name"):
             return str(entry.get("co_name"))
-    # every frame's metrics entries, in log order, indexed once: asked per compile, a scan of all
-    # metrics was quadratic on logs with 100,000s of compiles
-    pooled = report.index_by("metrics_by_frame", itertools.chain.from_iterable(report.metrics.values()), _frame_of_entry)
-    for entry in pooled.get((key.process, key.compiled_autograd_id, key.frame_id), []):
-        if entry.get("co_name"):
-            return str(entry.get("co_name"))
+    # the frame's other compiles' entries, through the keys the store keeps per frame (a scan of all
+    # metrics per compile was quadratic on logs with 100,000s of compiles)
+    for frame_key in report.metric_keys_by_frame.get((key.process, key.compiled_autograd_id, key.frame_id), []):
+        for entry in report.metrics[frame_key]:
+            if entry.get("co_name"):
+                return str(entry.get("co_name"))
     return ""
-
-
-def _frame_of_entry(entry: MetricsEntry) -> tuple[int, int | None, int | None] | None:
-    frame = entry.compile_id
-    return (frame.process, frame.compiled_autograd_id, frame.frame_id) if frame is not None else None
 
 
 def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None) -> str:
@@ -148,18 +142,19 @@ def export_error(report: Store) -> dict[str, str | None] | None:
     (or as a ConstraintViolationError, which only export's shape constraints raise). The guard and
     the suggested fix are read from its reason when torch wrote them.
     """
-    for entries in report.metrics.values():
-        for entry in entries:
-            fail_type = entry.get("fail_type")
-            if fail_type and (entry.compile_id is None or str(fail_type) in EXPORT_ONLY_ERRORS):
-                reason = str(entry.get("fail_reason") or "")
-                guard, fix = _GUARD.search(reason), _FIX.search(reason)
-                return {
-                    "type": str(fail_type),
-                    "reason": reason or None,
-                    "guard": guard.group(1).strip() if guard else None,
-                    "fix": fix.group(1).strip() if fix else None,
-                }
+    # the first in the metrics' own order (the store keeps the failed entries with their places: a
+    # live report asks after every update, and a pass over every compile's metrics grew with the run)
+    for _, _, entry in sorted(report.failed_metrics, key=lambda failed: failed[:2]):
+        fail_type = entry.get("fail_type")
+        if fail_type and (entry.compile_id is None or str(fail_type) in EXPORT_ONLY_ERRORS):
+            reason = str(entry.get("fail_reason") or "")
+            guard, fix = _GUARD.search(reason), _FIX.search(reason)
+            return {
+                "type": str(fail_type),
+                "reason": reason or None,
+                "guard": guard.group(1).strip() if guard else None,
+                "fix": fix.group(1).strip() if fix else None,
+            }
     return None
 
 

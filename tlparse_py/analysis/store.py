@@ -488,6 +488,14 @@ class Store(Questions):
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)
     metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
+    # frame (process, compiled autograd id, frame id) → its keys in `metrics`, in the order they came:
+    # a frame's metrics entries across its compiles, kept as they are read (a live report asks after
+    # every update; an index of all the metrics built again each time grew with the run)
+    metric_keys_by_frame: dict[tuple[int, int | None, int | None], list[CompileId]] = field(default_factory=dict)
+    # the metrics entries that logged a `fail_type`, as (their key's place among `metrics`' keys, their
+    # place under it, the entry): in `metrics`' order without a pass over every compile's metrics
+    failed_metrics: list[tuple[int, int, MetricsEntry]] = field(default_factory=list)
+    _metric_key_places: dict[CompileId | None, int] = field(default_factory=dict)
     # frame compile → (compile id, log line, bwd_compilation_metrics' BACKWARD_SUMMARY_FIELDS) in log order
     backward_metrics: dict[CompileId | None, list[tuple[CompileId | None, int, dict[str, Any]]]] = field(default_factory=dict)
     failures: list[FailureRow] = field(default_factory=list)
@@ -568,7 +576,16 @@ class Store(Questions):
             self.open_starts.pop((record.compile_id.frame_key(), generation), None)
         if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
             self.torch_version = meta["pytorch_version"]
-        self.metrics.setdefault(key, []).append(MetricsEntry(record.compile_id, "", fields, generation))
+        entries = self.metrics.get(key)
+        if entries is None:
+            entries = self.metrics[key] = []
+            self._metric_key_places[key] = len(self._metric_key_places)
+            if key is not None:
+                self.metric_keys_by_frame.setdefault((key.process, key.compiled_autograd_id, key.frame_id), []).append(key)
+        entry = MetricsEntry(record.compile_id, "", fields, generation)
+        if fields.get("fail_type"):
+            self.failed_metrics.append((self._metric_key_places[key], len(entries), entry))
+        entries.append(entry)
 
     def note_backward_metrics(self, compile_id: CompileId | None, line: int, meta: dict[str, Any]) -> None:
         key = compile_id.frame_key() if compile_id is not None else None

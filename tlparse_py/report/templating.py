@@ -164,6 +164,8 @@ def output(value: Any) -> str:
         return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;").replace('"', "&#34;")
     if type(value) is int:
         return str(value)
+    if type(value) is Markup:  # already safe: as it is (escape() and str() would each copy it, and
+        return value  # a live index's rows are megabytes)
     return str(escape(value))
 
 
