@@ -20,10 +20,12 @@ TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 REPORT_HEAD = "### torch.compile report: "
 DIFF_HEAD = "### torch.compile diff: "
 # A program for `tlparse-py run` that "traces" by writing a real harness trace where TORCH_TRACE says
+# Its records name the replaying process's pid, as a real program's do: `run` waits while a process the
+# trace names runs, and the harness's old pid may be a live process of this machine now.
 REPLAY = """
-import gzip, os, shutil
+import gzip, os, re
 with gzip.open({log!r}) as source, open(os.path.join(os.environ["TORCH_TRACE"], "dedicated_log_torch_trace_replay.log"), "wb") as f:
-    shutil.copyfileobj(source, f)
+    f.write(re.sub(rb"(?m)^([A-Z]\\d{{4}} [0-9:.]+ +)\\d+ ", lambda m: m.group(1) + b"%d " % os.getpid(), source.read()))
 """
 
 

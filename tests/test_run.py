@@ -17,11 +17,13 @@ from linkcheck import broken_links
 from logs import metrics, start
 
 # A stand-in for a torch program: writes one compile's records where TORCH_TRACE says, then exits.
+# Its records name its own pid, as torch's do: `run` waits while a process the trace names runs, and
+# a made-up pid may be a live process of this machine (it was, once: `run` waited for it)
 FAKE = """
 import os, sys
 trace = os.environ["TORCH_TRACE"]
 with open(os.path.join(trace, "dedicated_log_torch_trace_fake.log"), "w") as f:
-    f.write({text!r})
+    f.write({text!r}.replace(" 4242 ", " %d " % os.getpid()))
 sys.exit({status})
 """
 
@@ -150,7 +152,7 @@ LONG = """
 import os, pathlib, time
 trace = os.environ["TORCH_TRACE"]
 with open(os.path.join(trace, "dedicated_log_torch_trace_fake.log"), "w") as f:
-    f.write({text!r})
+    f.write({text!r}.replace(" 4242 ", " %d " % os.getpid()))
 pathlib.Path({ready!r}).write_text(str(os.getpid()))
 time.sleep(120)
 """
