@@ -11,9 +11,10 @@ import orjson
 from ..analysis.phases import PhaseTimer
 from ..analysis.store import Store
 from ..model import Record
+from .writer import GatheredWrites
 
 
-WRITE_BYTES = 1 << 18
+WRITE_BYTES = 1 << 18  # the events gathered before a write
 
 
 class ChromiumEvents:
@@ -30,7 +31,8 @@ class ChromiumEvents:
         self.problem = problem
         self.phases = PhaseTimer(analysis)
         self.bytes_written = 0  # of the events array, to decide whether a script copy is worth writing
-        self.pending = bytearray(b"[")  # written WRITE_BYTES at a time: a big log has 100,000s of events
+        self.gathered = GatheredWrites(out, WRITE_BYTES)
+        self.gathered.write(b"[")
 
     def add(self, record: Record) -> None:
         payload = record.payload or b""
@@ -45,20 +47,15 @@ class ChromiumEvents:
             except (ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
                 self.problem(record, None, "chromium_event payload is not JSON (skipped)")
                 return
-        self.pending += b"\n" if not self.analysis.chromium_events else b",\n"
-        self.pending += text
-        if len(self.pending) >= WRITE_BYTES:
-            self.out.write(self.pending)
-            self.pending.clear()
+        self.gathered.write(b"\n" if not self.analysis.chromium_events else b",\n", text)
         self.bytes_written += len(text) + 2
         self.analysis.chromium_events += 1
         if isinstance(event, dict):
             self.phases.add(event, record)
 
     def close(self) -> None:
-        self.pending += b"\n]" if self.analysis.chromium_events else b"]"
-        self.out.write(self.pending)
-        self.pending.clear()
+        self.gathered.write(b"\n]" if self.analysis.chromium_events else b"]")
+        self.gathered.flush()
         self.out.close()
 
 

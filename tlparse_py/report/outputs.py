@@ -34,7 +34,7 @@ from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
 from ..paths import numbered, safe_relpath
 from .highlight import Highlighter
 from .views.pages import PendingPage
-from .writer import FolderWriter
+from .writer import FolderWriter, GatheredWrites
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
 RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
@@ -231,7 +231,7 @@ class RecordSpool:
         self.generation_of = generation_of  # (key, log line) → the generation the record belongs to
         # where the next entry goes: kept here, as tell() on a spooled file costs a system call a record
         self.end = handle.tell()
-        self.pending = bytearray()  # entries not yet written, which end at self.end
+        self.gathered = GatheredWrites(handle, self.WRITE_BYTES)  # the entries not yet written end at self.end
 
     def add(self, key: CompileId | None, summary: RecordSummary) -> None:
         data = dumps(summary.to_json())
@@ -243,17 +243,12 @@ class RecordSpool:
             header = self.HEADER.pack(0, 0)
         else:
             header = self.HEADER.pack((previous >> self.SIZE_BITS) + 1, previous & ((1 << self.SIZE_BITS) - 1))
-        self.pending += header
-        self.pending += data
+        self.gathered.write(header, data)
         self.end += len(header) + len(data)
         self.last[key] = offset << self.SIZE_BITS | (len(header) + len(data))
-        if len(self.pending) >= self.WRITE_BYTES:
-            self.flush()
 
     def flush(self) -> None:
-        if self.pending:
-            self.handle.write(self.pending)
-            self.pending.clear()
+        self.gathered.flush()
         self.handle.flush()  # what `read_at` reads is in the file, not in the handle's buffer
 
     def records(self, key: CompileId | None, per_kind: int = PAGE_RECORDS_PER_KIND) -> SpooledRecords:
@@ -296,7 +291,7 @@ class RawJsonl:
     def __init__(self, handle: IO[bytes], problem: Callable[[Record, str | None, str], None]):
         self.body = handle
         self.problem = problem
-        self.pending = bytearray()
+        self.gathered = GatheredWrites(handle, self.WRITE_BYTES)
 
     def add(self, record: Record, payload_file: str | None) -> None:
         conflict = next((k for k in RAW_JSONL_KEYS if k in record.envelope), None)
@@ -311,15 +306,10 @@ class RawJsonl:
         if data is None:
             self.problem(record, "fail_json_serialization", "record could not be written to raw.jsonl")
             return
-        self.pending += data
-        self.pending += b"\n"
-        if len(self.pending) >= self.WRITE_BYTES:
-            self.body.write(self.pending)
-            self.pending.clear()
+        self.gathered.write(data, b"\n")
 
     def write(self, writer: FolderWriter, strings: list[str | None]) -> None:
-        self.body.write(self.pending)
-        self.pending.clear()
+        self.gathered.flush()
         with writer.open("raw.jsonl") as out:
             out.write(orjson.dumps({"string_table": strings}) + b"\n")
             self.body.seek(0)

@@ -608,6 +608,29 @@ def _remove(path: Path) -> None:
         pass
 
 
+class GatheredWrites:
+    """Small writes gathered and handed to `handle` `size` bytes at a time: a big log makes 100,000s
+    of them (a record's spool entry, its raw.jsonl line, a chromium event), and a write call to a
+    buffered or spooled file costs more than the bytes of one."""
+
+    def __init__(self, handle: IO[bytes], size: int):
+        self.handle = handle
+        self.size = size
+        self.pending = bytearray()
+
+    def write(self, *parts: bytes) -> None:
+        for part in parts:
+            self.pending += part
+        if len(self.pending) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand what is gathered to the handle (its own buffer is the handle's to flush)."""
+        if self.pending:
+            self.handle.write(self.pending)
+            self.pending.clear()
+
+
 def _write_file(path: Path, data: bytes) -> None:
     """`data` as the whole content of `path` (created or truncated); an error names `path`."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
