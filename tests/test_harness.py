@@ -13,12 +13,14 @@ from tlparse_py.harness.registry import SCENARIOS
 
 CPU_SCENARIOS = {"inference", "training", "graph_break", "recompile", "failure", "export", "cache",
                  "compiled_autograd", "distributed", "custom_op", "unbacked", "transformer",
-                 "reset_reuse", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit",
+                 "reset_reuse", "reset_phases", "train_warm", "hops", "export_failure", "killed_midcompile", "recompile_limit",
                  "gb_base", "gb_extra", "collectives", "collectives_desync", "collectives_gloo_fail", "collectives_shapes",
                  "edit_base", "edit_shifted", "edit_renamed", "edit_fixed", "edit_newbreak",
-                 "skipped_frame", "retry_fullgraph", "tensorify_restart", "dynamic_backward", "export_compile",
+                 "skipped_frame", "retry_fullgraph", "tensorify_restart", "backend_raises", "backend_suppressed",
+                 "recompile_restart", "dynamic_backward", "export_compile",
                  "export_nonstrict_fail", "ddp_cache_race", "live_steps", "skip_base", "skip_nan", "vllm_piecewise",
-                 "aot_inductor", "export_qualified_dim", "processes"}
+                 "aot_inductor", "export_qualified_dim", "processes", "custom_backend",
+                 "quiet_parent", "parent_after_child"}
 CUDA_SCENARIOS = {"triton", "cudagraphs", "autotune", "cuda_training"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -14,7 +14,6 @@ import pytest
 
 from conftest import TRACES, read_json
 from linkcheck import broken_links
-from tlparse_py.paths import compile_page_url
 
 CONTEXT = {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "stack", "subgraph_name"}
 TRACE_LOGS = sorted(p for p in TRACES.rglob("*") if p.name.endswith((".log", ".log.gz")))
@@ -60,7 +59,7 @@ def test_real_trace_report(tmp_path, report_of, log):
     # every record kind is visible, under its kind name, on the page of its compile id (an id reused
     # after reset() has a page per compile: the kinds are on one of them)
     for key in report.directory:
-        page = "".join((out / compile_page_url(key, g)).read_text() for g in report.generations_of(key))
+        page = "".join((out / report.page_url(key, g)).read_text() for g in report.generations_of(key))
         for kind in kinds_by_id[str(key)]:
             assert f">{kind}</span>" in page, (key, kind)
     assert broken_links(out) == []

@@ -111,7 +111,7 @@ def test_a_reused_compile_id_is_two_compiles(tmp_path):
     assert "names 2 separate compiles" in first and "names 2 separate compiles" in second
     index = (out / "index.html").read_text()
     stack_trie = index.split('id="stack-trie"', 1)[1].split("<h2", 1)[0]
-    assert 'href="-_0_0_0/index.html">[0/0]<' in stack_trie and 'href="-_0_0_0/generation_1.html">[0/0] #2<' in stack_trie
+    assert 'href="-_0_0_0/index.html">[0/0]<' in stack_trie and 'href="-_0_0_0/generation_1.html">[0/0] (generation 1)<' in stack_trie
 
 
 def test_a_compile_cut_off_by_a_kill_is_not_a_success_and_names_its_frame(tmp_path):

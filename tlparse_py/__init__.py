@@ -25,8 +25,9 @@ if TYPE_CHECKING:  # imported when used: `tlparse-py --version` loads this packa
     from .notebook import Shown, Traced
 
 
-def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> Analysis:
-    """The analysis of a trace (log file, `.gz` or folder), read the way `tlparse-py PATH` reads it."""
+def analyze(path: str | Path, *, export: bool = False, latest: bool = False, all_runs: bool = False) -> Analysis:
+    """The analysis of a trace (log file, `.gz` or folder), read the way `tlparse-py PATH` reads it
+    (`all_runs`: every log of a folder, as `--all-runs`)."""
     from pathlib import Path
 
     from .reading.inputs import choose_input
@@ -36,12 +37,13 @@ def analyze(path: str | Path, *, export: bool = False, latest: bool = False) -> 
     from . import notebook  # noqa: F401  (registers how an analysis shows itself in a notebook)
 
     load_plugins()
-    chosen = choose_input(Path(path), latest, export)
-    return analyze_logs(chosen.logs, Options(export=export), source_of(chosen.logs))
+    chosen = choose_input(Path(path), latest, export, all_runs)
+    return analyze_logs(chosen.logs, Options(export=export), source_of(chosen.logs, chosen.others, chosen.left_out))
 
 
-def build(path: str | Path, out: str | Path, *, overwrite: bool = False, **options: Any) -> Analysis:
-    """Write the HTML report of a trace to `out`; `options` are `pipeline.Options` fields."""
+def build(path: str | Path, out: str | Path, *, overwrite: bool = False, all_runs: bool = False, **options: Any) -> Analysis:
+    """Write the HTML report of a trace to `out`; `options` are `pipeline.Options` fields (`all_runs`:
+    every log of a folder, as `--all-runs`)."""
     from pathlib import Path
 
     from .reading.inputs import choose_input
@@ -51,8 +53,9 @@ def build(path: str | Path, out: str | Path, *, overwrite: bool = False, **optio
     from . import notebook  # noqa: F401  (registers how an analysis shows itself in a notebook)
 
     load_plugins()
-    chosen = choose_input(Path(path), False, bool(options.get("export")))
-    return write_report(chosen.logs, Path(out), overwrite=overwrite, options=Options(**options), source=source_of(chosen.logs))
+    chosen = choose_input(Path(path), False, bool(options.get("export")), all_runs)
+    return write_report(chosen.logs, Path(out), overwrite=overwrite, options=Options(**options),
+                        source=source_of(chosen.logs, chosen.others, chosen.left_out))
 
 
 def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) -> Shown:

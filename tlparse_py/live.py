@@ -37,8 +37,8 @@ from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
 from .report.render import Model, render_page
-from .report.views.common import compile_page_url, label, page_base
-from .report.views.compile import PageRef, compile_page
+from .report.views.common import page_base
+from .report.views.compile import PageRef, compile_page, page_ref
 from .report.views.common import VLLM_USUAL_INDEX
 from .report.views.index import IndexPage, failures_page, index_page
 from .report.views.live_index import LiveIndex
@@ -279,8 +279,7 @@ class LivePages:
             if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
                 continue
             for generation in report.generations_of(key):
-                name = label(key) + (f" #{generation + 1}" if generation else "")
-                page = PageRef(key, generation, compile_page_url(key, generation), name, questions.is_compile(key))
+                page = page_ref(report, key, generation)
                 self.at.setdefault(key, []).append(len(self.plain))
                 if page.is_compile:
                     self.rank[len(self.plain)] = len(self.compiles)

@@ -87,6 +87,13 @@ def display_key(key: CompileId | None) -> str:
     return "(unknown)" if key is None else str(key)
 
 
+def generation_label(label: str, generation: int) -> str:
+    """A compile id as shown, with its generation after the first: `[0/0]`, `[0/0] (generation 1)`
+    (compiled after one `torch._dynamo.reset()`, which makes torch number from `[0/0]` again). Every
+    view marks a compile's generation so."""
+    return f"{label} (generation {generation})" if generation else label
+
+
 # Counters, in the order tlparse prints them; ours (after `unknown`) only appear when non-zero.
 STAT_NAMES = (
     "ok",

@@ -1,7 +1,7 @@
 """The analysis in a notebook: a rich summary (`_repr_html_`), the report inline, and in-process tracing.
 
     import tlparse_py
-    tlparse_py.analyze("/tmp/trace")            # in Jupyter: totals, graph breaks with hints, recompiles, slowest
+    tlparse_py.analyze("/tmp/trace")            # in Jupyter: totals, failures, graph breaks with hints, recompiles, slowest
     tlparse_py.show("/tmp/trace")               # writes the report and shows it inline (its single-file form)
     with tlparse_py.trace() as t:               # traces the compiles of this block, in this process
         compiled(x)
@@ -29,7 +29,7 @@ from msgspec import Struct, field
 
 from .analysis import compiles
 from .analysis.compiles import Analysis
-from .analysis.summary import STATUS_LABELS, graph_break_groups, recompiled_frames, slowest
+from .analysis.summary import STATUS_LABELS, failed_compiles, graph_break_groups, recompiled_frames, slowest
 from .analysis.totals import TOTALS, totals_of
 from .report.render import render
 
@@ -37,8 +37,9 @@ ROWS = 10  # rows per section of the summary
 
 
 def summary_html(analysis: Analysis) -> str:
-    """The rich summary of an analysis: totals, graph breaks with torch's hints, recompiles per frame
-    and the slowest compiles; each links into the report when one was written."""
+    """The rich summary of an analysis: totals, failed compiles with their exception, graph breaks with
+    torch's hints, recompiles per frame and the slowest compiles; each links into the report when one
+    was written."""
     return render("notebook.html.j2", summary_view(analysis))
 
 
@@ -50,10 +51,18 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
     link = _linker(analysis.report_dir)
     groups = graph_break_groups(compiles_)
     frames = recompiled_frames(compiles_)
+    failed = failed_compiles(compiles_)
     return {
         "title": summary.log_name,
         "report": link("index.html"),
         "totals": [(total.label, total.show(values[total.name])) for total in TOTALS],
+        "failures": [
+            {"label": c.label, "url": link(c.url), "frame": c.frame or "", "where": c.user_location or "unknown",
+             "type": c.failure.type, "message": c.failure.message, "failed_at": c.failure.user_location or "",
+             "suppressed": bool(c.failure.suppressed)}
+            for c in failed[:ROWS] if c.failure is not None
+        ],
+        "more_failures": max(len(failed) - ROWS, 0),
         "graph_breaks": [
             {"count": g.count, "kind": g.first.registry_id, "reason": g.reason, "hint": g.first.hints[0] if g.first.hints else "",
              "where": g.sites[0].user_location or "unknown", "inside": g.sites[0].inside, "more": len(g.sites) - 1}
@@ -61,8 +70,9 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
         ],
         "more_graph_breaks": max(len(groups) - ROWS, 0),
         "recompiles": [
-            {"frame": f.frame, "name": f.name, "count": len(f.compiles),
-             "reason": next((r for _, r in f.reasons), ""), "retries": len(f.retries)}
+            {"frame": f.frame, "name": f.name, "count": len(f.compiled),
+             "reason": next((r for _, r in f.reasons), ""), "retries": len(f.retries),
+             "over_limit": f.over_limit.label if f.over_limit else ""}
             for f in frames[:ROWS]
         ],
         "more_recompiles": max(len(frames) - ROWS, 0),
@@ -195,4 +205,4 @@ def trace(folder: str | Path | None = None) -> Iterator[Traced]:
 
     traced.logs = sorted(where.glob(TRACE_LOGS))
     if traced.logs:
-        traced.analysis = analyze(where)
+        traced.analysis = analyze(where, all_runs=True)  # the block's own folder: every log in it is the block's

@@ -26,6 +26,7 @@ from .limits import PAGED_START_ONLY
 from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .options import Options
 from .paths import provenance_page_url
+from .reading.inputs import LeftOut
 from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .report.highlight import Highlighter, highlight_workers
 from .report.jobs import Job, PageJobs, private_reader
@@ -300,9 +301,10 @@ def new_analysis(source: InputInfo, options: Options, echo: Callable[[Diagnostic
     )
 
 
-def source_of(logs: list[Path]) -> InputInfo:
+def source_of(logs: list[Path], others: list[Path] | None = None, left_out: list[LeftOut] | None = None) -> InputInfo:
+    """What a report says it was written from: the logs read, and those of the folder left out (and why)."""
     sizes = {p.name: _size(p) for p in logs[1:]}
-    return InputInfo(str(logs[0]), _size(logs[0]), also=[p.name for p in logs[1:]], sizes=sizes)
+    return InputInfo(str(logs[0]), _size(logs[0]), [p.name for p in others or []], [p.name for p in logs[1:]], sizes, left_out or [])
 
 
 def _size(path: Path) -> int:

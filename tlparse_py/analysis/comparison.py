@@ -34,7 +34,7 @@ from .spools import SpooledRows
 from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
 from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of, value_at
 
-SCHEMA_VERSION = "2.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
+SCHEMA_VERSION = "3.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
                       "and graph break is listed as gone or new")
 EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW

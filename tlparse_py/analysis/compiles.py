@@ -27,7 +27,7 @@ from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
 from .summary import (
     CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING,
     STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
-    FrameIdentity, Summary, distinct_breaks, over_recompile_limit,
+    FrameIdentity, Summary, distinct_breaks, first_line, over_recompile_limit,
 )
 from .totals import Value, nested, totals_of
 from .vllm import VllmFile, VllmRun, vllm_dict
@@ -59,9 +59,10 @@ class Analysis(Store):
         return html_view(self) if html_view is not None else None
 
     def compiles(self) -> list[CompileSummary]:
-        """One entry per compile, in log order: a frame compile with all its attempts (Dynamo restarts
-        after a graph break log their graphs under `[x/y_1]`, `[x/y_2]`, ...), once per generation of
-        its id (an id reused after `torch._dynamo.reset()` names a new compile).
+        """One entry per compile, in log order (where each first logged): a frame compile with all
+        its attempts (Dynamo restarts after a graph break log their graphs under `[x/y_1]`, `[x/y_2]`,
+        ...), once per generation its id compiled in (after `torch._dynamo.reset()` an id names a new
+        compile, after the compiles logged before the reset).
 
         Built once per state of the store (the index, the search index and summary.json all ask,
         and a log may hold 100,000s of compiles); a new list each time, of the same summaries."""
@@ -70,19 +71,15 @@ class Analysis(Store):
         if memo is not None and memo[0] == stamp:
             return list(memo[1])
         frames: dict[CompileId, list[CompileId]] = {}
-        for key in self.directory:
-            if key is not None and questions.is_compile(key):
-                frames.setdefault(key.frame_key(), []).append(key)
         compiles = []
         previous: dict[FrameIdentity, CompileSummary] = {}  # the frame's latest compile
-        for frame, attempts in frames.items():
-            for generation in self.generations_of(frame):
-                compile_ = self._compile(frame, attempts, generation)
-                identity = compile_.frame_identity
-                if identity is not None:
-                    _follow(compile_, previous.get(identity))
-                    previous[identity] = compile_
-                compiles.append(compile_)
+        for frame, generation in compiles_read(self, frames):
+            compile_ = self._compile(frame, frames[frame], generation)
+            identity = compile_.frame_identity
+            if identity is not None:
+                _follow(compile_, previous.get(identity))
+                previous[identity] = compile_
+            compiles.append(compile_)
         self.__dict__["_compiles_memo"] = (stamp, compiles)
         return list(compiles)
 
@@ -95,7 +92,9 @@ class Analysis(Store):
         found: CompileSummary | None = index[1].get((key.frame_key(), generation))
         return found
 
-    def _compile(self, frame: CompileId, attempts: list[CompileId], generation: int) -> CompileSummary:
+    def _compile(self, frame: CompileId, logged_attempts: list[CompileId], generation: int) -> CompileSummary:
+        # a reused id's attempts: those logged in this generation (the first, whatever it logged, names the compile)
+        attempts = [k for k in logged_attempts if k == frame or self.generations.has_attempt(k, generation)] or logged_attempts
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
         fields = metrics[-1].fields if metrics else {}
         logged = metrics[-1].compile_id.directory_key() if metrics and metrics[-1].compile_id else attempts[-1]
@@ -107,9 +106,8 @@ class Analysis(Store):
         pages: dict[CompileId | None, str | None] = {key: self.page_of(key, generation) for key in attempts}
         logged_breaks = [b for key in attempts for b in self.graph_breaks_of(key) if mine(b.line)]
         breaks = [self._break(b, pages) for b in logged_breaks]
-        restart_reasons = [questions.first_line(r) for m in metrics for r in m.get("restart_reasons") or () if not str(r).startswith(BY_DESIGN)]
+        restart_reasons = [first_line(r) for m in metrics for r in m.get("restart_reasons") or () if not str(r).startswith(BY_DESIGN)]
         status = _status(metrics, logged_breaks, restart_reasons)
-        headline = questions.headline(self, frame, fields, generation)
         return CompileSummary(
             key=frame,
             id=labels[0] if attempts[0] == frame else display_key(frame),
@@ -125,7 +123,7 @@ class Analysis(Store):
             cache=[CacheLookup(e.cache, e.state, e.reason) for e in sorted(cache, key=lambda e: e.line)],
             graph_op_count=fields.get("graph_op_count") if type(fields.get("graph_op_count")) is int else None,
             failure=_failure(fields),
-            headline=f"ran eagerly, as torch chose: {headline}" if status == STATUS_SKIPPED else headline,
+            headline=questions.headline(self, frame, fields, generation, skipped=status == STATUS_SKIPPED),
             pages=[(name, pages[key]) for name, key in zip(labels, attempts)],
             cause=CAUSE_RECOMPILE if frame.frame_compile_id else CAUSE_FIRST,
             restart_reasons=list(dict.fromkeys(restart_reasons)),
@@ -252,6 +250,29 @@ def process_list(analysis: Analysis) -> list[dict[str, Any]]:
     return [{"process": i, "pid": pid, "logs": logs, "compiles": compiles[i]} for i, (pid, logs) in enumerate(zip(processes.pids, processes.logs))]
 
 
+def compiles_read(store: Store, frames: dict[CompileId, list[CompileId]], keys_from: int = 0, starts_from: int = 0) -> list[tuple[CompileId, int]]:
+    """The compiles of the directory's keys from place `keys_from` on and of the ids that started
+    again in a later generation from `later_starts[starts_from]` on (`Generations.in_log_order`), as
+    (frame compile, generation), in log order; `frames` (frame compile → its attempts, in directory
+    order) takes in the keys."""
+    found = []
+    for key, generation in store.generations.in_log_order(store.directory, keys_from, starts_from):
+        if key is None or not questions.is_compile(key):
+            continue
+        if generation is not None:  # an id that compiled in an earlier generation, where it started again
+            if key in frames:
+                found.append((key, generation))
+            continue
+        frame = key.frame_key()
+        attempts = frames.get(frame)
+        if attempts is None:
+            frames[frame] = [key]
+            found.append((frame, store.first_generation(frame)))
+        else:
+            attempts.append(key)
+    return found
+
+
 def compiles_stamp(store: Store) -> tuple[int, ...]:
     """The state of the store `Analysis.compiles()` was built from: when it moves on, they are built again."""
     return (store.records, len(store.directory), len(store.metrics), len(store.pageless))
@@ -352,10 +373,16 @@ def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:
 
 
 def _failure(fields: dict[str, Any]) -> Failure | None:
+    """The exception a compile's metrics logged: its type and reason, the user line torch says it
+    failed at, and whether suppress_errors was on; None when it logged none."""
     if not fields.get("fail_type"):
         return None
     reason = fields.get("fail_reason")
-    return Failure(str(fields["fail_type"]), str(reason) if reason is not None else None)
+    filename, lineno = fields.get("fail_user_frame_filename"), fields.get("fail_user_frame_lineno")
+    where = f"{filename}:{lineno}" if isinstance(filename, str) and filename and type(lineno) is int else None
+    suppressed = fields.get("config_suppress_errors")
+    return Failure(str(fields["fail_type"]), str(reason) if reason is not None else None, sys.intern(where) if where else None,
+                   suppressed if isinstance(suppressed, bool) else None)
 
 
 __all__ = ["Analysis", "CompileSummary", "CompileTime", "schema_version", "summary_dict", "vllm_run"]

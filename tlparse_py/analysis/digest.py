@@ -1,7 +1,8 @@
 """The few facts a short summary of a report shows (`summary.md`, `--markdown`), answered once.
 
-A report's digest is its totals as a table shows them, its most frequent graph-break kinds (with the
-user code line relative to the run's root), the frames it recompiled and its slowest compiles; a
+A report's digest is its totals as a table shows them, its failed compiles (the exception and the
+user code line relative to the run's root), its most frequent graph-break kinds (with their user code
+line), the frames it recompiled and its slowest compiles; a
 multi-rank report's is each rank's totals and every total combined over the ranks. The Markdown
 writer only words and links these: it asks nothing of the compiles itself.
 
@@ -18,12 +19,14 @@ from msgspec import Struct, field
 
 from .stacks import inside_folder, is_user_code, split_location, user_folder
 from .summary import (
-    CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, graph_break_groups, recompiled_frames, slowest,
+    CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, failed_compiles, first_line, graph_break_groups,
+    recompiled_frames, slowest,
 )
 from .totals import columns, over_ranks, totals_of
 from .vllm import USUAL_INDEX as VLLM_USUAL_INDEX
 
-ROWS = 5  # rows per section: a summary fits in about 40 lines whatever the log
+ROWS = 5  # rows per section: a summary fits in about 45 lines whatever the log
+FAILURE_ROWS = 3  # failed compiles named: each is a long line
 
 
 class BreakRow(Struct):
@@ -42,9 +45,21 @@ class BreakRow(Struct):
 class RecompileRow(Struct):
     frame: str  # as compile ids write it: `0`, `!1/0`
     name: str
-    compiles: list[CompileSummary]
+    compiles: list[CompileSummary]  # the times it compiled: not the compile over the recompile limit
     first_reason: str | None
     retry: tuple[str, str] | None  # (the retry's label, the failed compile's label)
+    over_limit: CompileSummary | None = None  # its compile over the recompile limit, when it reached it
+
+
+class FailureRow(Struct):
+    """A failed compile: its exception in one line, its frame and where in the user's code."""
+
+    compile: CompileSummary
+    type: str
+    message: str  # the exception's first line (`Failure.message`)
+    where: str  # the frame's user code line, relative to the run's root ("" when unknown)
+    failed_at: str  # the user code line torch says it failed at, relative too ("" when it names none)
+    suppressed: bool | None  # torch._dynamo.config.suppress_errors was on: logged, not raised
 
 
 USUAL_INDEX = "index.html"
@@ -57,6 +72,8 @@ class ReportDigest(Struct):
     break_kinds: int = 0
     recompiles: list[RecompileRow] = field(default_factory=list)
     recompiled_frames: int = 0
+    failures: list[FailureRow] = field(default_factory=list)
+    failed: int = 0  # failed compiles, all of them
     slowest: list[CompileSummary] = field(default_factory=list)
     vllm: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (compile call, [(range or size, pieces)])
 
@@ -81,6 +98,7 @@ def report_digest(summary: Summary, source_root: str = "") -> ReportDigest:
     roots = (source_root, user_folder(_user_paths(compiles)))
     groups = graph_break_groups(compiles)
     frames = recompiled_frames(compiles)
+    failed = failed_compiles(compiles)
     return ReportDigest(
         totals=shown_totals(compiles),
         index=VLLM_USUAL_INDEX if summary.vllm is not None else USUAL_INDEX,
@@ -88,6 +106,8 @@ def report_digest(summary: Summary, source_root: str = "") -> ReportDigest:
         break_kinds=len(groups),
         recompiles=[_recompile_row(frame) for frame in frames[:ROWS]],
         recompiled_frames=len(frames),
+        failures=[_failure_row(c, roots) for c in failed[:FAILURE_ROWS]],
+        failed=len(failed),
         slowest=slowest(compiles)[:ROWS],
         vllm=[(call.prefix or f"call {call.number}", [(group, len(pieces)) for group, pieces in call.groups()])
               for call in (summary.vllm.calls if summary.vllm is not None else [])],
@@ -111,14 +131,23 @@ def _break_row(group: GraphBreakGroup, roots: tuple[str, ...]) -> BreakRow:
 
 
 def _recompile_row(frame: FrameRecompiles) -> RecompileRow:
-    reason = next((r for _, r in frame.reasons), None)
+    reason = next((first_line(r) for _, r in frame.reasons), None)
     retry = (frame.retries[0][0].label, frame.retries[0][1].label) if frame.retries else None
-    return RecompileRow(frame.frame, frame.name, frame.compiles, reason, retry)
+    return RecompileRow(frame.frame, frame.name, frame.compiled, reason, retry, frame.over_limit)
+
+
+def _failure_row(compile_: CompileSummary, roots: tuple[str, ...]) -> FailureRow:
+    failure = compile_.failure
+    assert failure is not None  # a failed compile logged one
+    where = relative_location(compile_.user_location, roots) if compile_.user_location else ""
+    failed_at = relative_location(failure.user_location, roots) if failure.user_location else ""
+    return FailureRow(compile_, failure.type, failure.message, where, failed_at, failure.suppressed)
 
 
 def _user_paths(compiles: Sequence[CompileSummary]) -> list[str]:
-    """Every file the run's frames and graph breaks name (`user_folder` keeps the user's own)."""
+    """Every file the run's frames, graph breaks and failures name (`user_folder` keeps the user's own)."""
     locations = [c.user_location for c in compiles] + [b.user_location for c in compiles for b in c.graph_breaks]
+    locations += [c.failure.user_location for c in compiles if c.failure is not None]
     return [site[0] for location in locations if (site := split_location(location))]
 
 

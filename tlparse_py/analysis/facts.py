@@ -212,10 +212,6 @@ def parse_compile_id(text: Any, process: int = 0) -> CompileId | None:
     return CompileId(ca, frame, fcid, 0, process)
 
 
-def first_line(text: str) -> str:
-    return text.strip().split("\n", 1)[0][:200]
-
-
 @_bad_input_reads_as(list)
 def string_list(text: str) -> list[str]:
     """A JSON list of strings (collective schedules); anything else reads as empty."""

@@ -15,23 +15,23 @@ after every update); the final report builds them all again anyway (`compiles.fo
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 from typing import NamedTuple
 
 from ..model import CompileId
 from . import questions
-from .compiles import Analysis, _follow, keep_compiles
+from .compiles import Analysis, _follow, compiles_read, keep_compiles
 from .summary import CompileSummary
 
 Function = tuple[int, int | None, int | None]  # (process, compiled autograd id, frame id): the frames of one compiled function
 
 
 class CompileChanges(NamedTuple):
-    """What one `LiveCompiles.refresh` changed in the list of compiles."""
+    """What one `LiveCompiles.refresh` changed in the list of compiles: (position, the compile it
+    replaced or None, the compile). Compiles never move: a compile read later comes later in log
+    order, a compile of an id in a later generation too (`Generations.in_log_order`)."""
 
-    changed: list[tuple[int, CompileSummary | None, CompileSummary]]  # (position, the compile it replaced or None, the compile)
-    reordered: bool  # compiles moved (an id reused after reset() mid-list gained a compile): take every position as changed
+    changed: list[tuple[int, CompileSummary | None, CompileSummary]]
 
 
 def function_of(frame: CompileId) -> Function:
@@ -44,9 +44,10 @@ class LiveCompiles:
     def __init__(self, analysis: Analysis):
         self.analysis = analysis
         self.keys_seen = 0  # directory keys taken into `frames`
+        self.starts_seen = 0  # `later_starts` taken into `compiles`
         self.frames: dict[CompileId, list[CompileId]] = {}  # frame compile → its attempts, in directory order
         self.functions: dict[Function, list[CompileId]] = {}  # a function's frame compiles, in the same order
-        self.by_frame: dict[CompileId, list[CompileSummary]] = {}  # frame compile → its compile per generation
+        self.by_frame: dict[CompileId, dict[int, CompileSummary]] = {}  # frame compile → generation → its compile
         self.compiles: list[CompileSummary] = []  # in log order: `Analysis.compiles()`
         self.at: dict[tuple[CompileId, int], int] = {}  # (frame, generation) → position in `compiles`
         self.index: dict[tuple[CompileId, int], CompileSummary] = {}  # (frame, generation) → compile (`compile_of`)
@@ -59,61 +60,43 @@ class LiveCompiles:
         `compiles()`; which positions changed."""
         analysis = self.analysis
         frames = {key.frame_key() for key in touched if key is not None and questions.is_compile(key)}
-        last_old = next(reversed(self.frames), None)
-        new_frames = []
-        if len(analysis.directory) > self.keys_seen:
-            for key in itertools.islice(analysis.directory, self.keys_seen, None):
-                if not questions.is_compile(key):
-                    continue
-                assert key is not None
-                frame = key.frame_key()
-                attempts = self.frames.get(frame)
-                if attempts is None:
-                    self.frames[frame] = [key]
-                    self.functions.setdefault(function_of(frame), []).append(frame)
-                    new_frames.append(frame)
-                else:
-                    attempts.append(key)
-                frames.add(frame)
-            self.keys_seen = len(analysis.directory)
+        new = self._take_new(frames)
         spans = analysis.backward_spans
         if spans != self.spans:  # chromium events, logged outside any compile id, add to a compile's backward time
             frames.update(key[0] for key, _ in spans.items() - self.spans.items() if key[0] in self.frames)
             self.spans = dict(spans)
         changed: list[tuple[int, CompileSummary | None, CompileSummary]] = []
-        reordered = False
         for function in {function_of(frame) for frame in frames}:
             latest: dict[int, CompileSummary] = {}  # generation → the function's compile before
             for frame in self.functions[function]:
-                built = []
+                built = {}
                 for generation in analysis.generations_of(frame):
                     compile_ = analysis._compile(frame, self.frames[frame], generation)
                     _follow(compile_, latest.get(generation))
-                    latest[generation] = compile_
-                    built.append(compile_)
-                    self.index[(frame, generation)] = compile_
+                    latest[generation] = built[generation] = self.index[(frame, generation)] = compile_
                 self.built += len(built)
                 self.by_frame[frame] = built
-                for generation, compile_ in enumerate(built):
+                for generation, compile_ in built.items():
                     position = self.at.get((frame, generation))
                     if position is not None:
                         changed.append((position, self.compiles[position], compile_))
                         self.compiles[position] = compile_
-                    elif frame not in new_frames:  # an id reused after reset(): a new generation of a frame listed before
-                        if frame == last_old and not reordered:
-                            self.at[(frame, generation)] = len(self.compiles)
-                            changed.append((len(self.compiles), None, compile_))
-                            self.compiles.append(compile_)
-                        else:
-                            reordered = True
-        for frame in new_frames:
-            for generation, compile_ in enumerate(self.by_frame[frame]):
-                self.at[(frame, generation)] = len(self.compiles)
-                changed.append((len(self.compiles), None, compile_))
-                self.compiles.append(compile_)
-        if reordered:
-            self.compiles = [c for frame in self.frames for c in self.by_frame[frame]]
-            self.at = {(c.key, c.generation): i for i, c in enumerate(self.compiles)}
-            changed = [(i, None, c) for i, c in enumerate(self.compiles)]
+        for frame, generation in new:
+            self.at[(frame, generation)] = len(self.compiles)
+            changed.append((len(self.compiles), None, self.by_frame[frame][generation]))
+            self.compiles.append(self.by_frame[frame][generation])
         keep_compiles(analysis, self.compiles, self.index)
-        return CompileChanges(changed, reordered)
+        return CompileChanges(changed)
+
+    def _take_new(self, frames: set[CompileId]) -> list[tuple[CompileId, int]]:
+        """The compiles read since the last refresh, (frame, generation) in log order, after every
+        compile listed (`compiles_read`); their frames join `frames`, the frames to build again."""
+        analysis = self.analysis
+        if len(analysis.directory) == self.keys_seen and len(analysis.generations.later_starts) == self.starts_seen:
+            return []  # (reading the directory up to where it was read last costs a step a compile id)
+        new = compiles_read(analysis, self.frames, self.keys_seen, self.starts_seen)
+        for frame in dict.fromkeys(frame for frame, _ in new if frame not in self.by_frame):  # never built: read first now
+            self.functions.setdefault(function_of(frame), []).append(frame)
+        frames.update(frame for frame, _ in new)
+        self.keys_seen, self.starts_seen = len(analysis.directory), len(analysis.generations.later_starts)
+        return new

@@ -1,7 +1,9 @@
 """Where compile time went: the phases of a compile, from its metrics and from chromium events.
 
 Two sources say it. A compile's `compilation_metrics` split its time into nested totals (the whole
-frame, the backend, Inductor, code generation), which `time_split` turns into consecutive phases.
+frame, the backend, Inductor, code generation), which `time_split` turns into consecutive phases,
+each named by what the metrics and the compile's spans say ran (a backend of the program's own runs
+neither AOTAutograd nor Inductor: its phases are Dynamo and the backend, the rest "not run").
 Chromium B/E events time every span of the compiler; `PhaseTimer` pairs them as the log is read and
 notes each finished span on the store (`Store.note_span`), and `pass_timings` picks out the FX
 passes (`pass.<stage>.<name>` spans) among a compile's span totals.
@@ -9,6 +11,7 @@ passes (`pass.<stage>.<name>` spans) among a compile's span totals.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from msgspec import Struct
@@ -18,40 +21,97 @@ from . import questions
 from .facts import parse_compile_id
 from .store import MetricsEntry, Store
 
-# The consecutive phases of a compile's time, as its metrics nest them: (name, css-friendly key)
-PHASES = (("Dynamo", "dynamo"), ("AOTAutograd", "aot"), ("Inductor", "inductor"), ("Code generation", "codegen"))
 # `pass.<stage>.<name>` spans: the pipeline stage each stage name of the span is
 PASS_STAGES = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint", "post_grad_passes": "post_grad"}
+# Chromium spans that say which part of the compiler ran inside the backend. Only what a log's
+# spans or metrics say ran is named: a backend of the program's own (one returning gm.forward)
+# runs neither AOTAutograd nor Inductor, and its time is the backend's, not AOTAutograd's.
+BACKEND_SPAN = "backend_compile"
+AOT_SPAN = "create_aot_dispatcher_function"  # AOTAutograd traced the graph
+AOT_CACHE_SPAN_PREFIX = "AOTAutogradCache."  # AOTAutograd loaded the compiled graph from its cache instead
+INDUCTOR_SPANS = frozenset({"inductor_compile", "compile_fx_inner", "fx_codegen_and_compile"})
+CODEGEN_SPAN = "code_gen"
 
 
 class Phase(Struct, frozen=True):
     """One phase of a compile's forward time."""
 
-    name: str  # "Dynamo", "AOTAutograd", "Inductor", "Code generation"
-    key: str  # "dynamo", "aot", "inductor", "codegen"
-    seconds: float
+    name: str  # "Dynamo", "AOTAutograd", "AOTAutograd cache load", "Backend", "Inductor", "Code generation"
+    key: str  # css-friendly: "dynamo", "aot", "backend", "inductor", "codegen"
+    seconds: float | None  # None: it ran, but the log's times do not tell how long
 
 
 class TimeSplit(Struct, frozen=True):
-    """A compile's forward time (`entire_frame_compile_time_s`), split into its phases."""
+    """A compile's forward time (`entire_frame_compile_time_s`), split into the phases that ran."""
 
     total: float
     phases: tuple[Phase, ...]
+    not_run: tuple[str, ...] = ()  # the usual phases the log says did not run: no time and no span of theirs
 
 
-def time_split(entry: MetricsEntry) -> TimeSplit | None:
-    """The forward time of one compilation_metrics entry split into Dynamo / AOTAutograd / Inductor /
-    code generation: each logged total includes the next (the backend's includes Inductor's, which
-    includes code generation), so a phase is its total less the next one's. None when the forward
-    time is unknown or zero."""
+def time_split(entry: MetricsEntry, spans: Collection[str] = frozenset()) -> TimeSplit | None:
+    """The forward time of one compilation_metrics entry split into the phases that ran: Dynamo, the
+    backend (AOTAutograd, or the backend's own work when AOTAutograd did not run), Inductor and code
+    generation. Each logged total includes the next (the backend's includes Inductor's, which
+    includes code generation), so a phase is its total less the next one's. A phase is named only
+    when the metrics time it or one of the compile's chromium `spans` (names) shows it ran; the
+    others are `not_run`, never 0. None when the forward time is unknown or zero."""
     entire = questions.seconds(entry.get("entire_frame_compile_time_s"))
     if entire is None or entire <= 0:
         return None
-    backend = min(questions.seconds(entry.get("backend_compile_time_s")) or 0.0, entire)
-    inductor = min(questions.seconds(entry.get("inductor_compile_time_s")) or 0.0, backend)
-    codegen = min(questions.seconds(entry.get("code_gen_time_s")) or 0.0, inductor)
-    values = (entire - backend, backend - inductor, inductor - codegen, codegen)
-    return TimeSplit(entire, tuple(Phase(name, key, seconds) for (name, key), seconds in zip(PHASES, values, strict=True)))
+    levels: list[tuple[str, str, float | None]] = [("Dynamo", "dynamo", entire)]
+    backend = questions.seconds(entry.get("backend_compile_time_s"))
+    if backend is None and BACKEND_SPAN not in spans:
+        return _split(entire, levels, ("Backend", "Inductor", "Code generation"))
+    name, key = _backend_phase(entry, spans)
+    levels.append((name, key, backend))
+    # with spans logged, a backend phase that is not AOTAutograd's says AOTAutograd did not run
+    not_aot = ("AOTAutograd",) if key == "backend" and spans else ()
+    inductor = questions.seconds(entry.get("inductor_compile_time_s"))
+    if inductor is None and not INDUCTOR_SPANS.intersection(spans):
+        return _split(entire, levels, (*not_aot, "Inductor", "Code generation"))
+    levels.append(("Inductor", "inductor", inductor))
+    codegen = questions.seconds(entry.get("code_gen_time_s"))
+    if codegen is None and CODEGEN_SPAN not in spans:
+        return _split(entire, levels, (*not_aot, "Code generation"))
+    levels.append(("Code generation", "codegen", codegen))
+    return _split(entire, levels, not_aot)
+
+
+def _backend_phase(entry: MetricsEntry, spans: Collection[str]) -> tuple[str, str]:
+    """What the backend's own time (less Inductor's) was spent on, as far as the log says."""
+    if AOT_SPAN in spans or (not spans and questions.seconds(entry.get("inductor_compile_time_s")) is not None):
+        return "AOTAutograd", "aot"  # without spans: Inductor's time is logged, and torch.compile reaches Inductor through AOTAutograd
+    if any(name.startswith(AOT_CACHE_SPAN_PREFIX) for name in spans):
+        return "AOTAutograd cache load", "aot"
+    return "Backend", "backend"
+
+
+def _split(entire: float, levels: list[tuple[str, str, float | None]], not_run: tuple[str, ...]) -> TimeSplit:
+    """Nested totals (each within the one before; None: unknown) as consecutive phases: each its
+    total less the next one's, unknown when either is; a total past the one it is within is capped."""
+    totals: list[float | None] = []
+    for _, _, total in levels:
+        within = next((t for t in reversed(totals) if t is not None), entire)
+        totals.append(min(total, within) if total is not None else None)
+    phases = []
+    for index, (name, key, _) in enumerate(levels):
+        own, inner = totals[index], totals[index + 1] if index + 1 < len(totals) else 0.0
+        phases.append(Phase(name, key, own - inner if own is not None and inner is not None else None))
+    return TimeSplit(entire, tuple(phases), not_run)
+
+
+def compile_time_split(store: Store, entry: MetricsEntry) -> TimeSplit | None:
+    """`time_split` of a metrics entry, with the chromium spans its compile logged (in its generation)."""
+    return time_split(entry, span_names(store, entry.compile_id, entry.generation))
+
+
+def span_names(store: Store, key: CompileId | None, generation: int = 0) -> frozenset[str]:
+    """The names of the chromium spans a frame compile logged, in one generation of its id."""
+    if key is None:
+        return frozenset()
+    tree: dict[tuple[str, ...], float] = store.phase_trees.get((key.frame_key(), generation), {})
+    return frozenset(name for path in tree for name in path)
 
 
 def pass_timings(store: Store, key: CompileId | None) -> dict[str, list[tuple[str, float]]]:

@@ -14,6 +14,7 @@ from ..model import CompileId, display_key
 from .export_shapes import inferred_failure
 from .stacks import simplify_filename
 from .store import Store
+from .summary import Failure, dynamo_names, first_line, notes_on_dynamo_names, over_recompile_limit
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -63,38 +64,42 @@ def pageless_keys(report: Store, paged: int) -> set[CompileId | None]:
     return extra
 
 
-def first_line(text: Any) -> str:
-    return str(text).strip().split("\n", 1)[0] if text else ""
-
-
 def seconds(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
-def _name_from_pool(report: Store, key: CompileId) -> str:
-    """The frame's name from any compile of the same frame (a failed recompile may not log one)."""
+def _name_from_pool(report: Store, key: CompileId, generation: int) -> str:
+    """The frame's name from any compile of the same frame in the same generation (a failed
+    recompile may not log one; after reset() the frame id names another function)."""
     for entry in report.metrics.get(key.frame_key(), []):
-        if entry.get("co_name"):
+        if entry.generation == generation and entry.get("co_name"):
             return str(entry.get("co_name"))
     # the frame's other compiles' entries, through the keys the store keeps per frame (a scan of all
     # metrics per compile was quadratic on logs with 100,000s of compiles)
     for frame_key in report.metric_keys_by_frame.get((key.process, key.compiled_autograd_id, key.frame_id), []):
         for entry in report.metrics[frame_key]:
-            if entry.get("co_name"):
+            if entry.generation == generation and entry.get("co_name"):
                 return str(entry.get("co_name"))
     return ""
 
 
-def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None) -> str:
-    """Why a compile failed, restarted or recompiled, in one line ("" when nothing went wrong)."""
-    if fields.get("fail_type"):
-        return f"{fields['fail_type']}: {first_line(fields.get('fail_reason'))}".rstrip(": ")
-    if fields.get("restart_reasons"):
-        return f"restarted: {first_line(fields['restart_reasons'][0])}"
+def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None, skipped: bool = False) -> str:
+    """Why a compile failed, restarted or recompiled, in one line, each that holds in the order it
+    happened ("" when nothing went wrong): the guard that failed, when it is a recompile ("recompiled:
+    ..."), then the exception it failed with (torch ran the frame eagerly when `skipped`), or why
+    Dynamo restarted it ("restarted: ..."). The compile over the recompile limit is no recompile: its
+    guard failure is the limit problem's, not its headline's."""
+    fail_type, fail_reason = fields.get("fail_type"), fields.get("fail_reason")
+    parts = []
     reasons = report.recompile_reasons_of(key, generation)
-    if reasons:
-        return f"recompiled: {first_line(reasons[0])}"
-    return ""
+    if reasons and not over_recompile_limit(str(fail_type or ""), str(fail_reason or "")):
+        parts.append(f"recompiled: {first_line(reasons[0])}")
+    if fail_type:
+        outcome = Failure(str(fail_type), str(fail_reason) if fail_reason is not None else None).headline
+    else:
+        outcome = f"restarted: {first_line(fields['restart_reasons'][0])}" if fields.get("restart_reasons") else ""
+    parts.append(f"ran eagerly, as torch chose: {outcome}".rstrip(": ") if skipped else outcome)
+    return "; ".join(filter(None, parts))
 
 
 def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:
@@ -104,7 +109,7 @@ def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], ge
     line from the metrics.
     """
     stack = report.start_stack(key, generation)
-    name = fields.get("co_name") or (_name_from_pool(report, key) if not generation else None) or None
+    name = fields.get("co_name") or _name_from_pool(report, key, generation) or None
     if stack:
         last = stack[-1]
         filename = simplify_filename(report.resolve_filename(last.filename))
@@ -112,6 +117,22 @@ def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], ge
     if fields.get("co_filename"):
         return (str(name) if name else None), f"{fields['co_filename']}:{fields.get('co_firstlineno')}"
     return (str(name) if name else None), None
+
+
+def dynamo_name_notes(report: Store, key: CompileId | None, generation: int = 0) -> list[str]:
+    """What the names Dynamo made up (`___stack0`) that a compile's installed guards or recompile
+    reasons mention stand for (`summary.notes_on_dynamo_names`), with the graph break that made its
+    resume function when the log holds one at the function's line."""
+    if key is None:
+        return []
+    texts = [*report.dynamo_names_of(key, generation), *map(first_line, report.recompile_reasons_of(key, generation))]
+    if not any(dynamo_names(text) for text in texts):
+        return []
+    metrics = [m for m in report.metrics.get(key.frame_key(), []) if m.generation == generation]
+    frame, location = frame_and_location(report, key.frame_key(), metrics[-1].fields if metrics else {}, generation)
+    breaks = report.index_by("breaks_at", report.graph_breaks, lambda b: b.location).get(location, []) if location else []
+    cause = (breaks[0].reason, breaks[0].hints[0] if breaks[0].hints else "") if breaks else None
+    return notes_on_dynamo_names(texts, frame or "", location or "", cause)
 
 
 EXPORT_ONLY_ERRORS = ("ConstraintViolationError",)  # raised only by torch.export's Dim constraints

@@ -694,7 +694,7 @@ def divergences(comparison: RankComparison, frames: Mapping[str, str]) -> list[D
         for departure in content.departures:
             rows.append(Divergence("compile_content", content.compile_id, departure.ranks,
                                    f"{words(departure.differs)} differ from rank {content.reference[0]}'s"
-                                   f"{_first_lines(departure.side_by_side)}"))
+                                   f"{_first_difference(departure.side_by_side)}"))
     for spmd in comparison.spmd:
         rows.append(Divergence("spmd_graph_mismatch", spmd.compile_id, spmd.ranks, f"Inductor found the ranks' graphs differ: {spmd.line}"))
     for ids in comparison.compile_ids:
@@ -774,7 +774,7 @@ def words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}" if items else ""
 
 
-def _first_lines(view: SideBySide | None) -> str:
+def _first_difference(view: SideBySide | None) -> str:
     """`: first difference in the Dynamo graph, line 3: "a" vs "b"` (one line of each side)."""
     if view is None or not view.rows:
         return ""

@@ -9,6 +9,7 @@ compile id at a time, so memory does not grow with the log.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import pickle
 import re
@@ -17,13 +18,14 @@ import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import msgspec
 
 from ..model import Artifact, CompileId, DiagnosticLog, Processes, Record, Stats, StringTable
 from ..paths import compile_page_url
+from ..reading.inputs import LeftOut
 from .export_shapes import ExportShapes
 from .stacks import Frame, StackTrie
 from .vllm import VllmLog
@@ -57,6 +59,7 @@ METRIC_SUMMARY_FIELDS = (
     "fail_reason",
     "fail_user_frame_filename",
     "fail_user_frame_lineno",
+    "config_suppress_errors",
     "restart_reasons",
     "graph_op_count",
     "graph_node_count",
@@ -163,7 +166,7 @@ BACKWARD_SUMMARY_FIELDS = ("inductor_compile_time_s",)
 
 
 class Reuse(NamedTuple):
-    """A stack-trie terminal for a compile id reused after reset(): which generation it started."""
+    """A stack-trie terminal for a compile after reset(): which generation (> 0) it started in."""
 
     compile_id: CompileId
     generation: int
@@ -173,7 +176,7 @@ class MetricsEntry(msgspec.Struct):
     compile_id: CompileId | None
     url: str  # the compilation_metrics page
     fields: dict[str, Any]
-    generation: int = 0  # > 0: the compile id was reused after torch._dynamo.reset()
+    generation: int = 0  # > 0: compiled after torch._dynamo.reset() (`Generations`)
 
     def get(self, name: str) -> Any:
         return self.fields.get(name)
@@ -377,6 +380,7 @@ class FailureRow(msgspec.Struct):
     failure_type: str  # "RestartAnalysis" for restarts, else the exception type
     description: str
     source: str  # "file:line" of the user frame, for failures
+    generation: int = 0  # its compile's (`MetricsEntry.generation`)
 
 
 class InputInfo(msgspec.Struct, eq=False):  # one per log: never compared or printed
@@ -385,10 +389,140 @@ class InputInfo(msgspec.Struct, eq=False):  # one per log: never compared or pri
     others: list[str] = msgspec.field(default_factory=list)  # other logs in the folder we did not read
     also: list[str] = msgspec.field(default_factory=list)  # further logs read into this report
     sizes: dict[str, int] = msgspec.field(default_factory=dict)  # bytes of each further log
+    left_out: list[LeftOut] = msgspec.field(default_factory=list)  # logs of the folder not read, and why (the index's top)
 
     def files(self) -> list[tuple[str, int | None]]:
         """(path, bytes) of every log read into the report."""
         return [(self.path, self.size)] + [(name, self.sizes.get(name)) for name in self.also]
+
+
+class Generations:
+    """torch._dynamo.reset() makes a process number its compiles from [0/0] again, in its next
+    generation (0 before the first reset, then 1, 2, ...), and every later compile of the process is
+    in that generation, whether its id was used before or not. A log shows a reset only as a start
+    (`dynamo_start`) of a compile id the process already started or finished in its present
+    generation: torch starts an id once otherwise (a restart is a new attempt of it, not a start).
+
+    Noted in log order as the log is read, at once or in pieces alike (`start`, `finished`,
+    `first_read`), asked once it is read (`at`, `of`, `first`, `in_log_order`). Holds nothing per
+    compile id in a log without a reset but the ids of its present generation.
+    """
+
+    def __init__(self) -> None:
+        self.resets: dict[int, list[int]] = {}  # process → the log lines where its generations 1, 2, ... begin
+        self.current: dict[int, set[CompileId]] = {}  # process → the frame compiles started or finished in its present generation
+        self.of_key: dict[CompileId, list[int]] = {}  # frame compile → the generations it compiled in; absent: only 0
+        # (directory size when it started, frame compile, generation) of each compile of an id in a later
+        # generation than the id's first, in log order: where it goes among the compiles (`in_log_order`)
+        self.later_starts: list[tuple[int, CompileId, int]] = []
+        # after a process's first reset: attempt (`[0/0_1]`) → the generations it logged records in; absent:
+        # generation 0 only (a reused id's restart belongs to the compile it restarted, not to each generation)
+        self.attempts_in: dict[CompileId, set[int]] = {}
+        # process → frame compiles of its present generation known by their reasons, not yet started
+        self.announced: dict[int, set[CompileId]] = {}
+
+    def now(self, process: int) -> int:
+        """The generation a process is in, as far as the log was read."""
+        resets = self.resets.get(process)
+        return len(resets) if resets else 0
+
+    def start(self, key: CompileId, line: int, listed: int) -> tuple[int, bool]:
+        """A start of frame compile `key` at `line`, with `listed` compile ids in the directory: its
+        generation, and whether it began it (a reset). An id whose compile never logged its end and
+        that starts again begins the next generation too: the compile that did not end stays in its own."""
+        current = self.current.setdefault(key.process, set())
+        announced = self.announced.get(key.process)
+        reset = key in current and not (announced and key in announced)
+        if announced:
+            announced.discard(key)
+        if reset:
+            self.resets.setdefault(key.process, []).append(line)
+            current = self.current[key.process] = set()
+        current.add(key)
+        generation = self.now(key.process)
+        if generation:
+            generations = self.of_key.setdefault(key, [0])  # absent: first read in generation 0 (see `first_read`)
+            if generations[-1] != generation:  # the id compiled in an earlier generation: a compile of its own
+                self.later_starts.append((listed, key, generation))
+                generations.append(generation)
+        return generation, reset
+
+    def logged(self, key: CompileId, line: int, listed: int) -> None:
+        """A frame compile's recompile reasons or end (compilation_metrics) at `line`. One logged with no
+        start in the present generation of its process, after a reset, is a compile of its own there: the
+        compile over the recompile limit logs no `dynamo_start` (and a kill may leave only its reasons)."""
+        if self.now(key.process) and key not in self.current.setdefault(key.process, set()):
+            self.start(key, line, listed)
+            self.announced.setdefault(key.process, set()).add(key)  # its own start may follow: no reset then
+
+    def finished(self, key: CompileId) -> None:
+        """A frame compile logged its end (compilation_metrics): its id was used in the present generation."""
+        self.current.setdefault(key.process, set()).add(key)
+        announced = self.announced.get(key.process)
+        if announced:
+            announced.discard(key)
+
+    def first_read(self, key: CompileId | None, listed: Container[CompileId | None]) -> None:
+        """The first record of a compile id (`listed`: the ids read before it): a frame compile (or a
+        compiled-autograd capture) first read after a reset() is in its process's generation then, not
+        in generation 0. Records of no frame (`[-/-]`) belong to no compile: they stay in generation 0."""
+        if key is None or not self.resets or (key.frame_id is None and key.compiled_autograd_id is None):
+            return
+        generation = self.now(key.process)
+        frame = key.frame_key()
+        if generation and frame not in listed and frame not in self.of_key:
+            self.of_key[frame] = [generation]
+
+    def attempt_read(self, key: CompileId | None, listed: bool) -> None:
+        """A record of attempt `key` (`listed`: records of it were read before): once its process was
+        reset, which generations the attempt logged in (`has_attempt`)."""
+        if key is None or not self.resets.get(key.process) or (key.frame_id is None and key.compiled_autograd_id is None):
+            return
+        generations = self.attempts_in.get(key)
+        if generations is None:  # read before the first reset of its process: in generation 0 then
+            generations = self.attempts_in[key] = {0} if listed else set()
+        generations.add(self.at(key, self.resets[key.process][-1]))
+
+    def has_attempt(self, key: CompileId, generation: int) -> bool:
+        """Whether attempt `key` logged records in `generation` (an attempt of a compile in it)."""
+        generations = self.attempts_in.get(key)
+        return generation == 0 if generations is None else generation in generations
+
+    def at(self, key: CompileId | None, line: int) -> int:
+        """Which generation of a compile id a record at `line` belongs to: its process's then, or,
+        where the id compiled in none then, the id's latest before it (a late record of its compile,
+        such as a lazy backward compile after the reset), else its first."""
+        generations = self.of_key.get(key.frame_key()) if key is not None else None
+        if generations is None:  # no reset in its process, or it compiled in generation 0 only
+            return 0
+        assert key is not None
+        place = bisect.bisect_right(generations, bisect.bisect_right(self.resets.get(key.process, []), line))
+        return generations[place - 1] if place else generations[0]
+
+    def of(self, key: CompileId | None) -> list[int]:
+        """The generations a compile id compiled in, in order."""
+        return list(self.of_key.get(key.frame_key(), (0,))) if key is not None else [0]
+
+    def first(self, key: CompileId | None) -> int:
+        """The generation a compile id was first read in."""
+        generations = self.of_key.get(key.frame_key()) if key is not None else None
+        return generations[0] if generations else 0
+
+    def in_log_order(self, directory: Iterable[CompileId | None], keys_from: int = 0, starts_from: int = 0) -> Iterator[tuple[CompileId | None, int | None]]:
+        """The `directory`'s keys from place `keys_from` on, each as (key, None), among the compiles of
+        ids in a later generation than their first, from `later_starts[starts_from]` on, each as
+        (frame compile, generation): in the order the log holds them (an id's first compile where it
+        was first read, a later one where it started again)."""
+        starts = itertools.islice(self.later_starts, starts_from, None)
+        start = next(starts, None)
+        for place, key in enumerate(itertools.islice(directory, keys_from, None), keys_from):
+            while start is not None and start[0] <= place:  # it started once the directory held `place` keys
+                yield start[1], start[2]
+                start = next(starts, None)
+            yield key, None
+        while start is not None:
+            yield start[1], start[2]
+            start = next(starts, None)
 
 
 class Questions:
@@ -402,7 +536,7 @@ class Questions:
     cache_events: list[CacheEvent]
     graph_breaks: list[LoggedBreak]
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]]
-    generation_lines: dict[CompileId, list[int]]
+    generations: Generations
     generation_stacks: dict[tuple[CompileId, int], list[Frame]]
     start_stacks: dict[CompileId, list[Frame]]
     graphs: dict[CompileId | None, list[GraphStep]]
@@ -412,11 +546,16 @@ class Questions:
     _by_key: dict[str, dict[Any, list[Any]]]
 
     def generation_at(self, key: CompileId | None, line: int) -> int:
-        """Which generation of a compile id a record at `line` belongs to."""
-        return bisect.bisect_right(self.generation_lines.get(key.frame_key(), []), line) if key is not None else 0
+        """Which generation of a compile id a record at `line` belongs to (`Generations.at`)."""
+        return self.generations.at(key, line)
 
     def generations_of(self, key: CompileId | None) -> list[int]:
-        return list(range(len(self.generation_lines.get(key.frame_key(), [])) + 1)) if key is not None else [0]
+        """The generations a compile id compiled in (each names a compile of its own), in order."""
+        return self.generations.of(key)
+
+    def first_generation(self, key: CompileId | None) -> int:
+        """The generation a compile id was first read in: its page there is its folder's `index.html`."""
+        return self.generations.first(key)
 
     def recompile_reasons_of(self, key: CompileId | None, generation: int | None = None) -> list[str]:
         return [text for line, text in self.recompile_reasons.get(key, []) if generation is None or self.generation_at(key, line) == generation]
@@ -457,6 +596,13 @@ class Questions:
         """Log line → lineage of each graph and output code of a compile."""
         return {step.line: step.lineage for step in self.graphs.get(key, [])}
 
+    def dynamo_names_of(self, key: CompileId | None, generation: int = 0) -> list[str]:
+        """The names Dynamo made up that a compile's installed guards mention, in this generation of its id."""
+        if key is None:
+            return []
+        found = self.facts.get(("dynamo_names", key.frame_key()))
+        return list(dict.fromkeys(name for line, names in found if self.generation_at(key, line) == generation for name in names))
+
     def shape_facts_for(self, role: str, compile_id: CompileId | None) -> list[dict[str, Any]]:
         if compile_id is None:
             return []
@@ -464,7 +610,13 @@ class Questions:
 
     def page_of(self, key: CompileId | None, generation: int = 0) -> str | None:
         """The page of a compile id; None for one listed without a page (`pageless`)."""
-        return None if key in self.pageless else compile_page_url(key, generation)
+        return None if key in self.pageless else self.page_url(key, generation)
+
+    def page_url(self, key: CompileId | None, generation: int = 0) -> str:
+        """Where the page of a compile id in one generation is (or would be): its folder's
+        `index.html` in the generation it was first read in (what links that know no generation
+        reach), `generation_N.html` beside it in a later one."""
+        return compile_page_url(key, 0 if generation == self.first_generation(key) else generation)
 
     def resolve_filename(self, filename: int | tuple[int, int] | str | None) -> str:
         name = self.strings.lookup(filename)
@@ -521,11 +673,8 @@ class Store(Questions):
     records: int = 0
     # compile ids listed without a page: nothing but a dynamo_start, beyond limits.PAGED_START_ONLY of them
     pageless: set[CompileId | None] = field(default_factory=set)
-    # compile id → its current generation; ids whose compile finished (metrics logged) in it
-    generations: dict[CompileId, int] = field(default_factory=dict)
-    finished: set[CompileId] = field(default_factory=set)
+    generations: Generations = field(default_factory=Generations)  # after each torch._dynamo.reset()
     generation_stacks: dict[tuple[CompileId, int], list[Frame]] = field(default_factory=dict)
-    generation_lines: dict[CompileId, list[int]] = field(default_factory=dict)  # where generations 1, 2, ... start
     graphs: dict[CompileId | None, list[GraphStep]] = field(default_factory=dict)  # per compile id, in log order
     lineage_states: dict[CompileId | None, LineageState] = field(default_factory=dict)
     torch_version: str | None = None
@@ -543,17 +692,31 @@ class Store(Questions):
     # -- facts noted by parsers -------------------------------------------------------------
 
     def note_start(self, compile_id: CompileId, line: int, timestamp: str = "") -> None:
-        """A `dynamo_start`: the compile is open until its compilation_metrics. For an id whose
-        compile already finished, the id was reused after reset()."""
+        """A `dynamo_start`: the compile is open until its compilation_metrics."""
         key = compile_id.frame_key()  # every attempt of a frame compile shares its generations
-        if key in self.finished:
-            self.finished.discard(key)
-            self.generations[key] = self.generations.get(key, 0) + 1
-            self.generation_lines.setdefault(key, []).append(line)
-        self.open_starts.setdefault((key, self.generations.get(key, 0)), timestamp)
+        if compile_id.attempt and key in self.generations.current.get(key.process, ()):
+            return  # a start logged for a later attempt (torch logs one for attempt 0 only): the same compile, no reset
+        generation, reset = self.generations.start(key, line, len(self.directory))
+        if reset:  # reset() waits for a compile under way: one of the process still open never logged its end
+            for open_ in [item for item in self.open_starts if item[0].process == key.process]:
+                del self.open_starts[open_]
+        self.open_starts.setdefault((key, generation), timestamp)
+
+    def note_first_read(self, key: CompileId | None) -> None:
+        """The first record of a compile id, before it is listed in the directory (`Generations.first_read`)."""
+        self.generations.first_read(key, self.directory)
+
+    def note_compile_logged(self, key: CompileId, line: int) -> None:
+        """Recompile reasons or metrics of frame compile `key`: after a reset, one with no start in its
+        process's present generation is a compile there (`Generations.logged`)."""
+        self.generations.logged(key, line, len(self.directory))
+
+    def note_attempt_read(self, key: CompileId | None, listed: bool) -> None:
+        """A record of a compile id (`listed`: one was read before): which generations its attempt is in."""
+        self.generations.attempt_read(key, listed)
 
     def note_start_stack(self, compile_id: CompileId, frames: list[Frame]) -> None:
-        generation = self.generations.get(compile_id.frame_key(), 0)
+        generation = self.generations.now(compile_id.process)
         # the trie hands back the first equal stack: compiles that start at the same place share it
         frames = self.trie.insert(frames, Reuse(compile_id, generation) if generation else compile_id)
         self.start_stacks.setdefault(compile_id.frame_key(), frames)
@@ -570,10 +733,11 @@ class Store(Questions):
         fields["restart_reasons"] = [readable_restart(str(reason)) for reason in reasons]
         key = record.compile_id.frame_key() if record.compile_id is not None else None
         generation = 0
-        if record.compile_id is not None:
-            generation = self.generations.get(record.compile_id.frame_key(), 0)
-            self.finished.add(record.compile_id.frame_key())
-            self.open_starts.pop((record.compile_id.frame_key(), generation), None)
+        if key is not None:
+            self.note_compile_logged(key, record.lineno)
+            generation = self.generation_at(key, record.lineno)
+            self.generations.finished(key)
+            self.open_starts.pop((key, generation), None)
         if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
             self.torch_version = meta["pytorch_version"]
         entries = self.metrics.get(key)
@@ -596,6 +760,10 @@ class Store(Questions):
     def note_shape_fact(self, role: str, compile_id: CompileId, meta: dict[str, Any]) -> None:
         self.facts.add(("shape", role, compile_id.frame_key()), meta)
 
+    def note_guarded_names(self, compile_id: CompileId, line: int, names: list[str]) -> None:
+        """Names Dynamo made up (`___stack0`) that a compile's installed guards mention (`dynamo_names_of`)."""
+        self.facts.add(("dynamo_names", compile_id.frame_key()), (line, names))
+
     def note_span(self, frame: CompileId, generation: int, name: str, path: tuple[str, ...], duration: float) -> None:
         """A finished chromium B/E span of a frame compile (`phase_times`, `phase_trees`)."""
         self.facts.add(("span", frame), (generation, name, path, duration))
@@ -615,14 +783,15 @@ class Store(Questions):
         entry = self.metrics[key][-1]
         entry.url = url
         for reason in entry.get("restart_reasons"):
-            self.failures.append(FailureRow(record.compile_id, url, "RestartAnalysis", str(reason), ""))
+            self.failures.append(FailureRow(record.compile_id, url, "RestartAnalysis", str(reason), "", entry.generation))
         fail_type = entry.get("fail_type")
         if fail_type:
             filename = entry.get("fail_user_frame_filename") or "N/A"
             lineno = entry.get("fail_user_frame_lineno") or 0
             reason = entry.get("fail_reason")
             self.failures.append(
-                FailureRow(record.compile_id, url, str(fail_type), str(reason) if reason else "(no reason logged)", f"{filename}:{lineno}")
+                FailureRow(record.compile_id, url, str(fail_type), str(reason) if reason else "(no reason logged)", f"{filename}:{lineno}",
+                           entry.generation)
             )
 
     def note_graph(self, key: CompileId | None, name: str, stage: str, role: str, declared_lineage: str, line: int, url: str | None) -> GraphStep:

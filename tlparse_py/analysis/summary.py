@@ -10,7 +10,8 @@ same in prose). Every view and command asks these objects, whether they were bui
 - a *graph break* is a `dynamo_graph_break_reason` a compile logged; one (reason, user location)
   counts once per compile, however often torch logged it;
 - a *recompile* is a compile of a frame that had compiled before, because a guard of the earlier
-  compile failed (`[0/1]`, `[0/2]`, ...);
+  compile failed (`[0/1]`, `[0/2]`, ...); the compile over the recompile limit is none: it
+  compiled nothing;
 - a *retry* is a compile of a frame right after its compile failed, with no guard failure logged
   (the program caught the error and called the function again, e.g. without `fullgraph=True`);
 - a *failure* is a compile whose metrics logged an exception (`fail_type`), unless torch skipped
@@ -19,13 +20,17 @@ same in prose). Every view and command asks these objects, whether they were bui
   function and falling back to eager"): the program ran correctly, without this frame compiled;
 - the *recompile limit* is torch's cap on the compiles of one frame (`torch._dynamo.config.
   recompile_limit`): the compile over it (status `limit`) compiles nothing, and the frame runs
-  eagerly from then on for inputs its compiled graphs do not fit. Not a failure: the program ran
-  correctly;
+  eagerly from then on for inputs its compiled graphs do not fit. Not a failure (the program ran
+  correctly), not a recompile, and not a time the frame compiled;
 - a *capture* is compiled autograd tracing the backward pass into one graph, logged under a
   compiled-autograd id with no frame (`[!0/-/-]`): part of compiled-autograd graph 0, not a compile
   (the graph it captured is compiled as `[!0/1/0]`, a compile);
 - a *frame* is a compiled function: its frame id in one generation (an id reused after
-  `torch._dynamo.reset()` names another frame).
+  `torch._dynamo.reset()` names another frame);
+- a *generation* is where a compile falls among its process's `torch._dynamo.reset()` calls: 0
+  before the first, then 1, 2, ... A reset makes torch number compile ids from `[0/0]` again, and
+  every compile of the process after it is in the new generation, whether its id was used before
+  or not.
 
 Unknown values are None, never guessed.
 """
@@ -42,7 +47,7 @@ from typing import Annotated, Any, TypeVar
 
 from msgspec import UNSET, Meta, Struct, UnsetType, ValidationError, convert, field, structs
 
-from ..model import CompileId
+from ..model import CompileId, generation_label
 from .vllm import VllmRun
 
 # Status of a compile: what happened to it (summary.json `status`), first match wins.
@@ -78,6 +83,23 @@ FrameIdentity = tuple[int, int | None, int | None, int]
 # (FailOnRecompileLimitHit) is an error: the program raised
 _AT_LIMIT = re.compile(r"recompile limit|\b(?:accumulated_)?(?:recompile|cache_size)_limit reached", re.I)
 HARD_LIMIT_FAILURE = "FailOnRecompileLimitHit"
+
+
+def first_line(text: Any, limit: int | None = None) -> str:
+    """The headline of a text torch logged (a failure, restart or recompile reason, an artifact): its
+    first line that is not blank, whitespace-trimmed, whole. The one rule every view shortens a
+    reason by, so that all of them show the same headline. `limit` is for a caller that keeps the
+    line per record (memory must stay bounded): the most characters kept, the last of them "…" when
+    the line was longer, so that the cut shows. "" for no text."""
+    if text is None:
+        return ""
+    line = str(text).strip().partition("\n")[0].strip()
+    return line[: limit - 1] + "…" if limit is not None and len(line) > limit else line
+
+
+def after_first_line(text: Any) -> str:
+    """What follows `first_line(text)`: the lines after it (a view shows them under the headline), "" when none."""
+    return "" if text is None else str(text).strip().partition("\n")[2]
 
 
 def over_recompile_limit(fail_type: str | None, fail_reason: str | None) -> bool:
@@ -196,10 +218,29 @@ class CacheLookup(Struct, frozen=True, gc=False):
 class Failure(Struct, frozen=True, gc=False):
     """Why a compile failed; also summary.json's `failure` as it is (fields = keys, in order)."""
 
-    type: str
+    type: str  # the exception's type, as torch logged it (`BackendCompilerFailed`)
     reason: str | None = None
+    # since 3.0: the line of user code torch says the compile failed at (`fail_user_frame_*`): null
+    # when it names none, as for a backend that raised
+    user_location: str | None = None
+    # since 3.0: whether torch._dynamo.config.suppress_errors was on (null: not logged). torch then
+    # logs such an error and runs the frame eagerly instead of raising it, unless fullgraph=True
+    suppressed: bool | None = None
 
-    def to_dict(self) -> dict[str, str | None]:
+    @property
+    def message(self) -> str:
+        """Its reason's first line; with the line after when the first only introduces it, as torch's
+        wrapper of a backend's error does (`backend='x' raised:`, then `RuntimeError: boom`)."""
+        first = first_line(self.reason)
+        following = first_line(after_first_line(self.reason)) if first.endswith(":") else ""
+        return f"{first} {following}" if following else first
+
+    @property
+    def headline(self) -> str:
+        """The exception in one line: its type and `message`."""
+        return f"{self.type}: {self.message}".rstrip(": ")
+
+    def to_dict(self) -> dict[str, Any]:
         return _write_failure(self)
 
 
@@ -227,8 +268,14 @@ class CompileSummary(Struct):
 
     @property
     def label(self) -> str:
-        """The id, and which reuse of it this is: `[0/0]`, `[0/0] #2` (after one reset())."""
-        return f"{self.id} #{self.generation + 1}" if self.generation else self.id
+        """The id, and its generation after the first: `[0/0]`, `[0/0] (generation 1)` (after one reset())."""
+        return generation_label(self.id, self.generation)
+
+    @property
+    def frame_label(self) -> str:
+        """Its frame as compile ids write it, and the generation after the first: `0`, `p1:0`,
+        `1 (generation 1)` (frame 1 after one reset() names another function than before it)."""
+        return generation_label(self.key.frame_label, self.generation)
 
     @property
     def process(self) -> int:
@@ -237,8 +284,15 @@ class CompileSummary(Struct):
 
     @property
     def is_recompile(self) -> bool:
-        """A compile of a frame that had compiled before, because a guard failed (not a retry)."""
-        return self.cause == CAUSE_RECOMPILE
+        """A compile of a frame that had compiled before, because a guard failed: not a retry, and not
+        the compile over the recompile limit, which compiled nothing (its `cause` is still `recompile`:
+        a guard failed for it too). The one definition every count of recompiles asks."""
+        return self.cause == CAUSE_RECOMPILE and not self.hit_recompile_limit
+
+    @property
+    def compiled(self) -> bool:
+        """A time its frame compiled (or tried to): every compile but the one over the recompile limit."""
+        return not self.hit_recompile_limit
 
     @property
     def is_retry(self) -> bool:
@@ -430,8 +484,8 @@ class FrameRecompiles(Struct):
 
     @property
     def frame(self) -> str:
-        """The frame as compile ids write it: `0`, `!1/0`, `p1:0` (in a run's second process)."""
-        return self.compiles[0].key.frame_label
+        """The frame as compile ids write it: `0`, `!1/0`, `p1:0` (in a run's second process), with its generation."""
+        return self.compiles[0].frame_label
 
     @property
     def name(self) -> str:
@@ -447,19 +501,42 @@ class FrameRecompiles(Struct):
         return [(c, before) for before, c in zip(self.compiles, self.compiles[1:]) if c.is_retry]
 
     @property
+    def compiled(self) -> list[CompileSummary]:
+        """The times the frame compiled: its compiles but the one over the recompile limit."""
+        return [c for c in self.compiles if c.compiled]
+
+    @property
+    def over_limit(self) -> CompileSummary | None:
+        """Its compile over the recompile limit, after which it runs eagerly; None when it reached none."""
+        return next((c for c in self.compiles if c.hit_recompile_limit), None)
+
+    @property
     def hit_limit(self) -> bool:
-        return any(c.hit_recompile_limit for c in self.compiles)
+        return self.over_limit is not None
+
+    @property
+    def name_notes(self) -> list[str]:
+        """What the names Dynamo made up in its recompile reasons stand for (`notes_on_dynamo_names`)."""
+        location = next((c.user_location for c in self.compiles if c.user_location), "")
+        return notes_on_dynamo_names((first_line(r) for _, r in self.reasons), self.name, location)
 
 
 def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
-    """Frames with a recompile, most compiles first (log order among equals)."""
+    """Frames with a recompile, a retry or a compile over the recompile limit (a guard failed for it
+    too), most compiles first (log order among equals)."""
     frames: dict[FrameIdentity, list[CompileSummary]] = {}
     for compile_ in compiles:
         identity = compile_.frame_identity
         if identity is not None:
             frames.setdefault(identity, []).append(compile_)
-    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items() if any(c.is_recompile or c.is_retry for c in cs)]
+    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items()
+             if any(c.is_recompile or c.is_retry or c.hit_recompile_limit for c in cs)]
     return sorted(found, key=lambda f: -len(f.compiles))
+
+
+def failed_compiles(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
+    """The compiles that failed (`CompileSummary.failed`), in log order."""
+    return [c for c in compiles if c.failed]
 
 
 _LIMIT_TYPE = re.compile(r"Limit type: (\w+)")
@@ -467,6 +544,47 @@ _LIMIT_VALUE = re.compile(r"\(currently set to (\d+)\)")
 _REASON_OF = re.compile(r"^\s*(?:!\d+/)?\d+/\d+: ")  # "0/1: " before a recompile reason: the cached compile whose guard failed
 _GUARD_COMMENT = re.compile(r"\s{2,}# ")  # torch's comment after a guard: the source line it guards
 _SIZE_GUARD = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)")
+# a guard on a Python value: `k == 2`, `L['self'].n == 0.5`, `___stack0 == 0.273`
+_VALUE_GUARD = re.compile(r"([A-Za-z_]\w*(?:\[[^\]]*\]|\.\w+)*) == (\S+)")
+_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# names Dynamo makes up for what it hands a resume function after a graph break (resume_execution.py)
+_DYNAMO_NAME = re.compile(r"(?<!\w)___(?:stack|context_manager_)\d+\b")
+_RESUME_FUNCTION = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)")
+
+
+def dynamo_names(text: str) -> list[str]:
+    """The names Dynamo made up that a guard or a recompile reason mentions (`___stack0`,
+    `___context_manager_0`), each once, in order: no variable of the program has them."""
+    return list(dict.fromkeys(_DYNAMO_NAME.findall(text)))
+
+
+def dynamo_name_meaning(name: str, frame: str = "", location: str = "") -> str:
+    """What a name Dynamo made up stands for, in plain words. `frame`: the compiled function whose
+    guard names it (a resume function, `torch_dynamo_resume_in_f_at_13`); `location`: its user code line."""
+    resume = _RESUME_FUNCTION.fullmatch(frame)
+    if resume:
+        after = f"the graph break in {resume[1]} at line {resume[2]}"
+    else:
+        after = f"the graph break at {location}" if location else "a graph break"
+    if name.startswith("___context_manager_"):
+        return (f"{name}: not a variable of your program but a context manager (a with block) that was open at {after}, "
+                "which Dynamo passed to the resume function to enter it again.")
+    return (f"{name}: not a variable of your program but a value Dynamo passed to the resume function after {after}: "
+            "one your code had computed there and not used yet, such as the result of the call that broke the graph "
+            "(e.g. .item()). A guard on it compiles the resume function again for every new value; without the graph "
+            "break the value would stay inside the graph.")
+
+
+def notes_on_dynamo_names(texts: Iterable[str], frame: str, location: str, graph_break: tuple[str, str] | None = None) -> list[str]:
+    """What each name Dynamo made up that `texts` (the guards or recompile reasons of the compiled
+    function `frame`, at user code line `location`) mention stands for; then `graph_break`, (reason,
+    hint) of the break that made the resume function, when known."""
+    names = list(dict.fromkeys(name for text in texts for name in dynamo_names(text)))
+    notes = [dynamo_name_meaning(name, frame, location) for name in names]
+    if notes and graph_break is not None:
+        reason, hint = graph_break
+        notes.append(f"The graph break there: {reason}." + (f" Hint: {hint}" if hint else ""))
+    return notes
 
 
 class LimitHit(Struct):
@@ -478,8 +596,8 @@ class LimitHit(Struct):
 
     @property
     def frame(self) -> str:
-        """The frame as compile ids write it: `0`, `!1/0`, `p1:0`."""
-        return self.compile.key.frame_label
+        """The frame as compile ids write it: `0`, `!1/0`, `p1:0`, with its generation."""
+        return self.compile.frame_label
 
     @property
     def name(self) -> str:
@@ -506,7 +624,7 @@ class LimitHit(Struct):
         """The recompile reasons of the frame's last compile that logged some (the one over the limit,
         as a rule): the guard of each compile torch had cached that failed for that input."""
         last = next((c for c in reversed(self.compiles) if c.recompile_reasons), None)
-        return [(last, first_reason_line(r)) for r in last.recompile_reasons] if last is not None else []
+        return [(last, first_line(r)) for r in last.recompile_reasons] if last is not None else []
 
     @property
     def guards(self) -> list[str]:
@@ -520,19 +638,35 @@ class LimitHit(Struct):
 
     @property
     def fixes(self) -> list[str]:
-        """What to do, the likeliest first: mark the dimension whose size kept changing dynamic, or raise the limit."""
-        sizes = list(dict.fromkeys(m.groups() for _, reason in self.reasons if (m := _SIZE_GUARD.search(reason))))
+        """What to do, the likeliest first, by what the guard that kept failing is on: a tensor's size
+        (mark that dimension dynamic), a value Dynamo passed on after a graph break (fix the break), a
+        Python number of the program (mark_dynamic does not apply to one: make it a tensor, or let
+        Dynamo make it dynamic); else raise the limit."""
         now = f" (now {self.limit})" if self.limit is not None else ""
         raise_it = (f"raise torch._dynamo.config.{self.limit_type}{now} to the number of input variants the frame sees, "
                     "if each is worth a compile of its own")
+        sizes = list(dict.fromkeys(m.groups() for _, reason in self.reasons if (m := _SIZE_GUARD.search(reason))))
         if sizes:
             calls = ", ".join(f"torch._dynamo.mark_dynamic({name}, {index})" for name, index in sizes)
             return [f"mark the dimension dynamic, so one compile serves every size: {calls} before the call", raise_it]
+        values = [m.groups() for guard in self.guards if (m := _VALUE_GUARD.fullmatch(guard))]
+        passed = list(dict.fromkeys(name for name, _ in values if dynamo_names(name)))
+        if passed:
+            return [f"fix the graph break before this resume function: {' and '.join(passed)} is a value Dynamo hands over "
+                    "the break, not a variable of yours, and a guard on it compiles again for every new value", raise_it]
+        numbers = list(dict.fromkeys(name for name, value in values if _NUMBER.fullmatch(value)))
+        if numbers:
+            named = " and ".join(numbers)
+            return [f"pass {named} as a tensor (torch.tensor({numbers[0]})): the guard is on the value of a Python number, "
+                    "not on a tensor's size, so mark_dynamic does not apply",
+                    f"if torch.compile has dynamic=False (or torch._dynamo.config.automatic_dynamic_shapes is off), drop it: "
+                    f"Dynamo then makes {named} a symbol once its value changes", raise_it]
         return [raise_it, "if a size changes, mark the dimension dynamic: torch._dynamo.mark_dynamic(tensor, dim) before the call"]
 
-
-def first_reason_line(reason: str) -> str:
-    return reason.strip().split("\n", 1)[0].strip()
+    @property
+    def name_notes(self) -> list[str]:
+        """What the names Dynamo made up in the guards that kept failing stand for (`notes_on_dynamo_names`)."""
+        return notes_on_dynamo_names(self.guards, self.name, self.user_location)
 
 
 def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
@@ -632,8 +766,8 @@ def load_summary(data: Any) -> Summary | RanksSummary:
     """A report's or a multi-rank landing's summary.json (parsed), as typed objects."""
     if not isinstance(data, dict):
         raise SummaryError("not a JSON object")
-    if not str(data.get("schema_version", "")).startswith(("1.", "2.")):
-        raise SummaryError("not a tlparse-py summary.json (schema 1.x or 2.x)")
+    if not str(data.get("schema_version", "")).startswith(("1.", "2.", "3.")):
+        raise SummaryError("not a tlparse-py summary.json (schema 1.x to 3.x)")
     if isinstance(data.get("ranks"), list):
         return _load_ranks(data)
     if isinstance(data.get("compiles"), list):

@@ -26,7 +26,7 @@ from msgspec import Struct
 
 from ..units import format_seconds
 from .conditions import Condition, unknown, violated
-from .summary import CACHE_RESULTS, CompileSummary, RanksSummary, Summary, slowest
+from .summary import CACHE_RESULTS, CompileSummary, RanksSummary, Summary, first_line, slowest
 
 Value = int | float | None
 Involved = list[tuple[CompileSummary, str]]  # (a compile behind the number, a detail such as "(2)")
@@ -153,7 +153,8 @@ TOTALS: tuple[Total, ...] = (
           compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none", additive=False),
     Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile",
           compute=lambda cs: sum(len(c.graph_breaks) for c in cs), involved=_breaks_where, over_ranks=per_rank),
-    Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before, after a guard failed",
+    Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before, after a guard failed "
+          "(not the compile over the recompile limit, which compiled nothing)",
           compute=lambda cs: sum(1 for c in cs if c.is_recompile), involved=lambda cs: [(c, "") for c in cs if c.is_recompile],
           over_ranks=per_rank),
     Total("retries", "retries", "retries", "compiles of a frame right after its compile failed, with no guard failure logged",
@@ -313,11 +314,6 @@ def break_line(row: Mapping[str, Any]) -> str:
     kind = f"{row['registry_id']}: " if row.get("registry_id") else ""
     hint = f" Hint: {row['hints'][0]}" if row.get("hints") else ""
     return f"new graph break {kind}{row['reason']} at {row['user_location']}.{hint}"
-
-
-def first_line(text: str) -> str:
-    """torch's headline of a long reason (its explanation and hints follow on the next lines)."""
-    return text.strip().split("\n", 1)[0].strip()
 
 
 def _seconds_text(value: float | None) -> str:

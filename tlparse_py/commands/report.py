@@ -46,6 +46,9 @@ def report(path: Path | None, **params: Any) -> None:
     """Write an HTML report of what torch.compile did, from the logs TORCH_TRACE wrote.
 
     PATH is a log file (optionally .gz) or the TORCH_TRACE folder; it defaults to $TORCH_TRACE.
+    From a folder, the logs of its newest run are read: a program, the child processes it started
+    (known by their stacks) and any whose logs overlap theirs in time. The others are named, with
+    why, at the top of the index; --all-runs reads every log.
     With --serve the report's folder is then served over HTTP until Ctrl-C (when the report's
     checks pass: --strict or --fail-on failing exits as without it).
     """
@@ -91,7 +94,7 @@ def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path,
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
     try:
-        chosen = choose(path, request.latest, options.export)
+        chosen = choose(path, request.latest, options.export, request.all_runs)
     except SeveralRanks as several:
         echo_err(str(several))
         ranks = _write_multi_rank(path, request)
@@ -124,10 +127,10 @@ def path_or_env(path: Path | None) -> Path:
     raise click.UsageError("missing PATH (a trace log or the TORCH_TRACE folder); $TORCH_TRACE is not set either")
 
 
-def choose(path: Path, latest: bool, export: bool) -> ChosenInput:
+def choose(path: Path, latest: bool, export: bool, all_runs: bool = False) -> ChosenInput:
     try:
         # a file or folder with no record at all is refused here: exit 2, nothing written
-        chosen = choose_input(path, latest, export)
+        chosen = choose_input(path, latest, export, all_runs)
         for log in chosen.logs:
             with open(log, "rb") as handle:
                 handle.read(1)
@@ -172,10 +175,12 @@ class ProgressBar:
 
 
 def source_info(chosen: ChosenInput, kept: tuple[Path, Path] | None = None) -> InputInfo:
-    """What the report says it was written from: the log, the logs read with it, the others (sizes
-    now); with `kept` (read in, kept in), the log where it is kept, not the folder it was read in."""
+    """What the report says it was written from: the log, the logs read with it, the others and why
+    they were not read (sizes now); with `kept` (read in, kept in), the log where it is kept, not the
+    folder it was read in."""
     also = [p.name for p in chosen.also]
-    info = InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also})
+    info = InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also},
+                     chosen.left_out)
     return kept_as(info, kept)
 
 

@@ -88,6 +88,9 @@ REPORT_OPTIONS: list[Callable[[F], F]] = [
     click.option("-o", "--out", default="tl_out", show_default=True, type=click.Path(path_type=Path), help="Output folder."),
     click.option("--overwrite", is_flag=True, help="Replace the output folder if it exists (only once the new report is complete)."),
     click.option("--latest", is_flag=True, help="PATH is a folder: read its most recently modified log."),
+    click.option("--all-runs", is_flag=True,
+                 help="PATH is a folder: read every log in it, as one report (by default only its newest run's logs are read; "
+                      "the index names the others and why)."),
     click.option("--strict", is_flag=True, help="Exit 1 if any line or payload could not be read (the report is still written)."),
     click.option("--strict-compile-id", is_flag=True, help="Exit 1 if some record has a malformed compile id."),
     click.option("--no-browser", is_flag=True, help="Do not open the report in a web browser."),
@@ -186,6 +189,7 @@ class ReportRequest(Struct):
     report_url: str
     single_file: Path | None
     latest: bool = False
+    all_runs: bool = False  # every log of the folder, not only its newest run's (`run` reads the folder it made whole)
     strict: bool = False
     strict_compile_id: bool = False
     no_browser: bool = False
@@ -199,6 +203,8 @@ class ReportRequest(Struct):
         before anything is read or run."""
         conditions = parse_gates(params["fail_on"])
         _check_markdown_target(params["markdown_file"])
+        if params["latest"] and params["all_runs"]:
+            raise CliError("--latest reads the newest log and --all-runs every log: give one of them")
         if params["latest"] and params["all_ranks_html"]:
             raise CliError("--latest cannot be used with --all-ranks-html")
         if params["dask_scheduler"] is not None and not params["all_ranks_html"]:
@@ -210,7 +216,7 @@ class ReportRequest(Struct):
         return cls(
             out=params["out"], overwrite=params["overwrite"], options=options, conditions=conditions,
             markdown_file=params["markdown_file"], report_url=params["report_url"], single_file=params["single_file"],
-            latest=params["latest"], strict=params["strict"], strict_compile_id=params["strict_compile_id"],
+            latest=params["latest"], all_runs=params["all_runs"], strict=params["strict"], strict_compile_id=params["strict_compile_id"],
             no_browser=params["no_browser"], verbose=params["verbose"], all_ranks_html=params["all_ranks_html"],
             dask_scheduler=params["dask_scheduler"],
         )

@@ -3,7 +3,8 @@
 The first word that is not one of `run`'s own options starts COMMAND; every word after it is the
 program's, with or without `--` (`run -o tl python train.py -o ckpt`: the second -o is the program's).
 
-The trace goes to a fresh folder, kept in the report as `trace/`. Once the program exits, `run` waits
+The trace goes to a fresh folder, kept in the report as `trace/`; every log in it is read (`run` made
+it for this program, so they are all this run's: no log is left out as another run's). Once the program exits, `run` waits
 for its trace to go quiet, as `watch` does: no process whose pid the trace logs name still runs (a
 worker the program started may outlive it), and no log has grown for QUIET_S seconds. The report is written whether the
 program succeeded or not (a failed compile is what people want to see); the exit status is the
@@ -64,6 +65,9 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
     """
     request = ReportRequest.parse(params)  # a malformed gate or Markdown path: exit 2, COMMAND never runs
     request.check_output()  # so is an -o that cannot take the report
+    # the trace folder is made here for this program: every log in it is this run's (its children
+    # included, however long the program was quiet before they began), so none is left out
+    request = replace(request, all_runs=not request.latest)
     serving = _serving(ServeAt.parse(params), request.out)  # a port in use: exit 2, COMMAND never runs
     if serving is not None:
         request = replace(request, no_browser=True)

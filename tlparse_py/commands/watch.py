@@ -136,7 +136,7 @@ def _choose_now(path: Path, request: ReportRequest) -> tuple[ChosenInput | None,
     """The log to follow in PATH now, and whether PATH is a folder of several ranks' logs."""
     several = False
     try:
-        chosen = choose_input(path, request.latest, request.options.export)
+        chosen = choose_input(path, request.latest, request.options.export, request.all_runs)
     except SeveralRanks:
         logs = sorted((p for p in trace_logs(path) if p.parent == path), key=lambda p: (rank_of(p) is None, rank_of(p) or 0, p.name))
         chosen, several = ChosenInput(logs[0], logs[1:]), True

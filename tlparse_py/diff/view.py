@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 from .. import limits
 from ..analysis.comparison import comparisons
-from ..analysis.totals import TOTALS, break_line, first_line, value_at
+from ..analysis.summary import first_line
+from ..analysis.totals import TOTALS, break_line, value_at
 from ..report.markdown import code, text
 from ..report.views.common import Page
 from ..units import format_seconds

@@ -200,6 +200,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "reset_phases",
+        "two functions compiled, torch._dynamo.reset(), the two again in the other order, then a recompile",
+        expect=(
+            _kind("dynamo_start"),
+            _artifact("dynamo_graph_break_reason"),
+            _artifact("recompile_reasons"),
+            '"frame_compile_id": 1',
+        ),
+        gzip_fixture=True,  # ten compilation_metrics, each with torch's whole config
+    ),
+    Scenario(
         "train_warm",
         "a training step in two processes sharing a cache dir: lazy backward, cold then warm",
         processes=2,
@@ -240,6 +251,23 @@ SCENARIOS: tuple[Scenario, ...] = (
         "a program, its forked DataLoader worker and a spawned child compiling into one trace folder",
         min_logs=3,
         expect=(_kind("dynamo_start"), _kind("compilation_metrics"), "child_step", "load_item"),
+        gzip_fixture=True,
+    ),
+    Scenario(
+        "quiet_parent",
+        "a program compiles, goes quiet, then one at a time a spawn, fork, forkserver, Pool and two DataLoader children compile",
+        min_logs=7,
+        expect=(_kind("dynamo_start"), "spawned_step", "forked_step", "forkserver_step", "pool_step", "load_item",
+                "multiprocessing/process.py", "_worker_loop"),
+        gzip_fixture=True,
+    ),
+    Scenario(
+        "parent_after_child",
+        "a program compiles only after its spawned child compiled and ended; run twice into one folder (two runs)",
+        processes=2,
+        process_labels=("the first run", "the second run"),
+        min_logs=4,
+        expect=(_kind("dynamo_start"), "child_step", "main_step", "multiprocessing/spawn.py"),
         gzip_fixture=True,
     ),
     Scenario(
@@ -306,6 +334,36 @@ SCENARIOS: tuple[Scenario, ...] = (
         "tensorify_restart",
         "a float argument recompiles, then Dynamo restarts that compile to specialise it (TensorifyScalarRestartAnalysis)",
         expect=("TensorifyScalarRestartAnalysis", '"attempt": 1'),
+    ),
+    Scenario(
+        "backend_raises",
+        "a backend raises (BackendCompilerFailed reaches the program), then a frame recompiles on an int until recompile_limit = 3",
+        expect=('"fail_type": "BackendCompilerFailed"', '"config_suppress_errors": false', '"frame_compile_id": 3',
+                '"fail_reason": "Dynamo recompile limit exceeded'),
+        gzip_fixture=True,  # five compilation_metrics, each with torch's whole config
+    ),
+    Scenario(
+        "backend_suppressed",
+        "a backend raises under suppress_errors=True: the failure is logged, the frame runs eagerly",
+        expect=('"fail_type": "BackendCompilerFailed"', '"config_suppress_errors": true'),
+    ),
+    Scenario(
+        "recompile_restart",
+        "a size change recompiles [0/1], which then restarts at an .item() graph break ([0/1_1])",
+        expect=(_artifact("recompile_reasons"), '"frame_compile_id": 1, "attempt": 1', _artifact("dynamo_graph_break_reason")),
+        gzip_fixture=True,
+    ),
+    Scenario(
+        "custom_backend",
+        "a backend of the program's own (no AOTAutograd, no Inductor), a mark_dynamic input, a guard on ___stack0 "
+        "after an .item() graph break, and the recompile limit reached on a Python int",
+        expect=(
+            '"dynamo_dynamic_indices": [0]',
+            _kind("create_symbol"),
+            "___stack0",
+            _artifact("recompile_reasons"),
+            '"fail_reason": "Dynamo recompile limit exceeded',
+        ),
     ),
     Scenario(
         "dynamic_backward",

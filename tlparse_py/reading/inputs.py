@@ -2,9 +2,17 @@
 
 A folder is read by process: every trace log in it (and one level of subfolders, where TORCH_TRACE
 puts draft_export's `draft_export_capture/` and the harness puts one folder per program) is
-grouped by the pid in its first record. Processes of one folder whose logs overlap in time (a
-program and the children it started: a spawned process, DataLoader workers) are one run, and the
-logs of the newest run are read together.
+grouped by the pid in its first record. A folder made for one run (`run`'s, the notebook's
+`trace()`'s), or read with --all-runs, is read whole. Any other folder is split into runs from what
+its logs show, and the newest run is read:
+
+- a child process (spawned, forked, by forkserver, a Pool or DataLoader worker,
+  torch.multiprocessing) is known by its first compile's stack, which starts in multiprocessing's
+  start-up code; it belongs to the run of the program that started it, however long that program
+  was quiet before (`_parent_of`);
+- processes whose logs overlap in time are one run;
+- any other process is a run of its own: a program that neither overlaps another nor was started
+  by one. The logs of other runs are left out, and the report says which and why (`LeftOut`).
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ import re
 import stat
 import zlib
 from pathlib import Path
+from typing import Any
 
+import orjson
 from msgspec import Struct, field
 
 from .gunzip import GunzipRefused, open_log
@@ -44,11 +54,19 @@ class SeveralRanks(InputError):
     """The folder holds the logs of several ranks: a multi-rank report is the answer."""
 
 
+class LeftOut(Struct, frozen=True):
+    """Logs of the folder that the report does not read, and why: shown at the top of its index."""
+
+    logs: list[str]  # as named in the folder (`sub/dedicated_log_torch_trace_x.log`)
+    why: str
+
+
 class ChosenInput(Struct):
     log: Path
     others: list[Path] = field(default_factory=list)  # logs in the same folder that were not chosen
     note: str = ""  # told to the user on stderr when a choice was made for them
     also: list[Path] = field(default_factory=list)  # further logs of the same process, read into the same report
+    left_out: list[LeftOut] = field(default_factory=list)  # `others`, grouped by why they were not read
 
     @property
     def logs(self) -> list[Path]:
@@ -285,15 +303,20 @@ def not_a_trace(path: Path) -> InputError:
     return InputError(f"{path} is not a TORCH_TRACE log: no record could be read")
 
 
-def choose_input(path: Path, latest: bool = False, export: bool = False) -> ChosenInput:
+def choose_input(path: Path, latest: bool = False, export: bool = False, all_runs: bool = False) -> ChosenInput:
     """Resolve the PATH argument to the log(s) to read, or explain why it cannot be done.
 
-    A folder: the logs of its newest run (one process: the main log, draft_export's capture log,
-    TORCH_DTRACE's second log) are read together, main log first (it defines the string table the
-    others use); older runs' logs are named. `export` no longer changes the choice (it used to be
-    what read a process's logs together); it is kept for callers.
+    A folder: the logs of its newest run (its processes; one process's logs: the main log,
+    draft_export's capture log, TORCH_DTRACE's second log) are read together, main log first (it
+    defines the string table the others use); the others are named, with why (`left_out`).
+    `all_runs`: every log of a folder is read, as one report: the caller made the folder for one
+    run (`run`, the notebook's `trace()`), or the user asked for every run (--all-runs). `export`
+    no longer changes the choice (it used to be what read a process's logs together); it is kept
+    for callers.
     """
     del export
+    if latest and all_runs:
+        raise InputError("--latest reads the newest log and --all-runs every log: give one of them")
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_file():
@@ -319,75 +342,279 @@ def choose_input(path: Path, latest: bool = False, export: bool = False) -> Chos
     if not heads:
         raise not_a_trace(path)
     empty_note = f" (no records, not read: {_names(path, empty)})" if empty else ""
+    no_records = [LeftOut(_shown_all(path, empty), "no trace record could be read in it")] if empty else []
     if latest:
         chosen = newest(list(heads))
         others = [p for p in logs if p != chosen]
         note = f"--latest: reading {_shown(path, chosen)}, the newest of {len(logs)} logs{empty_note}" if others else ""
-        return ChosenInput(chosen, others, note)
-    runs = _runs(path, heads)
+        older = [p for p in others if p in heads]
+        left_out = [LeftOut(_shown_all(path, older), "--latest reads the newest log only")] if older else []
+        return ChosenInput(chosen, others, note, left_out=left_out + no_records)
+    processes = _processes(path, heads)
+    runs = [processes] if all_runs else _runs(processes)
     # the newest run: its newest file (then its latest record start) is the newest
-    run = max(runs, key=lambda r: (max(_mtime(p) for g in r for p in g), max(heads[p].stamp for g in r for p in g),
-                                   max(p.name for g in r for p in g)))
-    # process by process, the earliest first (the program that started the others); within one, its
-    # earliest log first (the main log: it defines the string table), the largest on a tie
-    ordered = [p for group in run for p in sorted(group, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))]
-    others = sorted((p for p in logs if p not in ordered), key=str)
+    run = max(runs, key=lambda r: (max(_mtime(p) for proc in r for p in proc.logs), max(heads[p].stamp for proc in r for p in proc.logs),
+                                   max(p.name for proc in r for p in proc.logs)))
+    ordered = [p for proc in _in_order(run) for p in proc.logs]
+    read = set(ordered)
+    others = sorted((p for p in logs if p not in read), key=str)
     if len(ordered) == 1 and not others:
         return ChosenInput(ordered[0])
-    pids = [_pid_shown(heads[group[0]].pid) for group in run]
-    if len(run) > 1:
-        body = (f"{len(ordered)} logs of {len(run)} processes of one run together (pids {', '.join(pids)}, the first started"
-                f" the others): {_names(path, ordered, sort=False)}")
-    elif len(ordered) > 1:
-        body = f"{len(ordered)} logs of one process together{f' (pid {pids[0]})' if pids[0] else ''}: {_names(path, ordered, sort=False)}"
+    left_out = [LeftOut(_shown_all(path, [p for proc in _in_order(other) for p in proc.logs]), _why_not_read(other))
+                for other in sorted(runs, key=_run_start) if other is not run]
+    return ChosenInput(ordered[0], others, _note(path, runs, run, all_runs) + empty_note, ordered[1:], left_out + no_records)
+
+
+def _note(folder: Path, runs: list[list[_Process]], run: list[_Process], all_runs: bool) -> str:
+    """What stderr says of the logs read, and of the other runs' logs left out."""
+    ordered = _in_order(run)
+    logs = [p for proc in ordered for p in proc.logs]
+    pids = [_pid_shown(proc.pid) for proc in ordered]
+    if len(run) > 1 and all_runs:
+        body = f"{len(logs)} logs of {len(run)} processes together (pids {', '.join(pids)}): {_names(folder, logs, sort=False)}"
+    elif len(run) > 1:
+        body = (f"{len(logs)} logs of {len(run)} processes of one run together (pids {', '.join(pids)}, the first started"
+                f" the others): {_names(folder, logs, sort=False)}")
+    elif len(logs) > 1:
+        body = f"{len(logs)} logs of one process together{f' (pid {pids[0]})' if pids[0] else ''}: {_names(folder, logs, sort=False)}"
     else:
-        body = _shown(path, ordered[0])
+        body = _shown(folder, logs[0])
+    if all_runs:
+        return f"{folder}: reading every log, {body}"
     if len(runs) > 1:
-        older = _names(path, [p for p in others if p in heads])
-        note = f"{path} holds logs of {len(runs)} runs; reading the newest, {body} (not read, older runs: {older})"
-    else:
-        note = f"{path}: reading {body}"
-    return ChosenInput(ordered[0], others, note + empty_note, ordered[1:])
+        older = _names(folder, [p for other in runs if other is not run for proc in other for p in proc.logs])
+        return f"{folder} holds logs of {len(runs)} runs; reading the newest, {body} (not read, older runs: {older}); --all-runs reads every run"
+    return f"{folder}: reading {body}"
+
+
+def _why_not_read(run: list[_Process]) -> str:
+    """Why the logs of a run other than the one read are left out (the index says it)."""
+    if not all(proc.end for proc in run):
+        return ("its first or last record could not be read within the default limits (a large or damaged .gz), so which run it "
+                "belongs to is not known; name the log to read it alone")
+    ordered = _in_order(run)
+    pids = ", ".join(_pid_shown(proc.pid) for proc in ordered)
+    span = f"{_clock(_run_start(run))} to {_clock(max(proc.end for proc in run))}"
+    return (f"another run (pid{'s' if len(run) > 1 else ''} {pids}, records from {span}): its logs do not overlap this run's in "
+            "time, and none of its processes is a child started by this run's program (a child is known by its first compile's "
+            "stack, which starts in multiprocessing's start-up code)")
+
+
+def _clock(stamp: tuple[int, ...]) -> str:
+    """A glog time (month, day, hour, minute, second, microsecond) as `12-05 23:39:17`."""
+    month, day, hour, minute, second = stamp[:5]
+    return f"{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}"
 
 
 def _pid_shown(pid: str | None) -> str:
     return "" if pid is None else pid if len(pid) <= _PID_SHOWN else pid[:_PID_SHOWN] + "…"
 
 
-def _runs(folder: Path, heads: dict[Path, LogHead]) -> list[list[list[Path]]]:
-    """Runs, each a list of processes (their logs), the earliest-starting process first.
+# Where a child process's stack starts, (file, function): its start-up code, which calls the target
+# it was given. Every multiprocessing child (spawn, fork, forkserver; Pool, DataLoader and
+# torch.multiprocessing workers too) passes through process.py's _bootstrap; the others name how.
+_CHILD_FRAMES = (
+    ("multiprocessing/process.py", "_bootstrap"),
+    ("multiprocessing/spawn.py", "spawn_main"),
+    ("multiprocessing/popen_fork.py", "_launch"),
+    ("multiprocessing/pool.py", "worker"),
+    ("torch/multiprocessing/spawn.py", "_wrap"),
+    ("torch/utils/data/_utils/worker.py", "_worker_loop"),
+)
+# A frame whose file the log does not name: a forked child uses the file names its parent interned
+# before the fork without logging them again. Its function alone then says it, where the name is
+# not a common one.
+_CHILD_FUNCTIONS = frozenset({"_bootstrap", "spawn_main", "_worker_loop"})
+_STR_ENVELOPE = b'{"str": '
+_START_ENVELOPE = b'{"dynamo_start": '
+_START_LINE = b"] " + _START_ENVELOPE  # the glog prefix's end, then the envelope
+_BUILD_RECORD = b'"name": "torch_version"'
+_BUILD_FIELD = re.compile(rb'"(pytorch_version|commit)": "([^"\\\n]{1,100})"')
+_BUILD_BYTES = 1024  # the torch_version record and its payload, from its name on
+_HEAD_CHUNK = 16 << 10
 
-    Processes whose logs lie in one folder and whose time spans overlap (from the first record of
-    their earliest log to the last record of their latest) are one run: a child runs within its
-    parent's life. One that ended before another began is another run. A process whose span is
-    not known (a log whose pid could not be read) is a run of its own.
+
+class _Process(Struct):
+    """One process's logs in a folder, and what their heads say of it."""
+
+    logs: list[Path]  # earliest first (the main log: it defines the string table), the largest on a tie
+    where: Path  # the folder its logs lie in: runs are found within one folder
+    pid: str | None  # None: its log's pid could not be read (a .gz refused by the default limits)
+    start: tuple[int, ...]  # the glog time of its first record
+    child: bool = False  # its first compile's stack starts in a child's start-up code (`_CHILD_FRAMES`)
+    build: str = ""  # torch's version and commit (its `torch_version` record); "" when not in its head
+    end: tuple[int, ...] = ()  # the glog time of its last record; () when not known (or not needed)
+
+
+def _processes(folder: Path, heads: dict[Path, LogHead]) -> list[_Process]:
+    """The folder's processes (`_by_process`); where there are several, what each one's first log
+    says of where it came from."""
+    found = []
+    for group in _by_process(folder, heads):
+        logs = sorted(group, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))
+        where = logs[0].parent if all(p.parent == logs[0].parent for p in logs) else folder
+        found.append(_Process(logs, where, heads[logs[0]].pid, min((heads[p].stamp for p in logs if heads[p].stamp), default=())))
+    if len(found) > 1:
+        for process in found:
+            process.child, process.build = _origin(process.logs[0])
+    return found
+
+
+def _in_order(run: list[_Process]) -> list[_Process]:
+    """A run's processes as they are read and numbered: its programs, then its children, each the
+    earliest first (so process 0 is the program that started the others, whose strings a forked
+    child uses)."""
+    return sorted(run, key=lambda p: (p.child, p.start or (99,), str(p.logs[0])))
+
+
+def _run_start(run: list[_Process]) -> tuple[int, ...]:
+    return min((proc.start for proc in run if proc.start), default=())
+
+
+def _runs(processes: list[_Process]) -> list[list[_Process]]:
+    """The runs of a folder's processes, found from what their logs show.
+
+    A child (its first compile's stack says so) belongs to the program that started it
+    (`_parent_of`), however long that program was quiet before it began; the children whose
+    program is not found belong together, per folder. Those families whose time spans overlap
+    (from the first record of their earliest log to the last record of their latest) are one run,
+    within one folder; a family that began after the others had ended is a run of its own. A
+    process whose span is not known (a log whose pid could not be read) is a run of its own.
     """
-    groups = _by_process(folder, heads)
-    if len(groups) == 1:  # one process: no end to read (a big .gz would be read through for it)
-        return [groups]
-    spans = []
-    for group in groups:
-        starts = [heads[p].stamp for p in group if heads[p].stamp]
-        ends = [stamp for stamp in map(last_stamp, group) if stamp]
-        known = bool(starts and ends) and all(heads[p].pid is not None for p in group)
-        start = min(starts) if starts else ()
-        spans.append((known, group[0].parent if all(p.parent == group[0].parent for p in group) else folder, start,
-                      max([*ends, start]) if known else (), group))
-    runs: list[list[list[Path]]] = []
-    open_runs: dict[Path, tuple[tuple[int, ...], list[list[Path]]]] = {}  # per folder: the run being grown, and its end
-    for known, where, start, end, group in sorted(spans, key=lambda s: (not s[0], s[2], str(s[4][0]))):
-        if not known:
-            runs.append([group])
-            continue
+    if len(processes) == 1:  # one process: no end to read (a big .gz would be read through for it)
+        return [processes]
+    for process in processes:
+        ends = [stamp for stamp in map(last_stamp, process.logs) if stamp]
+        if ends and process.start and process.pid is not None:
+            process.end = max([*ends, process.start])
+    known = [p for p in processes if p.end]
+    families = {id(p): [p] for p in known if not p.child}
+    parentless: dict[Path, list[_Process]] = {}
+    for child in (p for p in known if p.child):
+        parent = _parent_of(child, known)
+        (families[id(parent)] if parent is not None else parentless.setdefault(child.where, [])).append(child)
+    return _overlapping([*families.values(), *parentless.values()]) + [[p] for p in processes if not p.end]
+
+
+def _parent_of(child: _Process, processes: list[_Process]) -> _Process | None:
+    """The program (a process that is not a child) that started `child`, among those of its folder
+    with the same torch build: the latest to begin logging before the child did, however long it
+    was quiet since. Or a program that began logging only after the child, but was started before
+    it: pids count up, so a pid between that latest program's and the child's is a program
+    started after the one and before the other (a parent that compiles only after its child
+    ended). None: no program of the folder can be its parent (its own logged nothing)."""
+    programs = [p for p in processes if not p.child and p.where == child.where and _same_build(p, child)]
+    parent = max((p for p in programs if p.start <= child.start), key=lambda p: p.start, default=None)
+    pid = _pid_number(child.pid)
+    floor = 0 if parent is None else _pid_number(parent.pid)
+    if pid is None or floor is None:
+        return parent
+    later = [(number, p) for p in programs if p.start > child.start and floor < (number := _pid_number(p.pid) or 0) < pid]
+    return max(later, key=lambda found: found[0])[1] if later else parent
+
+
+def _same_build(one: _Process, other: _Process) -> bool:
+    """Whether two processes may run one torch: the same version and commit, or one not known."""
+    return not one.build or not other.build or one.build == other.build
+
+
+def _pid_number(pid: str | None) -> int | None:
+    return int(pid) if pid is not None and pid.isdigit() and len(pid) <= 19 else None
+
+
+def _overlapping(families: list[list[_Process]]) -> list[list[_Process]]:
+    """Families joined into runs where their time spans overlap, within one folder."""
+    runs: list[list[_Process]] = []
+    open_runs: dict[Path, tuple[tuple[int, ...], list[_Process]]] = {}  # per folder: the run being grown, and its end
+    for family in sorted(families, key=lambda f: (_run_start(f), str(f[0].logs[0]))):
+        start, end, where = _run_start(family), max(p.end for p in family), family[0].where
         current = open_runs.get(where)
         if current is not None and start <= current[0]:
-            current[1].append(group)
+            current[1].extend(family)
             open_runs[where] = (max(current[0], end), current[1])
             continue
-        run = [group]
+        run = list(family)
         runs.append(run)
         open_runs[where] = (end, run)
     return runs
+
+
+def _origin(log: Path) -> tuple[bool, str]:
+    """Whether a log's process is a child, and its torch build, from the head of the log: its first
+    compile's stack (`dynamo_start`), read with the file names interned before it, and its
+    `torch_version` record. (False, "") when the log cannot be read."""
+    try:
+        head = _head(log)
+    except (OSError, EOFError, zlib.error, GunzipRefused):
+        return False, ""
+    return _starts_as_child(head), _build(head)
+
+
+def _head(log: Path) -> bytes:
+    """A log's first bytes, up to the end of its first compile's start record: a few KB in a log
+    torch wrote (the record comes first, after torch's version and the file names it interns),
+    never more than PEEK_BYTES."""
+    head, at = b"", -1
+    with open_log(log) as handle:
+        while len(head) < PEEK_BYTES:
+            chunk = handle.read(min(_HEAD_CHUNK, PEEK_BYTES - len(head)))
+            if not chunk:
+                break
+            searched = max(0, len(head) - len(_START_LINE))  # a start split between two reads is still found
+            head += chunk
+            if at < 0:
+                at = head.find(_START_LINE, searched)
+            if at >= 0 and head.find(b"\n", at) >= 0:
+                break
+    return head
+
+
+def _starts_as_child(head: bytes) -> bool:
+    """Whether the first `dynamo_start` stack in `head` passes through a child's start-up code."""
+    strings: dict[int, str] = {}
+    for text in head.split(b"\n"):
+        match = _RECORD.match(text)
+        if match is None:
+            continue
+        envelope = text[match.end() - 1 :]
+        if envelope.startswith(_STR_ENVELOPE):
+            entry = _json(envelope).get("str")
+            if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and type(entry[1]) is int:
+                strings[entry[1]] = entry[0]
+        elif envelope.startswith(_START_ENVELOPE):
+            start = _json(envelope).get("dynamo_start")
+            stack = start.get("stack") if isinstance(start, dict) else None
+            return isinstance(stack, list) and any(_child_frame(frame, strings) for frame in stack)
+    return False
+
+
+def _child_frame(frame: Any, strings: dict[int, str]) -> bool:
+    if not isinstance(frame, dict):
+        return False
+    name, file = frame.get("name"), frame.get("filename")
+    path = strings.get(file) if type(file) is int else file if isinstance(file, str) else None
+    if path is None:
+        return name in _CHILD_FUNCTIONS
+    path = path.replace("\\", "/")
+    return any(name == function and (path == suffix or path.endswith("/" + suffix)) for suffix, function in _CHILD_FRAMES)
+
+
+def _build(head: bytes) -> str:
+    """torch's version and commit from the `torch_version` record in `head`; "" when it is not there."""
+    at = head.find(_BUILD_RECORD)
+    if at < 0:
+        return ""
+    fields = dict(_BUILD_FIELD.findall(head, at, at + _BUILD_BYTES))
+    return " ".join(fields[key].decode("utf-8", "replace") for key in (b"pytorch_version", b"commit") if key in fields)
+
+
+def _json(envelope: bytes) -> dict[str, Any]:
+    """An envelope's JSON object; {} when it is not one (a line cut off at the end of the head)."""
+    try:
+        found = orjson.loads(envelope)
+    except orjson.JSONDecodeError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _by_process(folder: Path, heads: dict[Path, LogHead]) -> list[list[Path]]:
@@ -415,6 +642,10 @@ def _shown(folder: Path, log: Path) -> str:
         return log.relative_to(folder).as_posix()
     except ValueError:
         return log.name
+
+
+def _shown_all(folder: Path, logs: list[Path]) -> list[str]:
+    return sorted(_shown(folder, p) for p in logs)
 
 
 def _names(folder: Path, logs: list[Path], sort: bool = True) -> str:

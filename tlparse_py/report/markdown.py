@@ -1,16 +1,17 @@
 """A compact GitHub-flavoured Markdown summary of a report, for a CI job's summary or a PR comment.
 
 `summary_markdown(summary)` builds it from a report's typed summary (`analysis.summary`: the same
-objects whether just analysed or loaded back from summary.json): the run, the totals, the top graph
-breaks, recompiles per frame, the slowest compiles and any `--fail-on` gate failures, in about 40
-lines whatever the log. Links point into the report: `link_prefix` is the report folder as seen
-from where the Markdown lives (`""` for the report's own `summary.md`, e.g. `"../tl_out/"` for
-`--markdown`). A multi-rank summary gets a row per rank and one for all ranks, each total combined
-as its declaration says (`analysis.totals`).
+objects whether just analysed or loaded back from summary.json): the run, the totals, the failed
+compiles, the top graph breaks, recompiles per frame, the slowest compiles and any `--fail-on` gate
+failures, in about 45 lines whatever the log. Links point into the report: `link_prefix` is the
+report folder as seen from where the Markdown lives (`""` for the report's own `summary.md`, e.g.
+`"../tl_out/"` for `--markdown`). A multi-rank summary gets a row per rank and one for all ranks,
+each total combined as its declaration says (`analysis.totals`).
 
 What it shows is the analysis' digest of the report (`analysis.digest`): the totals as shown, the
-top graph-break kinds with their user code relative to `--source-root` or the run's common folder,
-the recompiled frames, the slowest compiles. This module only words and links them.
+failed compiles with their exception, the top graph-break kinds with their user code relative to
+`--source-root` or the run's common folder, the recompiled frames, the slowest compiles. This module
+only words and links them.
 
 Text from the log (reasons, frame names, file names) is escaped, so it cannot make links, tables
 or HTML of its own.
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..analysis.digest import ROWS, ReportDigest, ranks_digest, report_digest
+from ..analysis.digest import FAILURE_ROWS, ROWS, ReportDigest, ranks_digest, report_digest
 from ..analysis.summary import CompileSummary, RanksSummary, Summary
 from ..analysis.totals import columns
 from ..units import format_seconds
@@ -162,6 +163,7 @@ def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
     digest = report_digest(summary, source_root)
     lines = [f"### torch.compile report: {text(summary.log_name)}", "", _context(summary, prefix), ""]
     lines += _totals_table([("", digest.totals)])
+    lines += _failures(digest, prefix)
     lines += _graph_breaks(digest, prefix)
     lines += _recompiles(digest, prefix)
     lines += _slowest(digest, prefix)
@@ -233,6 +235,21 @@ def _graph_breaks(digest: ReportDigest, prefix: str) -> list[str]:
     return lines + _more(digest.break_kinds - ROWS, "graph-breaks", prefix, digest.index)
 
 
+def _failures(digest: ReportDigest, prefix: str) -> list[str]:
+    if not digest.failures:
+        return []
+    count = f"{digest.failed} failed compile{'s' if digest.failed != 1 else ''}"
+    lines = ["", f"**{link('Failures', f'{digest.index}#problems', prefix)}** ({count})", ""]
+    lines += ["| compile | frame | user code | exception |", "|---|---|---|---|"]
+    for row in digest.failures:
+        where = text(row.where, 60) if row.where else "unknown"
+        where += f", failed at {text(row.failed_at, 60)}" if row.failed_at else ""
+        exception = f"{text(row.type, 40)}: {text(row.message)}" if row.message else text(row.type, 40)
+        exception += f" ({text('suppress_errors')} was on: logged, not raised)" if row.suppressed else ""
+        lines.append(f"| {_ids([row.compile], prefix)} | {text(row.compile.frame or '', 40)} | {where} | {exception} |")
+    return lines + _more(digest.failed - FAILURE_ROWS, "problems", prefix, digest.index)
+
+
 def _recompiles(digest: ReportDigest, prefix: str) -> list[str]:
     if not digest.recompiles:
         return []
@@ -241,8 +258,11 @@ def _recompiles(digest: ReportDigest, prefix: str) -> list[str]:
         why = f"; first reason: {text(frame.first_reason, 70)}" if frame.first_reason else ""
         if frame.retry:
             why += f"; {text(frame.retry[0])} retried after {text(frame.retry[1])} failed"
+        if frame.over_limit is not None:
+            why = f"; then {_ids([frame.over_limit], prefix)} reached the recompile limit: runs eagerly" + why
         name = f" {text(frame.name, 40)}" if frame.name else ""
-        lines.append(f"- frame {text(frame.frame)}{name}: {len(frame.compiles)} compiles {_ids(frame.compiles, prefix)}{why}")
+        count = f"{len(frame.compiles)} compile{'s' if len(frame.compiles) != 1 else ''}"
+        lines.append(f"- frame {text(frame.frame)}{name}: {count} {_ids(frame.compiles, prefix)}{why}")
     return lines + _more(digest.recompiled_frames - ROWS, "recompiles", prefix, digest.index)
 
 

@@ -111,8 +111,11 @@ class Outputs:
     def note_compile_id(self, key: CompileId | None) -> None:
         """A record of `key`: the compile id is listed in the directory from its first record on (its
         files past the first PAGE_FILES are spooled: `analysis.files`)."""
-        if key not in self.analysis.directory:
+        listed = key in self.analysis.directory
+        if not listed:
+            self.analysis.note_first_read(key)
             self.analysis.directory[key] = Files(self.analysis.facts)
+        self.analysis.note_attempt_read(key, listed)
 
     def next_number(self) -> int:
         number = self.counter

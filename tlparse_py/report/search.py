@@ -196,7 +196,7 @@ def _page_entries(analysis: Analysis, outline: CompileOutline) -> Iterable[list[
         where = f" {symbol.where.loc}" if symbol.where is not None else ""
         text = " ".join(part for part in (symbol.event, symbol.name, symbol.value, symbol.range, symbol.source) if part) + where
         yield ["symbol", f"{title} · symbols", f"{url}#symbols", clean(text)]
-    for artifact in analysis.directory.get(page.key, [])[:PAGE_FILES] if page.generation == 0 else []:
+    for artifact in analysis.directory.get(page.key, [])[:PAGE_FILES] if page.generation == analysis.first_generation(page.key) else []:
         if not artifact.is_link:
             yield ["file", f"{title} · file", artifact.url, clean(artifact.name)]
 

@@ -22,6 +22,7 @@ from ...model import Record
 from ..export_shapes import ExportGuard, ExportSymbol, export_call
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from . import vllm
+from ..summary import dynamo_names, first_line
 from ..vllm import PIECE_SPAN
 from .context import ParseContext
 from .registry import FILE, GLOBAL, KINDS, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
@@ -88,7 +89,19 @@ _GRAPH = {"section": "pipeline", "lang": "python"}
 def plain_graph(record: Record, ctx: ParseContext) -> list[Output]:
     if ctx.current_kind == "inductor_post_grad_graph":
         _note_fingerprint(record, ctx, "post_grad")
+    elif ctx.current_kind == "dynamo_cpp_guards_str":
+        _note_guarded_names(record, ctx)
     return _payload_as(ctx.current_kind)
+
+
+def _note_guarded_names(record: Record, ctx: ParseContext) -> None:
+    """The names Dynamo made up (`___stack0`) that a compile's guards mention: its page says what they are."""
+    payload = record.payload or b""
+    if record.compile_id is None or (b"___stack" not in payload and b"___context_manager_" not in payload):
+        return  # the common case, without decoding the guards
+    names = dynamo_names(record.payload_text())
+    if names:
+        ctx.analysis.note_guarded_names(record.compile_id, record.lineno, names)
 
 
 def _note_fingerprint(record: Record, ctx: ParseContext, part: str, code: bool = False) -> None:
@@ -212,6 +225,8 @@ def graph_break_reason(record: Record, ctx: ParseContext, url: str) -> None:
 def recompile_reasons(record: Record, ctx: ParseContext, url: str) -> None:
     key = record.compile_id.directory_key() if record.compile_id is not None else None
     reasons = [(record.lineno, reason) for reason in facts.parse_reason_list(record.payload_text())]
+    if key is not None:
+        ctx.analysis.note_compile_logged(key.frame_key(), record.lineno)
     ctx.analysis.recompile_reasons.setdefault(key, []).extend(reasons)
 
 
@@ -245,13 +260,16 @@ def graph_execution(record: Record, ctx: ParseContext, url: str) -> None:
     ctx.analysis.distributed.execution_orders.append(ExecutionOrder(ctx.number, facts.execution_order(record.payload_text())))
 
 
+AGREEMENT_LINE = 200  # characters of a compiler-collective artifact's first line kept per record (their state may be one long line)
+
+
 def compiler_collective(record: Record, ctx: ParseContext, url: str) -> None:
     name = ctx.text_field(record, "artifact", "name") or ""
     text = record.payload_text()
     digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
     declared = NAMES.get(name)
     role = declared.collective if declared is not None else ""
-    agreement = Agreement(label_of(record.compile_id), name, digest, facts.first_line(text), url, role)
+    agreement = Agreement(label_of(record.compile_id), name, digest, first_line(text, AGREEMENT_LINE), url, role)
     ctx.analysis.distributed.agreements.append(agreement)
 
 

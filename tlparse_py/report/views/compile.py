@@ -12,11 +12,11 @@ from ...analysis.compiles import Analysis
 from ...analysis.phases import TimeSplit
 from ...analysis.stacks import Frame
 from ...analysis.store import MetricsEntry
-from ...analysis.summary import CompileSummary, GraphBreak, compiles_of_graph
+from ...analysis.summary import CompileSummary, GraphBreak, after_first_line, compiles_of_graph, dynamo_names, first_line
 from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tables
 from ...limits import PAGE_FILES, PAGE_RECORDS_PER_KIND
-from ...model import CompileId, RecordSummary
-from .common import FrameView, Inputs, Page, artifact_view, compile_page_url, frame_view, index_anchor, label, page_base, pretty_value
+from ...model import CompileId, RecordSummary, generation_label
+from .common import FrameView, Inputs, Page, artifact_view, frame_view, index_anchor, label, page_base, pretty_value
 from .sections import PageBuilder, Section
 
 MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
@@ -34,16 +34,18 @@ def symbol_views(rows: list[SymbolRow], inputs: Inputs) -> list[SymbolView]:
 
 
 def time_bar(split: TimeSplit | None) -> dict[str, Any] | None:
-    """A compile's forward time split into its phases (`analysis.phases.time_split`), as SVG-ready segments."""
+    """A compile's forward time split into its phases (`analysis.phases.time_split`), as SVG-ready
+    segments: a phase of unknown time has no width and says so; the phases that did not run are named."""
     if split is None:
         return None
     segments, x = [], 0.0
     for phase in split.phases:
-        width = 1000 * phase.seconds / split.total
+        known = phase.seconds is not None
+        width = 1000 * phase.seconds / split.total if phase.seconds is not None else 0.0
         segments.append({"label": phase.name, "css": phase.key, "seconds": phase.seconds, "x": round(x, 2), "width": round(width, 2),
-                         "share": phase.seconds / split.total})
+                         "share": phase.seconds / split.total if phase.seconds is not None else None, "known": known})
         x += width
-    return {"total": split.total, "segments": segments}
+    return {"total": split.total, "segments": segments, "not_run": list(split.not_run)}
 
 
 MAX_PHASE_ROWS = 80
@@ -91,11 +93,11 @@ def cache_rows(report: Analysis, key: CompileId | None) -> list[dict[str, Any]]:
     ]
 
 
-def recompile_rows(report: Analysis, key: CompileId | None, generation: int | None = None) -> list[dict[str, str]]:
+def recompile_rows(report: Analysis, key: CompileId | None, generation: int | None = None) -> list[dict[str, Any]]:
     rows = []
     for reason in report.recompile_reasons_of(key, generation):
-        head, _, rest = reason.partition("\n")
-        rows.append({"head": head, "rest": rest})
+        head = first_line(reason)
+        rows.append({"head": head, "rest": after_first_line(reason), "names": dynamo_names(head)})
     return rows
 
 
@@ -146,15 +148,18 @@ class PageRef(Struct, frozen=True):
     others: tuple[PageRef, ...] = ()  # the other generations of a reused compile id
 
 
+def page_ref(report: Analysis, key: CompileId | None, generation: int) -> PageRef:
+    """The page of a compile id in one generation, not yet linked to its neighbours."""
+    return PageRef(key, generation, report.page_url(key, generation), generation_label(label(key), generation), questions.is_compile(key))
+
+
 def page_refs(report: Analysis) -> list[PageRef]:
     """Every compile page, in log order (a reused id's generations one after another), linked to its neighbours."""
-    plain = []
+    plain: list[PageRef] = []
     for key in report.directory:
         if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
             continue
-        for generation in report.generations_of(key):
-            name = label(key) + (f" #{generation + 1}" if generation else "")
-            plain.append(PageRef(key, generation, compile_page_url(key, generation), name, questions.is_compile(key)))
+        plain.extend(page_ref(report, key, generation) for generation in report.generations_of(key))
     compiles = [page for page in plain if page.is_compile]
     neighbours = {page.url: (compiles[i - 1] if i else None, compiles[i + 1] if i + 1 < len(compiles) else None) for i, page in enumerate(compiles)}
     by_key: dict[CompileId | None, list[PageRef]] = {}
@@ -194,7 +199,7 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     guard_count: int | None
     hops: list[tuple[Section, Any]]
     graph_breaks: list[GraphBreak]
-    recompiles: list[dict[str, str]]
+    recompiles: list[dict[str, Any]]
     tensors: list[TensorRow]
     symbols: list[SymbolView]
     runtime: list[tuple[str, str]]
@@ -212,6 +217,7 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     next_label: str | None
     capture: dict[str, Any] | None = None  # a compiled-autograd capture: its graph and that graph's compiles
     captured_by: dict[str, Any] | None = None  # a compile of a captured backward graph: the capture's page
+    name_notes: list[str] = []  # what the names Dynamo made up in its guards and recompile reasons stand for
 
 
 class CompileOutline(Struct):
@@ -225,7 +231,7 @@ class CompileOutline(Struct):
     metrics: list[MetricsEntry]  # logged under exactly this id, in its generation
     stack: list[Frame]
     graph_breaks: list[GraphBreak]
-    recompiles: list[dict[str, str]]
+    recompiles: list[dict[str, Any]]
     tables: CompileTables
     sections: dict[str, list[Section]]  # planned: anchors, headings, files, inline or not
 
@@ -270,11 +276,11 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         status=report.status_of(key, generation) if page.is_compile else None,
         artifacts=[artifact_view(a) for a in report.directory[key][:PAGE_FILES]],
         files_omitted=max(0, len(report.directory[key]) - PAGE_FILES),
-        metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(phases.time_split(m))} for m in metrics],
+        metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(phases.compile_time_split(report, m))} for m in metrics],
         backward=phases.backward_times(report, key, generation) if key is not None else [],
         backward_in_forward=_backward_in_forward(report, key, generation) if page.is_compile else None,
         other_attempts=[
-            {"label": label(m.compile_id), "page": compile_page_url(m.compile_id, generation)} for m in pooled if m not in metrics
+            {"label": label(m.compile_id), "page": report.page_url(m.compile_id, generation)} for m in pooled if m not in metrics
         ],
         reuses=list(page.others),
         generation=generation,
@@ -300,6 +306,7 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         next_label=after.label if after else None,
         capture=capture_view(report, key),
         captured_by=captured_by(report, key),
+        name_notes=questions.dynamo_name_notes(report, key, generation),
     )
 
 
@@ -347,7 +354,7 @@ def _unspooled_counts(report: Analysis, key: CompileId | None, generation: int) 
     counts = report.kinds.get(key, Counter())
     if len(report.generations_of(key)) == 1:
         return counts
-    return Counter({kind: n for kind, n in counts.items() if kinds.collected(kind)}) if generation == 0 else Counter()
+    return Counter({kind: n for kind, n in counts.items() if kinds.collected(kind)}) if generation == report.first_generation(key) else Counter()
 
 
 def _backward_in_forward(report: Analysis, key: CompileId | None, generation: int) -> float | None:

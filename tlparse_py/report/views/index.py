@@ -14,15 +14,15 @@ from ... import limits
 from ...analysis import kinds
 from ...analysis.compiles import Analysis
 from ...analysis.facts import ExportIssue, export_issue
-from ...analysis.questions import export_verdict, first_line, is_capture, is_compile, is_draft_export
+from ...analysis.questions import export_verdict, is_capture, is_compile, is_draft_export
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
 from ...analysis.summary import (
-    CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, FrameRecompiles, LimitHit, compiles_of_graph, graph_break_groups, limit_hits, recompiled_frames,
-    slowest,
+    CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, FrameRecompiles, LimitHit, compiles_of_graph, failed_compiles, first_line,
+    graph_break_groups, limit_hits, recompiled_frames, slowest,
 )
-from ...analysis.totals import Value, columns, nested, totals_of
-from ...model import Artifact, CompileId, DiagnosticLog, Stats
+from ...analysis.totals import BY_NAME, Value, columns, nested, totals_of
+from ...model import Artifact, CompileId, DiagnosticLog, Stats, generation_label
 from ..markdown import time_span
 from ..render import trusted_html
 from .common import Inputs, Page, anchor, artifact_view, compile_page_url, frame_view, label, page_base
@@ -75,9 +75,9 @@ def trie_rows(inputs: Inputs, trie: StackTrie) -> list[dict[str, Any]]:
 def terminal_view(report: Analysis, terminal: CompileId | Reuse | None) -> dict[str, Any]:
     if terminal is None:
         return {"label": "(unknown)", "url": None, "status": "missing"}
-    if isinstance(terminal, Reuse):  # a compile id reused after reset(): its own compile's page
+    if isinstance(terminal, Reuse):  # a compile after reset(): its own generation's page
         compile_id, generation = terminal
-        return {"label": f"{compile_id} #{generation + 1}", "url": report.page_of(compile_id, generation),
+        return {"label": generation_label(str(compile_id), generation), "url": report.page_of(compile_id, generation),
                 "status": report.status_of(compile_id, generation)}
     return {"label": str(terminal), "url": report.page_of(terminal), "status": report.status_of(terminal, 0)}
 
@@ -157,9 +157,30 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
     }
 
 
-def problem_rows(hits: list[LimitHit]) -> list[dict[str, Any]]:
-    """The index's top problems: each frame at the recompile limit, with the guard that kept failing and the fix."""
-    return [
+TOP_FAILURES = 10  # failed compiles among the top problems; the failures page lists them all
+
+
+def failure_problem(compile_: CompileSummary) -> dict[str, Any]:
+    """A failed compile among the top problems: its frame and user location, and the exception."""
+    failure = compile_.failure
+    assert failure is not None  # a failed compile logged one
+    return {
+        "kind": "failure",
+        "frame": compile_.frame_label,
+        "name": compile_.frame or "",
+        "location": compile_.user_location or "",
+        "compile": {"label": compile_.label, "page": compile_.url},
+        "type": failure.type,
+        "message": failure.message,
+        "failed_at": failure.user_location or "",
+        "suppressed": failure.suppressed,
+    }
+
+
+def problem_rows(failed: list[CompileSummary], hits: list[LimitHit]) -> list[dict[str, Any]]:
+    """The index's top problems: the first failed compiles (`TOP_FAILURES`), each with its exception,
+    then each frame at the recompile limit, with the guard that kept failing and the fix."""
+    return [failure_problem(c) for c in failed[:TOP_FAILURES]] + [
         {
             "kind": "limit",
             "frame": h.frame,
@@ -172,6 +193,7 @@ def problem_rows(hits: list[LimitHit]) -> list[dict[str, Any]]:
             "guards": h.guards,
             "reasons": [{"label": c.label, "page": c.url, "reason": r} for c, r in h.reasons],
             "fixes": h.fixes,
+            "name_notes": h.name_notes,
         }
         for h in hits
     ]
@@ -190,6 +212,18 @@ def singular(words: str) -> str:
     if words.endswith("ies"):
         return words[:-3] + "y"
     return words[:-1] if words.endswith("s") else words
+
+
+def counted(values: dict[str, Value], names: tuple[str, ...]) -> str:
+    """Those of the totals `names` that are not 0, each as its declaration words it: "1 failed compile
+    and 1 recompile limit hit" ("" when all are 0)."""
+    parts = [f"{n} {singular(BY_NAME[name].label) if n == 1 else BY_NAME[name].label}" for name in names if (n := values.get(name))]
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else "".join(parts)
+
+
+# what the failures page lists, by the totals that count it: a restart, a failed compile, a frame torch
+# skipped or one over the recompile limit (each logged an exception or a restart reason)
+FAILURES_PAGE_TOTALS = ("restarts", "failed", "skipped", "recompile_limit")
 
 
 def headline_cards(values: dict[str, Value], notes: dict[str, str], has_rows: bool) -> list[dict[str, Any]]:
@@ -239,7 +273,8 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     unknown_kinds: list[tuple[str, int]]
     trie: list[dict[str, Any]]
     unknown_trie: list[dict[str, Any]]
-    failures: int
+    failures: int  # rows of the failures page
+    failures_words: str  # what they are, by the declared totals: "3 restarts and 1 failed compile"
     compiles: list[dict[str, Any]]
     bounds: dict[str, int]
     rank: int | None
@@ -252,7 +287,7 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     export_rows: list[dict[str, Any]]
     export: dict[str, Any]
     exported_programs: list[str]
-    problems: list[dict[str, Any]]  # the top problems: frames at the recompile limit (problem_rows)
+    problems: list[dict[str, Any]]  # the top problems: failed compiles, frames at the recompile limit (problem_rows)
     # parts already rendered, shown instead of rendering their data: "compile_rows", "compiles", "trie"
     # (a live report's index, assembled from the rows, sections and trie nodes that did not change)
     fragments: dict[str, Markup] = field(default_factory=dict)
@@ -308,18 +343,19 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         graph_breaks=[
             {"reason": g.reason, "registry_id": g.first.registry_id, "doc_url": g.first.doc_url, "explanation": g.first.explanation,
              "hints": g.first.hints, "url": g.first.url, "count": g.count, "sites": g.sites,
-             "compile_ids": [{"label": brk.attempt, "page": brk.page} for _, brk in g.breaks]}
+             "compile_ids": [{"label": generation_label(brk.attempt, c.generation), "page": brk.page} for c, brk in g.breaks]}
             for g in groups
         ],
         recompiles=[
             {
                 "frame": f.frame,
                 "name": f.name,
-                "compiles": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiles],
+                "compiled": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiled],
+                "over_limit": {"label": f.over_limit.label, "page": f.over_limit.pages[0][1]} if f.over_limit else None,
                 "reasons": [{"label": c.label, "page": c.pages[0][1], "reason": first_line(r)} for c, r in f.reasons],
                 "retries": [{"label": c.label, "page": c.pages[0][1], "failed": failed.label, "failed_page": failed.pages[0][1],
                              "failure": failed.failure.type if failed.failure else ""} for c, failed in f.retries],
-                "hit_limit": f.hit_limit,
+                "name_notes": f.name_notes,
             }
             for f in recompiled
         ],
@@ -328,6 +364,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         trie=trie,
         unknown_trie=unknown_trie,
         failures=len(report.failures),
+        failures_words=counted(values, FAILURES_PAGE_TOTALS),
         compiles=entries,
         bounds={
             "pageless": len(report.pageless), "paged_start_only": limits.PAGED_START_ONLY, "rows": limits.INDEX_ROWS,
@@ -343,7 +380,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         export_rows=export_rows(report),
         export=summary.export if summary.export is not None else export_verdict(report),
         exported_programs=[url for url in report.exported_programs if url],
-        problems=problem_rows(hits),
+        problems=problem_rows(failed_compiles(compiles), hits),
         fragments=fragments,
     )
 
@@ -351,22 +388,24 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
 class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     template: ClassVar[str] = "failures.html.j2"
     rows: list[dict[str, Any]]
+    words: str  # what the rows are, by the declared totals (`counted`)
 
 
 def failures_page(inputs: Inputs) -> FailuresPage:
     # what became of each row's compile, in the report's words: a frame torch skipped, or one over
     # the recompile limit, ran eagerly and is no failure, as the index and summary.json say
-    status_of = {attempt: c.status for c in inputs.analysis.compiles() for attempt in c.attempts}
+    status_of = {(attempt, c.generation): c.status for c in inputs.analysis.compiles() for attempt in c.attempts}
     rows = [
         {
-            "label": label(row.compile_id),
+            "label": generation_label(label(row.compile_id), row.generation),
             "url": row.url,
-            "page": compile_page_url(row.compile_id),
+            "page": inputs.analysis.page_url(row.compile_id, row.generation),
             "type": row.failure_type,
             "description": row.description,
             "source": row.source,
-            "status": status_of.get(label(row.compile_id)),
+            "status": status_of.get((label(row.compile_id), row.generation)),
         }
         for row in inputs.analysis.failures
     ]
-    return FailuresPage(**page_base(inputs, "Failures and restarts"), rows=rows)
+    words = counted(totals_of(inputs.analysis.compiles()), FAILURES_PAGE_TOTALS)
+    return FailuresPage(**page_base(inputs, "Failures and restarts"), rows=rows, words=words)

@@ -94,11 +94,8 @@ class LiveIndex:
         self.whole = False
         if not self.started:
             self.started = True
-            changes = CompileChanges([(i, None, c) for i, c in enumerate(self.live_compiles.compiles)], True)
+            changes = CompileChanges([(i, None, c) for i, c in enumerate(self.live_compiles.compiles)])
         changed = sorted(changes.changed, key=lambda item: item[0])
-        if changes.reordered:
-            self.compiles, self.rows, self.row_html, self.has_stack, self.row_of, self.parts = [], [], [], [], {}, {}
-            self.sums, self.times, self.by_time, self.functions, self.recompiled, self.hits = {}, [], [], Counter(), {}, {}
         self._rows(changed, compiling)
         self._totals(changed)
         self._frames({c.frame_identity for _, _, c in changed} - {None})
@@ -203,7 +200,7 @@ class LiveIndex:
         for identity in identities:
             process, graph, frame_id, generation = identity
             compiles = [built[generation] for frame in live.functions[(process, graph, frame_id)]
-                        if len(built := live.by_frame[frame]) > generation]
+                        if generation in (built := live.by_frame[frame])]
             recompiled = recompiled_frames(compiles)
             if recompiled:
                 self.recompiled[identity] = (live.at[(compiles[0].key, generation)], recompiled[0])

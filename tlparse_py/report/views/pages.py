@@ -14,6 +14,7 @@ import orjson
 from msgspec import Struct, field
 
 from ...analysis.stacks import frames_from_json
+from ...analysis.summary import first_line
 from ...model import CompileId
 from ...paths import compile_page_url
 from .. import provenance
@@ -136,7 +137,7 @@ def metric_view(name: str, value: Any) -> MetricView:
         text = repr(value)
     chars = len(text)
     short = chars <= OTHER_METRIC_SHORT and "\n" not in text
-    preview = "" if short else text[:OTHER_METRIC_SHORT].split("\n", 1)[0] + "…"
+    preview = "" if short else first_line(text[:OTHER_METRIC_SHORT]) + "…"
     return MetricView(name, text[:OTHER_METRIC_CHARS], preview, chars)
 
 
