@@ -71,7 +71,7 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
         "more_graph_breaks": max(len(groups) - ROWS, 0),
         "recompiles": [
             {"frame": f.frame, "name": f.name, "count": len(f.compiled),
-             "reason": next((r for _, r in f.reasons), ""), "retries": len(f.retries),
+             "reason": f.first_reason or "", "retries": len(f.retries),
              "over_limit": f.over_limit.label if f.over_limit else ""}
             for f in frames[:ROWS]
         ],

@@ -19,7 +19,7 @@ from msgspec import Struct, field
 
 from .stacks import inside_folder, is_user_code, split_location, user_folder
 from .summary import (
-    CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, failed_compiles, first_line, graph_break_groups,
+    CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, failed_compiles, graph_break_groups,
     recompiled_frames, slowest,
 )
 from .totals import columns, over_ranks, totals_of
@@ -131,9 +131,8 @@ def _break_row(group: GraphBreakGroup, roots: tuple[str, ...]) -> BreakRow:
 
 
 def _recompile_row(frame: FrameRecompiles) -> RecompileRow:
-    reason = next((first_line(r) for _, r in frame.reasons), None)
     retry = (frame.retries[0][0].label, frame.retries[0][1].label) if frame.retries else None
-    return RecompileRow(frame.frame, frame.name, frame.compiled, reason, retry, frame.over_limit)
+    return RecompileRow(frame.frame, frame.name, frame.compiled, frame.first_reason, retry, frame.over_limit)
 
 
 def _failure_row(compile_: CompileSummary, roots: tuple[str, ...]) -> FailureRow:

@@ -496,6 +496,11 @@ class FrameRecompiles(Struct):
         return [(c, reason) for c in self.compiles for reason in c.recompile_reasons]
 
     @property
+    def first_reason(self) -> str | None:
+        """The headline of the first guard failure that made it recompile (`first_line`); None: none logged."""
+        return next((first_line(reason) for _, reason in self.reasons), None)
+
+    @property
     def retries(self) -> list[tuple[CompileSummary, CompileSummary]]:
         """(retry, the failed compile before it)."""
         return [(c, before) for before, c in zip(self.compiles, self.compiles[1:]) if c.is_retry]
