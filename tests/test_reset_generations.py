@@ -10,6 +10,7 @@ report's summary.json, index tables, compile pages and live updates must say the
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import random
 import re
@@ -302,3 +303,49 @@ def test_a_log_without_a_reset_is_all_generation_0():
     log = next((TRACES / "recompile").glob("dedicated_log*"))
     assert {c["generation"] for c in truth(log_text(log))} == {0}
 
+
+
+def _chain(out: Path) -> list[str]:
+    """The compile pages' chain from the index's first compile, following each page's `next` link:
+    the labels, in the order a reader paging through them meets them."""
+    pages = {}
+    for page in out.rglob("*.html"):
+        found = re.search(r'<nav class="pagenav".*?</nav>', page.read_text(), re.S)
+        if found is not None:
+            heading = re.search(r"<h1>Compile (.*?) <", page.read_text())
+            nexts = re.findall(r'<span><a href="([^"]+)">[^<]*</a> →</span>', found[0])
+            pages[page.resolve()] = (html.unescape(heading[1]) if heading else "", (page.parent / nexts[0]).resolve() if nexts else None)
+    firsts = set(pages) - {n for _, n in pages.values() if n is not None}
+    (at,) = firsts
+    labels = []
+    while at is not None:
+        label, at = pages[at]
+        labels.append(label)
+    assert len(labels) == len(pages), "every compile page is on the one chain"
+    return labels
+
+
+def test_compile_pages_page_through_in_log_order_and_a_restart_only_in_its_generation(tmp_path):
+    """f [0/0] and g [1/0]; reset(); g [0/0], which restarts ([0/0_1]), and f [1/0]. Paging through
+    the compile pages meets them as the log holds them, and the restart's attempt has a page in
+    generation 1 only (it was not logged in generation 0)."""
+    def start(frame: int, fn: str) -> str:
+        stack = [{"line": 1, "name": "<module>", "filename": 0}, {"line": 3 + frame, "name": fn, "filename": 0}]
+        return line({"dynamo_start": {"stack": stack}, **cid(frame, 0, 0)})
+
+    def metrics(frame: int, fn: str, attempt: int = 0) -> str:
+        fields = {"co_name": fn, "graph_op_count": 1, "restart_reasons": [], "entire_frame_compile_time_s": 0.1}
+        return line({"compilation_metrics": fields, **cid(frame, 0, attempt)})
+
+    graph = line({"dynamo_output_graph": {}, **cid(0, 0, 1)}, "class GraphModule(torch.nn.Module):\n    pass")
+    log = write_log(tmp_path / "dedicated_log_torch_trace_x.log", [
+        line({"str": ["/work/prog.py", 0]}),
+        start(0, "f"), metrics(0, "f"), start(1, "g"), metrics(1, "g"),
+        start(0, "g"), graph, metrics(0, "g", attempt=1), start(1, "f"), metrics(1, "f"),
+    ])
+    out = report(tmp_path, str(log))
+    assert _chain(out) == ["[0/0]", "[1/0]", "[0/0] (generation 1)", "[0/0_1] (generation 1)", "[1/0] (generation 1)"]
+    summary = read_json(out / "summary.json")
+    assert [(c["id"], c["generation"], c["attempts"]) for c in summary["compiles"]] == [
+        ("[0/0]", 0, ["[0/0]"]), ("[1/0]", 0, ["[1/0]"]), ("[0/0]", 1, ["[0/0]", "[0/0_1]"]), ("[1/0]", 1, ["[1/0]"])]
+    assert summary["totals"]["restarts"] == 1

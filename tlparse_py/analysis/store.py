@@ -500,13 +500,16 @@ class Generations:
         return generations[place - 1] if place else generations[0]
 
     def of(self, key: CompileId | None) -> list[int]:
-        """The generations a compile id compiled in, in order."""
-        return list(self.of_key.get(key.frame_key(), (0,))) if key is not None else [0]
+        """The generations a compile id compiled in, in order; a restart's attempt (`[0/0_1]`), those
+        it was logged in."""
+        if key is None:
+            return [0]
+        found = list(self.of_key.get(key.frame_key(), (0,)))
+        return [g for g in found if self.has_attempt(key, g)] or found[:1] if key.attempt else found
 
     def first(self, key: CompileId | None) -> int:
-        """The generation a compile id was first read in."""
-        generations = self.of_key.get(key.frame_key()) if key is not None else None
-        return generations[0] if generations else 0
+        """The generation a compile id was first read in (a restart's attempt: the first it was logged in)."""
+        return self.of(key)[0]
 
     def in_log_order(self, directory: Iterable[CompileId | None], keys_from: int = 0, starts_from: int = 0) -> Iterator[tuple[CompileId | None, int | None]]:
         """The `directory`'s keys from place `keys_from` on, each as (key, None), among the compiles of

@@ -153,13 +153,30 @@ def page_ref(report: Analysis, key: CompileId | None, generation: int) -> PageRe
     return PageRef(key, generation, report.page_url(key, generation), generation_label(label(key), generation), questions.is_compile(key))
 
 
-def page_refs(report: Analysis) -> list[PageRef]:
-    """Every compile page, in log order (a reused id's generations one after another), linked to its neighbours."""
-    plain: list[PageRef] = []
+def pages_in_log_order(report: Analysis) -> list[tuple[CompileId | None, int]]:
+    """Every page (compile id, generation) in log order: an id's first where it was first read, a
+    reused id's later generation where it started again, with its restarts' attempts of that
+    generation after it. Ids listed without a page (limits.PAGED_START_ONLY) have none."""
+    attempts: dict[CompileId, list[CompileId]] = {}  # frame compile → its restarts' attempts, in directory order
     for key in report.directory:
-        if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
+        if key is not None and key.attempt:
+            attempts.setdefault(key.frame_key(), []).append(key)
+    order: list[tuple[CompileId | None, int]] = []
+    for key, generation in report.generations.in_log_order(report.directory):
+        if generation is None:  # first read: its first generation
+            order.append((key, report.generations_of(key)[0]))
             continue
-        plain.extend(page_ref(report, key, generation) for generation in report.generations_of(key))
+        order.append((key, generation))  # started again after a reset
+        restarts = attempts.get(key, []) if key is not None else []
+        order.extend((a, generation) for a in restarts if generation in report.generations_of(a)[1:])
+    listed = set(order)  # any page the log order did not place (none known) still gets one, last
+    order.extend((key, g) for key in report.directory for g in report.generations_of(key) if (key, g) not in listed)
+    return [(key, generation) for key, generation in order if key not in report.pageless]
+
+
+def page_refs(report: Analysis) -> list[PageRef]:
+    """Every compile page, in log order (`pages_in_log_order`), linked to its neighbours."""
+    plain = [page_ref(report, key, generation) for key, generation in pages_in_log_order(report)]
     compiles = [page for page in plain if page.is_compile]
     neighbours = {page.url: (compiles[i - 1] if i else None, compiles[i + 1] if i + 1 < len(compiles) else None) for i, page in enumerate(compiles)}
     by_key: dict[CompileId | None, list[PageRef]] = {}
