@@ -250,7 +250,11 @@ def test_all_runs_reads_every_log_and_leaves_nothing_out(tmp_path):
     summary = read_json(out / "summary.json")
     assert summary["totals"]["compiles"] == compiles_in(logs) == 4
     assert {p["pid"] for p in summary["processes"]} == pids_in(logs)
-    assert 'id="left-out"' not in (out / "index.html").read_text()
+    index = (out / "index.html").read_text()
+    assert 'id="left-out"' not in index
+    # two runs read together: the index does not call them one run
+    assert "4 processes logged into this trace, every log of the folder read together" in index
+    assert "of one run" not in index
     built = build(folder, tmp_path / "api", all_runs=True)
     assert built.to_dict()["totals"]["compiles"] == 4
     assert 'id="left-out"' not in (tmp_path / "api" / "index.html").read_text()

@@ -38,7 +38,7 @@ def analyze(path: str | Path, *, export: bool = False, latest: bool = False, all
 
     load_plugins()
     chosen = choose_input(Path(path), latest, export, all_runs)
-    return analyze_logs(chosen.logs, Options(export=export), source_of(chosen.logs, chosen.others, chosen.left_out))
+    return analyze_logs(chosen.logs, Options(export=export), source_of(chosen.logs, chosen.others, chosen.left_out, chosen.every_log))
 
 
 def build(path: str | Path, out: str | Path, *, overwrite: bool = False, all_runs: bool = False, **options: Any) -> Analysis:
@@ -55,7 +55,7 @@ def build(path: str | Path, out: str | Path, *, overwrite: bool = False, all_run
     load_plugins()
     chosen = choose_input(Path(path), False, bool(options.get("export")), all_runs)
     return write_report(chosen.logs, Path(out), overwrite=overwrite, options=Options(**options),
-                        source=source_of(chosen.logs, chosen.others, chosen.left_out))
+                        source=source_of(chosen.logs, chosen.others, chosen.left_out, chosen.every_log))
 
 
 def show(path: str | Path, out: str | Path | None = None, *, height: int = 720) -> Shown:

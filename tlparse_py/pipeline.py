@@ -301,10 +301,13 @@ def new_analysis(source: InputInfo, options: Options, echo: Callable[[Diagnostic
     )
 
 
-def source_of(logs: list[Path], others: list[Path] | None = None, left_out: list[LeftOut] | None = None) -> InputInfo:
-    """What a report says it was written from: the logs read, and those of the folder left out (and why)."""
+def source_of(logs: list[Path], others: list[Path] | None = None, left_out: list[LeftOut] | None = None,
+              every_log: bool = False) -> InputInfo:
+    """What a report says it was written from: the logs read, and those of the folder left out (and
+    why); `every_log`: every log of the folder was read, whichever run it is of."""
     sizes = {p.name: _size(p) for p in logs[1:]}
-    return InputInfo(str(logs[0]), _size(logs[0]), [p.name for p in others or []], [p.name for p in logs[1:]], sizes, left_out or [])
+    return InputInfo(str(logs[0]), _size(logs[0]), [p.name for p in others or []], [p.name for p in logs[1:]], sizes, left_out or [],
+                     every_log)
 
 
 def _size(path: Path) -> int:

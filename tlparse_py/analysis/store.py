@@ -390,6 +390,7 @@ class InputInfo(msgspec.Struct, eq=False):  # one per log: never compared or pri
     also: list[str] = msgspec.field(default_factory=list)  # further logs read into this report
     sizes: dict[str, int] = msgspec.field(default_factory=dict)  # bytes of each further log
     left_out: list[LeftOut] = msgspec.field(default_factory=list)  # logs of the folder not read, and why (the index's top)
+    every_log: bool = False  # every log of the folder was read (--all-runs, or a folder made for one run)
 
     def files(self) -> list[tuple[str, int | None]]:
         """(path, bytes) of every log read into the report."""

@@ -180,7 +180,7 @@ def source_info(chosen: ChosenInput, kept: tuple[Path, Path] | None = None) -> I
     folder it was read in."""
     also = [p.name for p in chosen.also]
     info = InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also},
-                     chosen.left_out)
+                     chosen.left_out, chosen.every_log)
     return kept_as(info, kept)
 
 

@@ -67,6 +67,7 @@ class ChosenInput(Struct):
     note: str = ""  # told to the user on stderr when a choice was made for them
     also: list[Path] = field(default_factory=list)  # further logs of the same process, read into the same report
     left_out: list[LeftOut] = field(default_factory=list)  # `others`, grouped by why they were not read
+    every_log: bool = False  # all_runs: every log of the folder read, whichever run it is of
 
     @property
     def logs(self) -> list[Path]:
@@ -362,7 +363,7 @@ def choose_input(path: Path, latest: bool = False, export: bool = False, all_run
         return ChosenInput(ordered[0])
     left_out = [LeftOut(_shown_all(path, [p for proc in _in_order(other) for p in proc.logs]), _why_not_read(other))
                 for other in sorted(runs, key=_run_start) if other is not run]
-    return ChosenInput(ordered[0], others, _note(path, runs, run, all_runs) + empty_note, ordered[1:], left_out + no_records)
+    return ChosenInput(ordered[0], others, _note(path, runs, run, all_runs) + empty_note, ordered[1:], left_out + no_records, all_runs)
 
 
 def _note(folder: Path, runs: list[list[_Process]], run: list[_Process], all_runs: bool) -> str:
