@@ -13,7 +13,11 @@ What it counts, as the glossary says:
   with all its attempts; compiles are listed in log order;
 - a new generation begins, for every later compile of the process, when a `dynamo_start` of attempt
   0 names an id whose compilation_metrics was already logged in the current one;
-- status is the first that holds of missing, skipped, limit, error, break, empty, restart, ok;
+- status is the first that holds of missing, skipped, limit, error, break, empty, restart, ok (a
+  compile whose only breaks are torch's own is `break` too);
+- a graph break is torch's own (counted in torch_graph_breaks, not graph_breaks) when its headline
+  is "Call to `torch._dynamo.graph_break()`" and the line torch says it broke at ("Graph break in
+  user code at ...") is in a `torch/` folder;
 - the compile over the recompile limit is not a recompile.
 """
 
@@ -28,6 +32,7 @@ from typing import Any
 HEADER = re.compile(r"^[VIWEC](\d{4} \d\d:\d\d:\d\d\.\d{6}) (\d+) [^:\]]+:\d+\] (\{.*)$")
 CACHE = re.compile(r"^(?:fx_graph|aotautograd)_cache_(hit|miss|bypass)$")
 PREAMBLES = ("Encountered graph break when attempting to trace", "Failed to handle graph break gracefully.")
+TORCH_BREAK = "Call to `torch._dynamo.graph_break()`"
 SKIPPING = ("Skipping the function and falling back to eager", "Skipping the frame and falling back to eager")
 
 
@@ -61,6 +66,11 @@ def graph_break(text: str) -> tuple[str, str]:
     candidates = [lines[at][len("Graph Break Reason:"):].strip(), *(l.strip() for l in lines[at + 1:])]
     reason = next(c for c in candidates if c and not c.startswith(PREAMBLES))
     return reason, location
+
+
+def is_torch_break(brk: tuple[str, str]) -> bool:
+    reason, location = brk
+    return reason == TORCH_BREAK and "/torch/" in location
 
 
 def is_child(log: Path) -> bool:
@@ -151,7 +161,8 @@ def oracle(folder: Path) -> dict[str, Any]:
     totals = {
         "compiles": len(compiles),
         "frames": len({(c["process"], c["generation"], c["key"][0], c["key"][1]) for c in compiles}),
-        "graph_breaks": sum(len(c["breaks"]) for c in compiles),
+        "graph_breaks": sum(1 for c in compiles for b in c["breaks"] if not is_torch_break(b)),
+        "torch_graph_breaks": sum(1 for c in compiles for b in c["breaks"] if is_torch_break(b)),
         "recompiles": count(lambda c: c["cause"] == "recompile" and c["status"] != "limit"),
         "retries": count(lambda c: c["cause"] == "retry"),
         "restarts": sum(max(len(c["attempts"]) - 1, 0) for c in compiles),

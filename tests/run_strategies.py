@@ -13,7 +13,8 @@ reset_reuse, processes, killed_midcompile) and of /work/shared/spec/torch-2.13-r
   `recompile_reasons` artifact: a bare string for one reason, a JSON list for several), retries
   after a failed compile (no recompile reason), restarts (`[0/0]` then `[0/0_1]`, with
   `restart_reasons`) after graph breaks or a TensorifyScalarRestartAnalysis, graph breaks
-  (`dynamo_graph_break_reason`, sometimes logged twice), empty graphs, failures of several kinds
+  (`dynamo_graph_break_reason`, sometimes logged twice; in user code, inside torch as DDP's, and
+  torch's own graph_break() of a compiled optimizer step), empty graphs, failures of several kinds
   (`fail_type`/`fail_reason`), frames torch skipped ("Skipping the function and falling back to
   eager", in the break or in the failure), the compile over the recompile limit (no dynamo_start;
   `Unsupported` "Dynamo recompile limit exceeded", or the hard `FailOnRecompileLimitHit`), cache
@@ -58,7 +59,13 @@ class Features:
     force: tuple[str, ...] = ()
 
 
-# (headline, explanation, registry id, user line, function, source line): some share a headline, a line or both
+TORCH_FILE = "/venv/lib/python3.11/site-packages/torch/{}"
+# where a break happened inside torch: (file, line, function, source line), innermost last
+OPTIMIZER_STEP = ((TORCH_FILE.format("optim/optimizer.py"), 530, "wrapper", "out = func(*args, **kwargs)"),
+                  (TORCH_FILE.format("optim/optimizer.py"), 79, "_use_grad", "torch._dynamo.graph_break()"))
+DDP_FORWARD = ((TORCH_FILE.format("nn/parallel/distributed.py"), 1757, "forward", "self._pre_forward(*inputs, **kwargs)"),)
+# (headline, explanation, registry id, user line, function, source line[, torch frames it broke in]): some
+# share a headline, a line or both
 BREAKS = (
     ("Failed to trace builtin operator", "Dynamo does not know how to trace builtin operator `print` with argument types ['str'] (has_kwargs False)",
      "gb0059", 23, "helper", 'print("helper: side effect that Dynamo cannot trace")'),
@@ -72,6 +79,12 @@ BREAKS = (
     # the same break as the first (same headline, same line), told in other words: one graph break
     ("Failed to trace builtin operator", "Dynamo does not know how to trace builtin operator `print` with argument types ['int'] (has_kwargs True)",
      "gb0059", 23, "helper", 'print(1, end="")'),
+    # torch's own graph_break() in a compiled optimizer step: a torch's graph break
+    ("Call to `torch._dynamo.graph_break()`", "User-inserted graph break. Message: None", "gb0025", 70, "train_step", "opt.step()",
+     OPTIMIZER_STEP),
+    # a break inside torch for another reason (DDP's hooks): the user's
+    ("Unsupported method call", "Dynamo does not know how to trace method `register_comm_hook`", "gb0156", 44, "train_step",
+     "loss = ddp_model(x)", DDP_FORWARD),
 )
 ENCOUNTERED = "Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):"
 SKIP_PREAMBLE = "Failed to handle graph break gracefully. Skipping the function and falling back to eager. Graph break encountered:"
@@ -202,12 +215,14 @@ class Run:
 
 
 def break_payload(index: int, style: str) -> str:
-    headline, explanation, gb, line, function, source = BREAKS[index]
+    headline, explanation, gb, line, function, source, *inside = BREAKS[index]
+    frames = ((USER_FILE, line, function, source), *(inside[0] if inside else ()))
     reason = {"plain": headline, "encountered": f"{ENCOUNTERED}\n\n{headline}", "skip": f"{SKIP_PREAMBLE}\n\n{headline}"}[style]
-    return (f"Graph break in user code at {USER_FILE}:{line}\nGraph Break Reason: {reason}\n  Explanation: {explanation}\n"
+    traceback = "".join(f"  File \"{file}\", line {number}, in {name}\n    {text}\n" for file, number, name, text in frames)
+    return (f"Graph break in user code at {frames[-1][0]}:{frames[-1][1]}\nGraph Break Reason: {reason}\n  Explanation: {explanation}\n"
             f"  Hint: Avoid it.\n\n  Developer debug context: context {index}\n\n For more details about this graph break, please "
             f"visit: {GB_SITE}{gb}.html\n\nUser code traceback:\n  File \"{USER_FILE}\", line 60, in <module>\n    main()\n"
-            f"  File \"{USER_FILE}\", line {line}, in {function}\n    {source}\n")
+            f"{traceback}")
 
 
 def break_reason(index: int) -> str:

@@ -53,7 +53,8 @@ def as_built_whole(live: LiveReport, model) -> None:
 
 
 @pytest.mark.parametrize("name", ["recompile", "compiled_autograd", "reset_reuse", "export", "processes", "recompile_limit",
-                                  "failure", "killed_midcompile", "training", "vllm_piecewise", "ddp_cache_race", "dynamic_backward"])
+                                  "failure", "killed_midcompile", "training", "vllm_piecewise", "ddp_cache_race", "dynamic_backward",
+                                  "config_patch"])
 def test_each_update_shows_what_building_everything_again_shows(tmp_path, name):
     data = fixture_bytes(name)
     log = tmp_path / "trace" / "dedicated_log_torch_trace_x.log"

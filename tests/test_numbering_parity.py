@@ -175,7 +175,9 @@ def first_difference(expected: dict[str, Any], actual: dict[str, Any]) -> str:
 
 def test_every_fixture_scenario_is_compared():
     assert {p.parent.name for p in LOGS} == {p.name for p in TRACES.iterdir() if p.is_dir()}
-    assert all(p.stat().st_size < 500_000 for p in LOGS)  # keeps this module fast
+    # keeps this module fast; 600 KB (was 500) for torchrun_ddp's rank 1, whose nine Inductor compiles
+    # under DDP are ~1.5 MB of chromium events before gzip
+    assert all(p.stat().st_size < 600_000 for p in LOGS)
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(TRACES)) for p in LOGS])

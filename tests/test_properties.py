@@ -54,7 +54,7 @@ from tlparse_py.cli import main
 from tlparse_py.units import format_seconds  # how a time is shown: presentation, not a fact the oracle counts
 
 EXAMPLES = int(os.environ.get("TLPARSE_PY_PROPERTY_EXAMPLES", "0"))
-TOTALS = ("compiles", "frames", "graph_breaks", "recompiles", "retries", "restarts", "failed", "skipped", "recompile_limit",
+TOTALS = ("compiles", "frames", "graph_breaks", "torch_graph_breaks", "recompiles", "retries", "restarts", "failed", "skipped", "recompile_limit",
           "compile_time_s", "cache.hit", "cache.miss", "cache.bypass")
 COMPILE_FIELDS = ("id", "generation", "process", "frame", "status", "cause", "attempts")
 OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
@@ -114,7 +114,8 @@ def assert_totals_equal(got: dict[str, Any], expected: dict[str, Any], where: st
 
 
 CARDS = (  # (total, how its card's label begins)
-    ("compiles", "compile"), ("frames", "frame"), ("graph_breaks", "graph break"), ("recompiles", "recompile"),
+    ("compiles", "compile"), ("frames", "frame"), ("graph_breaks", "graph break"), ("torch_graph_breaks", "torch's graph break"),
+    ("recompiles", "recompile"),
     ("retries", "retr"), ("restarts", "restart"), ("failed", "failed"), ("skipped", "skipped"),
     ("recompile_limit", "recompile limit"), ("compile_time_s", "compile time"), ("cache", "cache"),
 )
@@ -149,10 +150,11 @@ def check_index(page: str, truth: dict[str, Any]) -> None:
     assert got == expected, "index.html: the compiles table differs from the oracle's compiles"
     section = re.search(r'<h2 id="graph-breaks">.*?(?=<h2 )', page, re.S)
     assert section, "index.html has no graph-break section"
-    assert ("No graph breaks were logged." in section[0]) == (totals["graph_breaks"] == 0)
+    assert ("No graph breaks were logged." in section[0]) == (totals["graph_breaks"] == totals["torch_graph_breaks"] == 0)
 
 
-MD_COLUMNS = {"compiles": "compiles", "frames": "frames", "graph breaks": "graph_breaks", "recompiles": "recompiles",
+MD_COLUMNS = {"compiles": "compiles", "frames": "frames", "graph breaks": "graph_breaks", "torch's graph breaks": "torch_graph_breaks",
+              "recompiles": "recompiles",
               "retries": "retries", "restarts": "restarts", "failed": "failed", "skipped": "skipped",
               "recompile limit": "recompile_limit", "compile time": "compile_time_s", "cache hit / miss / bypass": "cache"}
 
@@ -256,7 +258,7 @@ def test_runs_with_a_child_that_logged_after_its_parent_agree_with_the_oracle(ru
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 # fixtures whose logs are one run (a folder holding two runs, as `cache`, is outside the oracle's reach)
 ONE_RUN = ("recompile", "recompile_limit", "graph_break", "skipped_frame", "retry_fullgraph", "reset_reuse", "processes",
-           "compiled_autograd", "tensorify_restart", "failure", "killed_midcompile")
+           "compiled_autograd", "tensorify_restart", "failure", "killed_midcompile", "optimizer_step")
 
 
 @pytest.mark.parametrize("scenario", ONE_RUN)
@@ -269,7 +271,8 @@ def test_the_oracle_and_the_tool_agree_on_the_real_traces(scenario):
 
 def test_the_oracle_counts_what_the_glossary_says_of_real_traces():
     """Read by hand from the logs: the oracle is only useful if it is right."""
-    counted = {s: oracle(TRACES / s) for s in ("recompile_limit", "retry_fullgraph", "skipped_frame", "processes")}
+    counted = {s: oracle(TRACES / s) for s in ("recompile_limit", "retry_fullgraph", "skipped_frame", "processes", "optimizer_step",
+                                               "graph_break")}
     limit = counted["recompile_limit"]
     assert [(c["id"], c["status"], c["cause"]) for c in limit["compiles"]] == [
         ("[0/0]", "ok", "first"), ("[0/1]", "ok", "recompile"), ("[0/2]", "limit", "recompile")]
@@ -287,6 +290,13 @@ def test_the_oracle_counts_what_the_glossary_says_of_real_traces():
     assert [c["id"] for c in processes["compiles"]] == ["[0/0]", "[0/1]", "[p1:1/0]", "[p2:0/0]", "[p2:0/1]"]
     assert [(p["pid"], p["compiles"]) for p in processes["processes"]] == [(27786, 2), (27823, 1), (27830, 2)]
     assert processes["totals"]["frames"] == 3
+    # torch's own graph_break() in optimizer.py, under the user's `step` and the optimizer's `wrapper`;
+    # the user's own graph_break() (graph_break.py's helper) stays the user's
+    optimizer = counted["optimizer_step"]
+    assert [(c["id"], c["status"], c["graph_breaks"]) for c in optimizer["compiles"]] == [
+        ("[0/0]", "break", 1), ("[1/0]", "break", 1), ("[2/0]", "ok", 0), ("[3/0]", "empty", 0)]
+    assert (optimizer["totals"]["graph_breaks"], optimizer["totals"]["torch_graph_breaks"]) == (0, 2)
+    assert (counted["graph_break"]["totals"]["graph_breaks"], counted["graph_break"]["totals"]["torch_graph_breaks"]) == (3, 0)
 
 
 # -- disagreements the properties found, kept as hand-written logs ----------------------------------

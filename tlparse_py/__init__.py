@@ -5,6 +5,9 @@
     analysis.to_dict()                            # exactly what the report's summary.json holds
     tlparse_py.build("/tmp/trace", "tl_out")      # the HTML report (returns the same analysis)
 
+A folder of rank logs (torchrun's) gives a `RanksAnalysis`: each rank's analysis and what diverges
+across the ranks; `build` writes the multi-rank report the command line writes.
+
 In a notebook an analysis shows itself as a summary; `tlparse_py.show(path)` shows the report
 inline, and `with tlparse_py.trace() as t:` traces the compiles of a block (see `notebook`).
 """
@@ -22,38 +25,56 @@ if TYPE_CHECKING:  # imported when used: `tlparse-py --version` loads this packa
     from typing import Any
 
     from .analysis.compiles import Analysis
+    from .multirank.ranks_analysis import RanksAnalysis
     from .notebook import Shown, Traced
 
 
-def analyze(path: str | Path, *, export: bool = False, latest: bool = False, all_runs: bool = False) -> Analysis:
+def analyze(path: str | Path, *, export: bool = False, latest: bool = False, all_runs: bool = False) -> Analysis | RanksAnalysis:
     """The analysis of a trace (log file, `.gz` or folder), read the way `tlparse-py PATH` reads it
-    (`all_runs`: every log of a folder, as `--all-runs`)."""
+    (`all_runs`: every log of a folder, as `--all-runs`). A folder of several ranks' logs gives a
+    `RanksAnalysis` (each rank's analysis and their comparison), as `tlparse-py PATH` gives a
+    multi-rank report."""
     from pathlib import Path
 
-    from .reading.inputs import choose_input
+    from .reading.inputs import SeveralRanks, choose_input
     from .analysis.kinds import load_plugins
     from .pipeline import Options, analyze_logs, source_of
 
     from . import notebook  # noqa: F401  (registers how an analysis shows itself in a notebook)
 
     load_plugins()
-    chosen = choose_input(Path(path), latest, export, all_runs)
+    try:
+        chosen = choose_input(Path(path), latest, export, all_runs)
+    except SeveralRanks:
+        chosen = None  # a folder of rank logs (read outside this handler: its errors are its own)
+    if chosen is None:
+        from .multirank.ranks_analysis import analyze_ranks
+
+        return analyze_ranks(Path(path), Options(export=export))
     return analyze_logs(chosen.logs, Options(export=export), source_of(chosen.logs, chosen.others, chosen.left_out, chosen.every_log))
 
 
-def build(path: str | Path, out: str | Path, *, overwrite: bool = False, all_runs: bool = False, **options: Any) -> Analysis:
+def build(path: str | Path, out: str | Path, *, overwrite: bool = False, all_runs: bool = False, **options: Any) -> Analysis | RanksAnalysis:
     """Write the HTML report of a trace to `out`; `options` are `pipeline.Options` fields (`all_runs`:
-    every log of a folder, as `--all-runs`)."""
+    every log of a folder, as `--all-runs`). A folder of several ranks' logs gets the multi-rank
+    report, and its `RanksAnalysis` is returned."""
     from pathlib import Path
 
-    from .reading.inputs import choose_input
+    from .reading.inputs import SeveralRanks, choose_input
     from .analysis.kinds import load_plugins
     from .pipeline import Options, source_of, write_report
 
     from . import notebook  # noqa: F401  (registers how an analysis shows itself in a notebook)
 
     load_plugins()
-    chosen = choose_input(Path(path), False, bool(options.get("export")), all_runs)
+    try:
+        chosen = choose_input(Path(path), False, bool(options.get("export")), all_runs)
+    except SeveralRanks:
+        chosen = None  # a folder of rank logs (written outside this handler: its errors are its own)
+    if chosen is None:
+        from .multirank.ranks_analysis import build_ranks
+
+        return build_ranks(Path(path), Path(out), overwrite, Options(**options))
     return write_report(chosen.logs, Path(out), overwrite=overwrite, options=Options(**options),
                         source=source_of(chosen.logs, chosen.others, chosen.left_out, chosen.every_log))
 

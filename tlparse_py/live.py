@@ -50,19 +50,20 @@ from .report.writer import LiveWriter
 
 LIVE_STATE = "live.js"
 
-__all__ = ["LiveReport", "LogReset"]
+__all__ = ["LiveReport", "LogReset", "write_live_page", "write_live_state"]
 
 
 class LiveReport:
-    """The live report of one log (a process's main trace log) in `out`."""
+    """The live report of one log (a process's main trace log) in `out`, or through `writer` (a
+    rank's report inside a live multi-rank report, `multirank.live`: `out` is then not used)."""
 
     def __init__(self, log: Path, out: Path, options: Options, *, overwrite: bool = False,
                  source: Callable[[], InputInfo] | None = None, echo: Callable[[Diagnostic], None] | None = None,
-                 on_rank: Callable[[int], None] | None = None):
+                 on_rank: Callable[[int], None] | None = None, writer: LiveWriter | None = None):
         self.log = log
         self.options = options
         self.source = source or (lambda: source_of([log]))
-        self.writer = LiveWriter(out, overwrite)
+        self.writer = writer if writer is not None else LiveWriter(out, overwrite)
         self.echo = echo
         self.on_rank = on_rank
         self.version = 0  # updates written so far
@@ -126,6 +127,14 @@ class LiveReport:
     def bytes_read(self) -> int:
         return self.tail.offset
 
+    def size_now(self) -> int:
+        """The log's size now (what is still to be read, with `bytes_read`)."""
+        return self.tail.size_now()
+
+    def compiled(self) -> bool:
+        """Whether a compile was read so far."""
+        return bool(self.analysis.compiles())
+
     # -- a live update ---------------------------------------------------------------------------
 
     def update(self, note: str = "", touched: set[CompileId | None] | None = None) -> None:
@@ -161,8 +170,7 @@ class LiveReport:
             self._write("index.html", lambda: vllm_page(self.pipeline.inputs, run), banner)
         else:
             self._write("index.html", index, banner)
-        state = {"update": self.version, "done": False, "pages": self.versions}
-        self.writer.write(LIVE_STATE, b"tlparseLive(" + orjson.dumps(state) + b");\n")
+        write_live_state(self.writer, self.version, self.versions)
 
     def _write(self, url: str, make: Callable[[], Model], banner: object = None) -> None:
         """One page with the live mark; a page that cannot be built now is replaced by a page saying
@@ -174,15 +182,7 @@ class LiveReport:
             error = ErrorPage(**page_base(self.pipeline.inputs, f"Page {url}", root="../" * url.count("/")),
                               what=url, detail=f"{type(exc).__name__}: {exc}")
             html = render_page(error, mark)
-        # the page's version is a digest of what it shows: an unchanged page is the same bytes (not
-        # rewritten, not reloaded). The mark is in <head>, before any text from the log.
-        data = html.encode("utf-8", "surrogatepass")
-        digest = hashlib.blake2b(data, digest_size=8)
-        version = digest.hexdigest()
-        if self.versions.get(url) == version:
-            return  # the same bytes as written last (encoded and hashed once: an index may be megabytes)
-        self.writer.write(url, data.replace(b' data-version=""', b' data-version="%s"' % version.encode(), 1), digest=b"v" + digest.digest())
-        self.versions[url] = version
+        write_live_page(self.writer, self.versions, url, html)
 
     def _index_page(self, changes: CompileChanges | None, touched: set[CompileId | None]) -> IndexPage:
         """The index, rendering only its rows, sections and stack-trie nodes that changed (`LiveIndex`);
@@ -253,6 +253,26 @@ class LiveReport:
     def close(self) -> None:
         self.pipeline.highlighter.close()
         self.writer.release()
+
+
+def write_live_page(writer: LiveWriter, versions: dict[str, str], url: str, html: str) -> None:
+    """A page rendered with its live mark, written with its version (noted in `versions`, the
+    page → version that live.js lists), unless it is the same as written last."""
+    # the page's version is a digest of what it shows: an unchanged page is the same bytes (not
+    # rewritten, not reloaded). The mark is in <head>, before any text from the log.
+    data = html.encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(data, digest_size=8)
+    version = digest.hexdigest()
+    if versions.get(url) == version:
+        return  # the same bytes as written last (encoded and hashed once: an index may be megabytes)
+    writer.write(url, data.replace(b' data-version=""', b' data-version="%s"' % version.encode(), 1), digest=b"v" + digest.digest())
+    versions[url] = version
+
+
+def write_live_state(writer: LiveWriter, update: int, versions: dict[str, str]) -> None:
+    """live.js: the latest version of every page of the folder, which its open pages poll."""
+    state = {"update": update, "done": False, "pages": versions}
+    writer.write(LIVE_STATE, b"tlparseLive(" + orjson.dumps(state) + b");\n")
 
 
 class LivePages:

@@ -29,11 +29,15 @@ from msgspec import Struct, field
 
 from .analysis import compiles
 from .analysis.compiles import Analysis
+from .analysis.digest import ranks_digest, report_digest
 from .analysis.summary import STATUS_LABELS, failed_compiles, graph_break_groups, recompiled_frames, slowest
-from .analysis.totals import TOTALS, totals_of
+from .analysis.totals import TOTALS, columns, totals_of
+from .multirank import ranks_analysis
+from .multirank.ranks_analysis import RanksAnalysis
 from .report.render import render
 
 ROWS = 10  # rows per section of the summary
+RANK_ROWS = 16  # ranks listed in a multi-rank summary (the others are in its "all" row)
 
 
 def summary_html(analysis: Analysis) -> str:
@@ -52,8 +56,13 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
     groups = graph_break_groups(compiles_)
     frames = recompiled_frames(compiles_)
     failed = failed_compiles(compiles_)
+    differing = [c for c in compiles_ if c.config_texts]  # settings unlike the frame's previous compile, or most compiles
+    digest = report_digest(summary)
+    export = digest.export
     return {
         "title": summary.log_name,
+        "kind": digest.program,
+        "export": {"headline": export.headline, "status": export.status, "url": link("index.html#export")} if export is not None else None,
         "report": link("index.html"),
         "totals": [(total.label, total.show(values[total.name])) for total in TOTALS],
         "failures": [
@@ -64,8 +73,10 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
         ],
         "more_failures": max(len(failed) - ROWS, 0),
         "graph_breaks": [
-            {"count": g.count, "kind": g.first.registry_id, "reason": g.reason, "hint": g.first.hints[0] if g.first.hints else "",
-             "where": g.sites[0].user_location or "unknown", "inside": g.sites[0].inside, "more": len(g.sites) - 1}
+            {"count": g.count, "kind": g.first.registry_id, "reason": g.reason, "hint": g.first.advice[0] if g.first.advice else "",
+             "owner": g.first.owner,
+             "where": g.sites[0].user_location or "unknown", "inside": g.sites[0].inside, "more": len(g.sites) - 1,
+             "config_notes": list(dict.fromkeys(note for c, brk in g.breaks for note in c.config_notes(brk)))[:3]}
             for g in groups[:ROWS]
         ],
         "more_graph_breaks": max(len(groups) - ROWS, 0),
@@ -76,6 +87,8 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
             for f in frames[:ROWS]
         ],
         "more_recompiles": max(len(frames) - ROWS, 0),
+        "config": [{"label": c.label, "url": link(c.url), "frame": c.frame or "", "texts": c.config_texts} for c in differing[:ROWS]],
+        "more_config": max(len(differing) - ROWS, 0),
         "slowest": [
             {"label": c.label, "url": link(c.url), "frame": c.frame or "", "seconds": c.compile_time_s.total,
              "status": STATUS_LABELS.get(c.status, c.status)}
@@ -94,6 +107,44 @@ def _linker(report_dir: Path | None) -> Any:
 
 
 compiles.html_view = summary_html
+
+
+def ranks_html(ranks: RanksAnalysis) -> str:
+    """The summary of a folder of rank logs: whether the ranks agree (each divergence), and each
+    rank's totals with the totals over the ranks; each rank links to its report when one was written."""
+    return render("notebook_ranks.html.j2", ranks_view(ranks))
+
+
+def ranks_view(ranks: RanksAnalysis) -> dict[str, Any]:
+    """The multi-rank summary's plain data (what the template shows)."""
+    summary = ranks.summary()
+    digest = ranks_digest(summary, RANK_ROWS)
+    shown = {id(row.entry): row.totals for row in digest.rows}
+    grouped = columns()
+    link = _linker(ranks.report_dir)
+    found = ranks.comparison
+    first = found.first
+    return {
+        "title": ranks.folder.name or str(ranks.folder),
+        "report": link("index.html"),
+        "ranks": ranks.ranks,
+        "diverges": ranks.diverges,
+        "first": first if first is not None and first.compile_id else None,
+        "divergences": found.divergences[:ROWS],
+        "more_divergences": max(len(found.divergences) - ROWS, 0),
+        "notes": found.notes,
+        "columns": [column for column, _ in grouped],
+        "rows": [
+            {"name": entry.name, "url": link(f"{entry.folder}/index.html"), "error": entry.error or "",
+             "cells": [" / ".join(shown[id(entry)][total.name] for total in group) for _, group in grouped] if id(entry) in shown else []}
+            for entry in summary.ranks[:RANK_ROWS]
+        ],
+        "combined": [" / ".join(digest.combined[total.name] for total in group) for _, group in grouped],
+        "more_ranks": max(len(summary.ranks) - RANK_ROWS, 0),
+    }
+
+
+ranks_analysis.html_view = ranks_html
 
 
 class Shown(Struct, weakref=True):
@@ -143,13 +194,13 @@ class Traced(Struct, weakref=True):
     interpreter exits."""
 
     folder: Path
-    analysis: Analysis | None = None
+    analysis: Analysis | RanksAnalysis | None = None  # a block that logged as several ranks: theirs (`tlparse_py.analyze`)
     logs: list[Path] = field(default_factory=list)
 
     def _repr_html_(self) -> str | None:
         if self.analysis is None:
             return f"<p>tracing into <code>{html.escape(str(self.folder))}</code> (the block has not ended)</p>"
-        return summary_html(self.analysis)
+        return self.analysis._repr_html_()
 
 
 def _entry(text: str, index: int) -> Any:

@@ -34,7 +34,7 @@ from .spools import SpooledRows
 from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
 from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of, value_at
 
-SCHEMA_VERSION = "3.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
+SCHEMA_VERSION = "4.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
                       "and graph break is listed as gone or new")
 EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW
@@ -232,7 +232,7 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
         compiles = compile_pairs(b_list, n_list)
         frames.append(_frame_row(frame_pair, b_list, n_list, compiles, counts))
         first = (n_list or b_list)[0]  # the frame's name and place are its first compile's
-        key = (first.frame, first.user_location)
+        key = (first.frame, first.user_location, first.inside)
         for i, p in enumerate(compiles):
             time.add(p)
             b_fail, n_fail = _failed(p.base), _failed(p.new)
@@ -243,7 +243,7 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
             if p.no_longer_compiled:
                 eager.append(_eager_row(key, p))
             if p.base is not None and p.new is not None and p.base.graph_op_count != p.new.graph_op_count:
-                op_counts.append({"frame": key[0], "user_location": key[1], "index": i, "base": _ref(p.base), "new": _ref(p.new),
+                op_counts.append({"frame": key[0], "user_location": key[1], "inside": key[2], "index": i, "base": _ref(p.base), "new": _ref(p.new),
                                   "graph_op_count": pair(p.base.graph_op_count, p.new.graph_op_count)})
     notes = [DIFFERENT_PROGRAMS] if base_frames and new_frames and all(p.base is None or p.new is None for p in pairs) else []
     if time.why_not and (time.cache_differs or not time.cache_known):
@@ -317,6 +317,7 @@ def _frame_row(frame_pair: FramePair, b_list: list[CompileSummary], n_list: list
     return {
         "frame": first.frame,
         "user_location": first.user_location,
+        "inside": first.inside,
         "presence": "both" if base and new else ("new" if new else "gone"),
         "pairing": frame_pair.how,
         "base_frame": b_list[0].frame if b_list else None,
@@ -382,16 +383,16 @@ def _moved(base: Frame | BreakSite | None, new: Frame | BreakSite | None) -> dic
     return {"from": base.line, "to": new.line}
 
 
-def _failure_row(key: tuple[str | None, str | None], p: CompilePair, failure: Failure) -> Dict:
-    return {"frame": key[0], "user_location": key[1], "base": _ref(p.base), "new": _ref(p.new), "type": failure.type, "reason": failure.reason}
+def _failure_row(key: tuple[str | None, str | None, str], p: CompilePair, failure: Failure) -> Dict:
+    return {"frame": key[0], "user_location": key[1], "inside": key[2], "base": _ref(p.base), "new": _ref(p.new), "type": failure.type, "reason": failure.reason}
 
 
-def _eager_row(key: tuple[str | None, str | None], p: CompilePair) -> Dict:
+def _eager_row(key: tuple[str | None, str | None, str], p: CompilePair) -> Dict:
     """A compile BASE had that NEW runs eagerly: how (skipped, or the recompile limit), and torch's reason."""
     assert p.new is not None
     failure = p.new.failure
     return {
-        "frame": key[0], "user_location": key[1], "base": _ref(p.base), "new": _ref(p.new),
+        "frame": key[0], "user_location": key[1], "inside": key[2], "base": _ref(p.base), "new": _ref(p.new),
         "outcome": "recompile limit" if p.new.hit_recompile_limit else "skipped",
         "reason": failure.reason if failure is not None else None,
         "lost_compile_time_s": _total(p.base),
@@ -411,6 +412,7 @@ def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite
             "explanation": brk.explanation or None,
             "hints": list(brk.hints),
             "doc_url": brk.doc_url or None,
+            "torch_break": brk.torch_break,
             "count": pair(len(base[key].breaks) if key in base else 0, len(new[key].breaks) if key in new else 0),
             "frames": list(dict.fromkeys(c.frame for c in side.breaks)),
             "compiles": list(dict.fromkeys(c.id for c in side.breaks)),

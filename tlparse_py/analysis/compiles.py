@@ -12,17 +12,19 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+from msgspec import structs
 
 from .._version import __version__
 from ..options import Options
 from ..model import CompileId, display_key
 from . import questions
+from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
 from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
 from .summary import (
     CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING,
@@ -31,6 +33,7 @@ from .summary import (
 )
 from .totals import Value, nested, totals_of
 from .vllm import VllmFile, VllmRun, vllm_dict
+from .wrapper import wrapper_frame
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "summary.schema.json"
 html_view: Callable[[Analysis], str] | None = None  # set by tlparse_py.notebook
@@ -78,8 +81,10 @@ class Analysis(Store):
             identity = compile_.frame_identity
             if identity is not None:
                 _follow(compile_, previous.get(identity))
+                follow_config(compile_, previous.get(identity), self.configs)
                 previous[identity] = compile_
             compiles.append(compile_)
+        mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
         self.__dict__["_compiles_memo"] = (stamp, compiles)
         return list(compiles)
 
@@ -98,7 +103,7 @@ class Analysis(Store):
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
         fields = metrics[-1].fields if metrics else {}
         logged = metrics[-1].compile_id.directory_key() if metrics and metrics[-1].compile_id else attempts[-1]
-        frame_name, location = questions.frame_and_location(self, frame, fields, generation)
+        compiled = questions.compiled_frame(self, frame, fields, generation)
         mine = self.in_generation(frame, generation)
         cache = [e for key in attempts for e in self.cache_events_of(key) if mine(e.line)]
         # strings shared where equal: a log may hold 100,000s of compiles
@@ -114,8 +119,8 @@ class Analysis(Store):
             url=self.page_of(logged, generation),
             generation=generation,
             attempts=labels,
-            frame=frame_name,
-            user_location=sys.intern(location) if location else location,
+            frame=compiled.name,
+            user_location=sys.intern(compiled.location) if compiled.location else compiled.location,
             status=status,
             compile_time_s=self.compile_time(attempts, metrics, generation),
             graph_breaks=distinct_breaks(breaks),
@@ -127,6 +132,8 @@ class Analysis(Store):
             pages=[(name, pages[key]) for name, key in zip(labels, attempts)],
             cause=CAUSE_RECOMPILE if frame.frame_compile_id else CAUSE_FIRST,
             restart_reasons=list(dict.fromkeys(restart_reasons)),
+            library_frame=compiled.library_frame,
+            config=metrics[-1].config if metrics else None,
         )
 
     def open_compiles(self) -> list[tuple[CompileSummary, str]]:
@@ -352,14 +359,54 @@ def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reas
 def _follow(compile_: CompileSummary, before: CompileSummary | None) -> None:
     """What a compile is, after its frame's previous compile in the same generation (`before`): why
     it happened, and its frame's name and user location where it logged none (one frame in one
-    generation is one code object: the compile over the recompile limit logs neither)."""
+    generation is one code object: the compile over the recompile limit logs neither). A library
+    frame's code is called from many places, and torch's wrapper serves every model compiled through
+    it: after one, such a compile keeps the library frame's name and place, never another compile's
+    model or user line."""
     compile_.cause = _cause(compile_, before)
     if before is None:
         return
-    compile_.frame = compile_.frame or before.frame
-    compile_.user_location = compile_.user_location or before.user_location
+    library = before.library_frame
+    if compile_.frame is None and library is not None and library.is_torch_wrapper:
+        compile_.frame, compile_.library_frame = library.frame, wrapper_frame(library.frame, library.location)
+    if compile_.library_frame is None:
+        compile_.frame = compile_.frame or before.frame
+        compile_.user_location = compile_.user_location or (library.location if library is not None else before.user_location)
     if compile_.is_retry:
         compile_.headline = "; ".join(filter(None, [f"retry after {before.label} failed", compile_.headline]))
+
+
+def follow_config(compile_: CompileSummary, before: CompileSummary | None, configs: ConfigSnapshots) -> None:
+    """The settings a compile ran with that differ from its frame's previous compile's (`before`, in
+    the same generation), when both logged their config; the graph breaks that name one of them say
+    so, and so does its headline: a compile under `torch._dynamo.config.patch(...)` and its recompile
+    outside it break differently, and nothing else in the log says why."""
+    changes = configs.changes_between(before.config, compile_.config) if before is not None else None
+    if before is None or changes is None:
+        return
+    compile_.config_changes = diff = ConfigDiff(before.label, changes)
+    compile_.config_since_page = before.url
+    if changes:
+        compile_.graph_breaks = [_naming(brk, changes) for brk in compile_.graph_breaks]
+        compile_.headline = "; ".join(filter(None, [compile_.headline, diff.headline]))
+
+
+def _naming(brk: GraphBreak, changes: list[ConfigChange]) -> GraphBreak:
+    """A graph break with the changed settings its text names (`configs.names_setting`)."""
+    named = tuple(change for change in changes if names_setting((brk.reason, brk.explanation, *brk.hints), change))
+    return structs.replace(brk, config_changes=named) if named else brk
+
+
+def config_counts(compiles: Iterable[CompileSummary]) -> Counter[int]:
+    """How many compiles logged each config (`CompileSummary.config`)."""
+    return Counter(c.config for c in compiles if c.config is not None)
+
+
+def mark_unusual(compiles: Iterable[CompileSummary], unusual: dict[int, list[UnusualSetting]]) -> None:
+    """Set each compile's settings whose value differs from the one most of the run's compiles had:
+    `unusual`, per config, is `ConfigSnapshots.unusual` of the run's `config_counts`."""
+    for compile_ in compiles:
+        compile_.config_unusual = list(unusual.get(compile_.config, ())) if compile_.config is not None else []
 
 
 def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:

@@ -62,16 +62,23 @@ class ExportShapes(Struct):
             self.guards.append(guard)
 
 
+def export_entry(frames: list[tuple[str, int, str]]) -> int | None:
+    """The place of the first frame in torch.export's own files, in a stack of (file, line, text)
+    outermost first; None when the stack does not pass through torch.export or starts in it."""
+    for index, (file, _, _) in enumerate(frames):
+        if EXPORT_PATH in "/" + file.replace("\\", "/").lstrip("/"):
+            return index or None
+    return None
+
+
 def export_call(frames: list[tuple[str, int, str]]) -> tuple[str, str] | None:
     """(call text, `file:line`) of the user's frame that called into torch.export, from a stack of
     (file, line, text) outermost first; None when the stack does not pass through torch.export."""
-    for index, (file, _, _) in enumerate(frames):
-        if EXPORT_PATH in "/" + file.replace("\\", "/").lstrip("/"):
-            if index == 0:
-                return None
-            caller_file, caller_line, caller_text = frames[index - 1]
-            return caller_text, f"{caller_file}:{caller_line}"
-    return None
+    index = export_entry(frames)
+    if index is None:
+        return None
+    caller_file, caller_line, caller_text = frames[index - 1]
+    return caller_text, f"{caller_file}:{caller_line}"
 
 
 def _bounds(text: str) -> tuple[float, float] | None:

@@ -8,19 +8,25 @@ facts come from elsewhere: the compiled function's name may come from its other 
 compile before it (`compiles._follow`); and the backward compiled inside the forward is summed from
 chromium events, logged outside any compile id. So an update builds again every compile of each
 function (process, compiled-autograd id, frame id) that logged something, and of each frame whose
-backward spans changed; the others are kept, the same objects. What it builds is what
+backward spans changed; the others are kept, the same objects, but when the run's usual config
+values move (`configs.ConfigSnapshots.unusual`, asked of every compile's config): a kept compile
+whose unusual settings changed is replaced by a copy that says so. What it builds is what
 `Analysis.compiles()` builds from the same store, compile for compile (tests/test_live.py checks it
 after every update); the final report builds them all again anyway (`compiles.forget_compiles`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from msgspec import structs
+
 from ..model import CompileId
 from . import questions
-from .compiles import Analysis, _follow, compiles_read, keep_compiles
+from .compiles import Analysis, _follow, compiles_read, follow_config, keep_compiles, mark_unusual
+from .configs import UnusualSetting
 from .summary import CompileSummary
 
 Function = tuple[int, int | None, int | None]  # (process, compiled autograd id, frame id): the frames of one compiled function
@@ -53,6 +59,8 @@ class LiveCompiles:
         self.index: dict[tuple[CompileId, int], CompileSummary] = {}  # (frame, generation) → compile (`compile_of`)
         self.spans: dict[tuple[CompileId, int], float] = {}  # `backward_spans` at the last refresh
         self.built = 0  # compiles built (`_compile` calls), all refreshes together: what tests count
+        self.config_counts: Counter[int] = Counter()  # compiles per logged config (`compiles.config_counts`), kept as they change
+        self.unusual: dict[int, list[UnusualSetting]] = {}  # `ConfigSnapshots.unusual` at the last refresh
 
     def refresh(self, touched: Iterable[CompileId | None]) -> CompileChanges:
         """Build again the compiles of the functions that logged something since the last refresh
@@ -73,6 +81,7 @@ class LiveCompiles:
                 for generation in analysis.generations_of(frame):
                     compile_ = analysis._compile(frame, self.frames[frame], generation)
                     _follow(compile_, latest.get(generation))
+                    follow_config(compile_, latest.get(generation), analysis.configs)
                     latest[generation] = built[generation] = self.index[(frame, generation)] = compile_
                 self.built += len(built)
                 self.by_frame[frame] = built
@@ -85,8 +94,34 @@ class LiveCompiles:
             self.at[(frame, generation)] = len(self.compiles)
             changed.append((len(self.compiles), None, self.by_frame[frame][generation]))
             self.compiles.append(self.by_frame[frame][generation])
+        changed += self._mark_unusual(changed)
         keep_compiles(analysis, self.compiles, self.index)
         return CompileChanges(changed)
+
+    def _mark_unusual(self, changed: list[tuple[int, CompileSummary | None, CompileSummary]]) -> list[tuple[int, CompileSummary | None, CompileSummary]]:
+        """Set the unusual settings (`compiles.mark_unusual`) of the compiles just built; the run's usual
+        values depend on every compile, so when they moved, the kept compiles whose answer changed are
+        replaced too: those (position, the compile it replaced, the compile)."""
+        for _, old, new in changed:
+            if old is not None and old.config is not None:
+                self.config_counts[old.config] -= 1
+            if new.config is not None:
+                self.config_counts[new.config] += 1
+        unusual = self.analysis.configs.unusual(+self.config_counts)
+        built = [new for _, _, new in changed]
+        mark_unusual(built, unusual)
+        moved = {n for n in unusual.keys() | self.unusual.keys() if unusual.get(n) != self.unusual.get(n)}
+        self.unusual = unusual
+        if not moved:
+            return []
+        fresh = {id(c) for c in built}
+        replaced: list[tuple[int, CompileSummary | None, CompileSummary]] = []
+        for position, compile_ in enumerate(self.compiles):
+            if compile_.config in moved and id(compile_) not in fresh:
+                again = structs.replace(compile_, config_unusual=list(unusual.get(compile_.config, ())))
+                self.compiles[position] = self.index[(again.key, again.generation)] = self.by_frame[again.key][again.generation] = again
+                replaced.append((position, compile_, again))
+        return replaced
 
     def _take_new(self, frames: set[CompileId]) -> list[tuple[CompileId, int]]:
         """The compiles read since the last refresh, (frame, generation) in log order, after every

@@ -7,14 +7,17 @@ Pure functions of `store.Store`; `compiles.Analysis` asks them, and every view r
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..patterns import lazy
 from ..model import CompileId, display_key
 from .export_shapes import inferred_failure
-from .stacks import simplify_filename
+from .export_trace import trace_failure
+from .stacks import Frame, simplify_filename
 from .store import Store
-from .summary import Failure, dynamo_names, first_line, notes_on_dynamo_names, over_recompile_limit
+from .library import call_line, started_in_library
+from .summary import Failure, LibraryFrame, dynamo_names, first_line, notes_on_dynamo_names, over_recompile_limit
+from .wrapper import called_as_model, forward_of, is_wrapper, started_in_wrapper, wrapper_frame
 
 
 def is_compile(key: CompileId | None) -> bool:
@@ -102,21 +105,60 @@ def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: 
     return "; ".join(filter(None, parts))
 
 
-def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:
-    """The compiled frame's name and its user-code location (`file:line`), None where not logged.
+class CompiledFrame(NamedTuple):
+    """What a compile compiled: the frame's name, its user-code location (`file:line`), None where
+    not logged, and the library frame it started in, when it did (`library.py`)."""
 
-    The start stack's innermost frame is where Dynamo began tracing; without it, the frame's first
-    line from the metrics.
-    """
+    name: str | None
+    location: str | None
+    library_frame: LibraryFrame | None = None
+
+
+def compiled_frame(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> CompiledFrame:
+    """The compiled frame of a compile. The start stack's innermost frame is where Dynamo began
+    tracing; without it, the frame's first line from the metrics. A stack that ends in library code
+    is located at the user's line that led into it, the library frame kept beside (`library.py`); one
+    that ends in torch's wrapper also names the model it called (`wrapper.py`): its forward when its
+    guards name its class."""
     stack = report.start_stack(key, generation)
     name = fields.get("co_name") or _name_from_pool(report, key, generation) or None
     if stack:
+        wrapped = started_in_wrapper(stack, report.resolve_filename)
+        if wrapped is not None:
+            return _through_wrapper(report, key, generation, stack, wrapped)
         last = stack[-1]
+        in_library = started_in_library(stack, report.resolve_filename)
+        if in_library is not None:
+            library, line = in_library
+            return CompiledFrame(str(name or last.name), line, library)
         filename = simplify_filename(report.resolve_filename(last.filename))
-        return str(name or last.name), f"{filename}:{last.line}"
+        return CompiledFrame(str(name or last.name), f"{filename}:{last.line}")
     if fields.get("co_filename"):
-        return (str(name) if name else None), f"{fields['co_filename']}:{fields.get('co_firstlineno')}"
-    return (str(name) if name else None), None
+        location = f"{fields['co_filename']}:{fields.get('co_firstlineno')}"
+        if name and is_wrapper(str(name), str(fields["co_filename"])):  # no stack: no model, no call line
+            return CompiledFrame(str(name), None, wrapper_frame(str(name), location))
+        return CompiledFrame((str(name) if name else None), location)  # no stack, no user line: a library's stays
+    return CompiledFrame((str(name) if name else None), None)
+
+
+def _through_wrapper(report: Store, key: CompileId, generation: int, stack: list[Frame], wrapped: LibraryFrame) -> CompiledFrame:
+    """A compile that started in torch's wrapper: named after the model it called when this compile's
+    guards name its class and the wrapper was called as a model, else torch's name; at the user's call line."""
+    noted = report.wrapped.noted(key) if called_as_model(stack, report.resolve_filename) else []
+    module = next((module for line, module in reversed(noted) if report.generation_at(key, line) == generation), None)
+    where = call_line(stack, report.resolve_filename)
+    if module is None:
+        return CompiledFrame(wrapped.frame, where, wrapped)
+    return CompiledFrame(forward_of(module), where, wrapper_frame(wrapped.frame, wrapped.location, module))
+
+
+def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:
+    """The compiled frame's name and where its code is: its user-code location (`compiled_frame`); for a
+    library frame other than torch's wrapper, the library's line (the user's line that led into it is
+    every break's inside the library too: it names none of them)."""
+    found = compiled_frame(report, key, fields, generation)
+    library = found.library_frame
+    return found.name, (library.location if library is not None and not library.is_torch_wrapper else found.location)
 
 
 def dynamo_name_notes(report: Store, key: CompileId | None, generation: int = 0) -> list[str]:
@@ -181,21 +223,27 @@ def export_error(report: Store) -> dict[str, str | None] | None:
 
 def export_verdict(report: Store) -> dict[str, Any]:
     """`{status, basis, error, issues, ...}` of an export: "failed" when the log holds the exception
-    that ended it, "issues" when draft_export found some, "ok" when it produced a program and found
-    none, else "unknown". With none of these logged, a failed non-strict export may be inferred from
-    its shape facts (`export_shapes`): `basis` is then "inferred", with the evidence."""
+    that ended it, or the partial graph of a failed export trace (`export_trace`: `trace_failure` says
+    where, and what it failed on when the log tells: the guard torch logged, or `basis` "inferred" from
+    the shape facts); "issues" when
+    draft_export found some, "ok" when it produced a program and found none, else "unknown". With none
+    of these logged, a failed non-strict export may be inferred from its shape facts (`export_shapes`):
+    `basis` is then "inferred", with the evidence."""
     issues = [
         {"type": f.failure_type, "compile_id": display_key(f.compile_id), "line": f.lineno}
         for f in report.export_failures
     ]
     error = export_error(report)
-    if error is not None:
+    traced = trace_failure(report.export_trace, report.page_of) if error is None else None
+    if error is not None or traced is not None:
         status = "failed"
     else:
         status = "issues" if issues else ("ok" if report.exported_programs else "unknown")
     message = f"{error['type']}: {first_line(error['reason'])}".rstrip(": ") if error else None
     verdict: dict[str, Any] = {"status": status, "basis": "logged", "error": message, "issues": issues,
                                "guard": error["guard"] if error else None, "suggested_fix": error["fix"] if error else None}
+    if traced is not None:
+        verdict.update(basis=traced["basis"], error=traced["error"], guard=traced["facts"]["guard"], trace_failure=traced["facts"])
     inferred = inferred_failure(report.export_shapes) if status == "unknown" else None
     if inferred is not None:
         verdict["evidence"] = inferred["evidence"]
@@ -208,5 +256,6 @@ def export_verdict(report: Store) -> dict[str, Any]:
 
 
 def export_inferred(report: Store) -> bool:
-    """Whether the log's shape facts say something of an export (a verdict is then shown without -e)."""
-    return inferred_failure(report.export_shapes) is not None
+    """Whether the log's shape facts or a failed export trace say something of an export (a verdict is
+    then shown without -e)."""
+    return inferred_failure(report.export_shapes) is not None or trace_failure(report.export_trace, report.page_of) is not None

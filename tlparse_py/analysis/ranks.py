@@ -11,6 +11,11 @@ distributed facts name compile ids as they were logged (attempt included: `[0/0_
 compile of such an id is found through the compiles whose attempts logged under it
 (`CompileSummary.attempts`) or the fingerprint noted for it, never by parsing its text. Cache
 lookups are their results (`hit`, `miss`, `bypass`, as `summary.CACHE_RESULTS`), not marks.
+
+What a compile produced is compared like with like: on each rank, the attempt of the compile that
+holds its graph (the last that logged a Dynamo graph), whichever attempt that is on each. A verdict
+names its first cause when the compiles' own facts show one: a graph break, a recompile, a failed
+compile or one that never finished that some ranks had and the others did not (`Cause`).
 """
 
 from __future__ import annotations
@@ -20,11 +25,15 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..model import CompileId
+from .digest import relative_location, user_root
+from .pairing import function_name
 from .facts import differing_lines, input_signature, normalise_collective, sync_decision
+from .stacks import is_user_code, split_location
 from .store import DistributedFacts
-from .summary import CompileSummary, Summary
+from .summary import CAUSE_FIRST, STATUS_MISSING, CompileSummary, GraphBreak, Summary, first_line, guard_failure
 from .totals import BY_NAME, Value
 
 PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"
@@ -93,11 +102,26 @@ def figures(summary: Summary | None) -> RankFigures:
 
 
 class CompileSetDivergence(Struct):
-    """A rank whose compiles differ from the majority's: what it lacks and what it has extra."""
+    """A rank whose compiles differ from the majority's: what it lacks and what it has extra, and
+    those compiles grouped by their cause (`CauseGroup`)."""
 
     rank: int
     missing: list[CompileId]
     extra: list[CompileId]
+    groups: list[CauseGroup] = []
+
+
+class CauseGroup(Struct):
+    """Missing or extra compiles of a rank with one cause: a graph break only it had (or only the
+    others), the recompiles only it made (their guards together), or no cause known (None)."""
+
+    missing: list[str]
+    extra: list[str]
+    cause: Cause | None
+
+    @property
+    def compiles(self) -> list[str]:
+        return [*self.missing, *self.extra]
 
 
 class SequenceGroup(Struct):
@@ -194,18 +218,33 @@ class SideBySide(Struct):
     rows: list[tuple[int | None, str, int | None, str]]  # facts.differing_lines
 
 
+class Cause(Struct):
+    """Why ranks diverge, in the user's words: a graph break, a recompile, a failed compile or one that
+    never finished that some ranks had and the others did not (the compiles' own facts, `CompileSummary`)."""
+
+    kind: str  # CAUSE_KINDS: "graph_break", "recompile", "failure" or "unfinished" (no metrics: crashed, killed)
+    compile_id: str  # the compile it happened in (`[4/0]`; the first one, for several recompiles)
+    ranks: list[int]  # the ranks it happened on
+    others: list[int]  # the ranks compared on which it did not
+    user_location: str | None  # as logged: the break's or the failure's user code line, the recompiled frame's
+    reason: str  # torch's words, one line: the break's reason, the guard that failed, the exception
+    text: str  # all of it in one line: "rank 1 broke the graph in [4/0] at ddp_debug.py:17 (...) where rank 0 did not"
+
+
 class Departure(Struct):
     ranks: list[int]
     differs: list[str]  # the parts that differ, in words
     side_by_side: SideBySide | None
+    cause: Cause | None = None  # the graph break, recompile or failure of this compile only these ranks (or only the others) had
 
 
 class ContentDivergence(Struct):
-    """A compile id whose graphs, output code or input shapes differ between the ranks that compiled it."""
+    """A compile whose graphs, output code or input shapes differ between the ranks that compiled it."""
 
-    compile_id: str
+    compile_id: str  # the frame compile (`[4/0]`)
     reference: list[int]  # the biggest group of ranks (on a tie, the one with the lowest rank)
     departures: list[Departure]
+    attempts: dict[int, str]  # rank → the attempt compared (`compared_attempts`): `[4/0]` on one rank, `[4/0_1]` on another
 
 
 class CompilerCollective(Struct):
@@ -227,6 +266,13 @@ class Divergence(Struct):
     compile_id: str | None
     ranks: list[int]
     detail: str
+    cause: Cause | None = None  # its first cause, when the compiles show one (since summary.json 4.0)
+
+    @property
+    def line(self) -> str:
+        """The verdict in one line, its cause first: `[4/0]: rank 1 broke the graph ... where rank 0 did not`."""
+        where = f"{self.compile_id}: " if self.compile_id else ""
+        return f"{where}{self.cause.text}" if self.cause is not None else f"{where}{rank_names(self.ranks)}: {self.detail}"
 
 
 class CacheNote(Struct):
@@ -284,22 +330,26 @@ class RankComparison(Struct):
 
     @property
     def first(self) -> Divergence | None:
-        """The first divergence in log order (a compile id), or the first one without one."""
-        if not self.divergences:
-            return None
-        order = {label: index for index, label in enumerate(self.log_order)}
-        return min(self.divergences, key=lambda d: order.get(d.compile_id, len(order)) if d.compile_id else len(order) + 1)
+        """The root divergence: the first in log order of its cause, else of its compile (`divergences` are in that order)."""
+        return self.divergences[0] if self.divergences else None
 
 
 def compare(ranks: Sequence[RankFacts]) -> RankComparison:
     """The comparison of the ranks (one main log each, in rank order)."""
     frames = _frames(ranks)
     estimations = runtime_estimations(ranks)
-    content = content_divergence(ranks)
+    content = content_divergence(ranks, frames)
+    causes = Causes(ranks)
+    for row in content:
+        for departure in row.departures:
+            departure.cause = causes.of(row.compile_id, departure.ranks)
+    compile_ids = compile_id_divergence(ranks)
+    for ids in compile_ids:
+        ids.groups = causes.grouped(ids)
     cache = cache_divergence(ranks)
     comparison = RankComparison(
         ranks=[r.rank for r in ranks],
-        compile_ids=compile_id_divergence(ranks),
+        compile_ids=compile_ids,
         cache=cache,
         schedules=schedule_divergence(ranks),
         tensor_meta=tensor_meta_groups(ranks),
@@ -315,7 +365,7 @@ def compare(ranks: Sequence[RankFacts]) -> RankComparison:
         notes=[],
         log_order=log_order(ranks),
     )
-    comparison.divergences = divergences(comparison, frames)
+    comparison.divergences = divergences(comparison, frames, causes)
     note = cache_note(cache, ranks)
     comparison.notes = [note] if note is not None else []
     return comparison
@@ -395,6 +445,23 @@ class ContentSignature(NamedTuple):
         return found
 
 
+def compared_attempts(rank: RankFacts, frames: Mapping[str, str]) -> dict[str, str]:
+    """Frame compile → the attempt whose content is compared on this rank: the last that logged a
+    Dynamo graph (one that restarted before producing a graph has nothing to compare, and a rank
+    that broke the graph where the others did not holds its graph in a later attempt than theirs),
+    else the last one noted."""
+    chosen: dict[str, str] = {}
+    with_graph: set[str] = set()
+    for label, fingerprint in rank.distributed.fingerprints.items():
+        frame = frames.get(label, fingerprint.frame)
+        if fingerprint.graphs.get("dynamo"):
+            chosen[frame] = label
+            with_graph.add(frame)
+        elif frame not in with_graph:
+            chosen[frame] = label
+    return chosen
+
+
 def content_signature(facts: DistributedFacts, label: str) -> ContentSignature:
     """A compile id's content on a rank: its graph and code digests, its input shapes (dimensions the
     rank made dynamic masked: those may differ by design)."""
@@ -404,14 +471,17 @@ def content_signature(facts: DistributedFacts, label: str) -> ContentSignature:
     return ContentSignature(graphs[0], graphs[1], graphs[2], tuple(input_signature(fingerprint.inputs, dynamic)))
 
 
-def content_divergence(ranks: Sequence[RankFacts]) -> list[ContentDivergence]:
-    """Compile ids whose graphs, output code or input shapes differ between the ranks that compiled
-    them, in log order: for each group of ranks departing from the reference (the biggest group;
-    on a tie, the one with the lowest rank), what differs and the first differing lines side by side."""
+def content_divergence(ranks: Sequence[RankFacts], frames: Mapping[str, str]) -> list[ContentDivergence]:
+    """Compiles whose graphs, output code or input shapes differ between the ranks that compiled
+    them, in log order, each rank's compared on the attempt that holds its graph (`compared_attempts`):
+    for each group of ranks departing from the reference (the biggest group; on a tie, the one with
+    the lowest rank), what differs and the first differing lines side by side."""
     rows = []
     by_rank = {r.rank: r for r in ranks}
-    for label in log_order(ranks):
-        signatures = {r.rank: content_signature(r.distributed, label) for r in ranks if label in r.distributed.fingerprints}
+    attempts = {r.rank: compared_attempts(r, frames) for r in ranks}
+    for compile_id in dict.fromkeys(frames.get(label, label) for label in log_order(ranks)):
+        compared = {r.rank: attempts[r.rank][compile_id] for r in ranks if compile_id in attempts[r.rank]}
+        signatures = {rank: content_signature(by_rank[rank].distributed, label) for rank, label in compared.items()}
         if len(signatures) < 2:
             continue
         groups = groups_of(signatures)
@@ -425,15 +495,18 @@ def content_divergence(ranks: Sequence[RankFacts]) -> list[ContentDivergence]:
             differs = [name for part, name in CONTENT_PARTS if signature.part(part) != reference.part(part)]
             if signature.inputs != reference.inputs:
                 differs.append("input shapes")
-            departures.append(Departure(members, differs, side_by_side(left, right, label, reference, signature)))
-        rows.append(ContentDivergence(label, reference_ranks, departures))
+            view = side_by_side((left, compared[left.rank]), (right, compared[right.rank]), reference, signature)
+            departures.append(Departure(members, differs, view))
+        rows.append(ContentDivergence(compile_id, reference_ranks, departures, compared))
     return rows
 
 
-def side_by_side(left: RankFacts, right: RankFacts, label: str, a: ContentSignature, b: ContentSignature) -> SideBySide | None:
+def side_by_side(left_side: tuple[RankFacts, str], right_side: tuple[RankFacts, str], a: ContentSignature, b: ContentSignature) -> SideBySide | None:
     """The first differing lines of the first part that differs and whose text was kept
-    (the Dynamo graph, else the post-grad graph), else of the input shapes."""
-    mine, theirs = left.distributed.fingerprints[label], right.distributed.fingerprints[label]
+    (the Dynamo graph, else the post-grad graph), else of the input shapes; each side is (a rank,
+    the attempt compared on it)."""
+    (left, mine_label), (right, their_label) = left_side, right_side
+    mine, theirs = left.distributed.fingerprints[mine_label], right.distributed.fingerprints[their_label]
     mine_lines, their_lines = mine.lines, theirs.lines
     for part, name in CONTENT_PARTS:
         if a.part(part) != b.part(part) and (mine_lines.get(part) or their_lines.get(part)):
@@ -684,23 +757,181 @@ def compiler_collectives(ranks: Sequence[RankFacts], content: list[ContentDiverg
 
 
 # ------------------------------------------------------------------------------------------------
+# causes: what some ranks did and the others did not
+
+GRAPH_BREAK, RECOMPILE, FAILURE, UNFINISHED = "graph_break", "recompile", "failure", "unfinished"
+CAUSE_KINDS = (RECOMPILE, GRAPH_BREAK, FAILURE, UNFINISHED)  # in the order they happen within a compile
+CAUSE_TEXT_CHARS = 160  # torch's reason or the user's source line, in a cause's text
+RECOMPILES_NAMED = 3  # recompiles named, with their guard, in one cause
+
+
+class Event(NamedTuple):
+    """Something a compile did on one rank that can set ranks apart."""
+
+    kind: str  # CAUSE_KINDS
+    compile: CompileSummary
+    graph_break: GraphBreak | None  # the break, for a graph break
+
+
+EventKey = tuple[str, ...]  # what makes an event the same on two ranks
+
+
+def events_of(compiles: Iterable[CompileSummary]) -> dict[EventKey, Event]:
+    """A rank's recompiles, graph breaks, failed compiles and compiles that never finished (status
+    `missing`: no metrics, as when the process crashed or was killed), in log order (within a
+    compile: why it happened, then what broke its graph, then how it ended)."""
+    found: dict[EventKey, Event] = {}
+    for c in compiles:
+        if c.is_recompile:
+            found[(RECOMPILE, c.label)] = Event(RECOMPILE, c, None)
+        for brk in c.graph_breaks:
+            found[(GRAPH_BREAK, c.label, *brk.identity)] = Event(GRAPH_BREAK, c, brk)
+        if c.failed and c.failure is not None:
+            found[(FAILURE, c.label, c.failure.type)] = Event(FAILURE, c, None)
+        if c.status == STATUS_MISSING:
+            found[(UNFINISHED, c.label)] = Event(UNFINISHED, c, None)
+    return found
+
+
+def _cause_group(cause: Cause | None) -> tuple[object, ...]:
+    """Which group a missing or extra compile goes to: recompiles on the same ranks together, any
+    other cause its own, the compiles without one together."""
+    if cause is None:
+        return ("unknown",)
+    if cause.kind == RECOMPILE:
+        return (RECOMPILE, tuple(cause.ranks), tuple(cause.others))
+    return (cause.kind, cause.compile_id, cause.text)
+
+
+class Causes:
+    """The first cause of a divergence at a compile, from the compiles of every rank that could be read."""
+
+    def __init__(self, ranks: Sequence[RankFacts]):
+        read = [r for r in ranks if r.summary is not None]
+        self.events = {r.rank: events_of(r.compiles) for r in read}
+        self.compiles = {r.rank: {c.id: c for c in reversed(r.compiles)} for r in read}  # the first compile of an id
+        self.at: dict[str, dict[EventKey, None]] = {}  # compile id → its events on any rank, in order
+        for events in self.events.values():
+            for key, event in events.items():
+                self.at.setdefault(event.compile.id, {})[key] = None
+        self.root = user_root([c for r in read for c in r.compiles])
+
+    def of(self, compile_id: str, ranks: Sequence[int]) -> Cause | None:
+        """Why `ranks` diverge from the others at a compile: its recompile, graph break, failure or no end that
+        sets them apart (they all had it and none of the others, or the reverse); else, for the first
+        compile of a frame only one side has, the graph break at its line that made it (Dynamo's
+        resume function after a break starts at the break's line). None when the compiles show none."""
+        departing = set(ranks) & set(self.events)
+        others = set(self.events) - departing
+        if not departing or not others:
+            return None
+        for key in sorted(self.at.get(compile_id, {}), key=lambda k: CAUSE_KINDS.index(k[0])):
+            if (cause := self._setting_apart(key, departing, others)) is not None:
+                return cause
+        return self._resumed_after(compile_id, departing, others)
+
+    def grouped(self, ids: CompileSetDivergence) -> list[CauseGroup]:
+        """A rank's missing and extra compiles by cause (one verdict each), in the order first met."""
+        groups: dict[tuple[object, ...], tuple[CauseGroup, list[Cause]]] = {}
+        for missing, keys in ((True, ids.missing), (False, ids.extra)):
+            for key in keys:
+                cause = self.of(str(key), [ids.rank])
+                group, found = groups.setdefault(_cause_group(cause), (CauseGroup([], [], None), []))
+                (group.missing if missing else group.extra).append(str(key))
+                if cause is not None:
+                    found.append(cause)
+        for group, found in groups.values():
+            group.cause = (self.recompiled(found) if found[0].kind == RECOMPILE else found[0]) if found else None
+        return [group for group, _ in groups.values()]
+
+    def recompiled(self, causes: Sequence[Cause]) -> Cause:
+        """Several recompiles the same ranks made as one cause: the first, and the guards of the first few."""
+        first = causes[0]
+        named = [self._recompile_phrase(first.ranks[0], c.compile_id) for c in causes[:RECOMPILES_NAMED]]
+        more = len(causes) - RECOMPILES_NAMED
+        deed = f"recompiled {words(named + ([f'{more} more'] if more > 0 else []))}"
+        return replace(first, text=f"{rank_names(first.ranks)} {deed} where {rank_names(first.others)} did not")
+
+    def _setting_apart(self, key: EventKey, departing: set[int], others: set[int]) -> Cause | None:
+        having = {rank for rank, events in self.events.items() if key in events}
+        if not ((departing <= having and not others & having) or (not departing & having and others <= having)):
+            return None
+        rank = min(having)
+        return self._cause(self.events[rank][key], sorted(having), sorted(set(self.events) - having))
+
+    def _resumed_after(self, compile_id: str, departing: set[int], others: set[int]) -> Cause | None:
+        side = next((s for s in (departing, others) if all(compile_id in self.compiles[r] for r in s)), None)
+        if side is None:
+            return None
+        rank = min(side)
+        compile_ = self.compiles[rank][compile_id]
+        if compile_.cause != CAUSE_FIRST or not compile_.user_location:
+            return None
+        for key, event in self.events[rank].items():
+            if event.graph_break is not None and event.compile.id != compile_id and event.graph_break.user_location == compile_.user_location:
+                if (cause := self._setting_apart(key, departing, others)) is not None:
+                    return cause
+        return None
+
+    def _cause(self, event: Event, having: list[int], lacking: list[int]) -> Cause:
+        c = event.compile
+        if event.graph_break is not None:
+            brk = event.graph_break
+            where = self._where(brk.user_location)
+            inside = f", inside {brk.inside}" if brk.inside else ""
+            source = f"{first_line(brk.user_source, CAUSE_TEXT_CHARS)}: " if brk.user_source else ""
+            deed = f"broke the graph in {c.id} at {where}{inside} ({source}{first_line(brk.reason, CAUSE_TEXT_CHARS)})"
+            location, reason = brk.user_location or None, first_line(brk.reason)
+        elif event.kind == RECOMPILE:
+            deed = f"recompiled {self._recompile_phrase(having[0], c.id)}"
+            location, reason = c.user_location, guard_failure(c.recompile_reasons[0]) if c.recompile_reasons else ""
+        elif event.kind == UNFINISHED:
+            reason = "no compilation metrics were logged: the process crashed, was killed or was still compiling"
+            text = f"{rank_names(having)} never finished compiling {c.id} ({reason}) where {rank_names(lacking)} did"
+            return Cause(event.kind, c.id, having, lacking, c.user_location, reason, text)
+        else:
+            assert c.failure is not None  # a failed compile's event
+            location = c.failure.user_location or c.user_location
+            at = f" at {self._where(location)}" if location else ""
+            deed = f"failed to compile {c.id}{at} ({first_line(c.failure.headline, CAUSE_TEXT_CHARS)})"
+            reason = c.failure.headline
+        text = f"{rank_names(having)} {deed} where {rank_names(lacking)} did not"
+        return Cause(event.kind, c.id, having, lacking, location, reason, text)
+
+    def _recompile_phrase(self, rank: int, compile_id: str) -> str:
+        """`[4/1] (forward at model.py:14; guard: x.shape[0] changed 8→5)`: the frame when it is the user's code."""
+        c = self.compiles[rank][compile_id]
+        site = split_location(c.user_location)
+        user_code = c.frame and site is not None and is_user_code(site[0])
+        parts = [f"{function_name(c.frame)} at {self._where(c.user_location)}"] if user_code else []
+        if c.recompile_reasons:
+            parts.append(f"guard: {first_line(guard_failure(c.recompile_reasons[0]), CAUSE_TEXT_CHARS)}")
+        return f"{compile_id} ({'; '.join(parts)})" if parts else compile_id
+
+    def _where(self, location: str | None) -> str:
+        """A user code line relative to the run's common folder of user files (`ddp_debug.py:17`)."""
+        return relative_location(location, ("", self.root)) if location else "unknown"
+
+
+# ------------------------------------------------------------------------------------------------
 # the verdicts, in words
 
 
-def divergences(comparison: RankComparison, frames: Mapping[str, str]) -> list[Divergence]:
-    """Every cross-rank verdict: empty when the ranks agree."""
+def divergences(comparison: RankComparison, frames: Mapping[str, str], causes: Causes) -> list[Divergence]:
+    """Every cross-rank verdict, each with its first cause when the compiles show one, in log order
+    of that cause (else of its compile): the first is the root. Empty when the ranks agree."""
     rows: list[Divergence] = []
     for content in comparison.content:
         for departure in content.departures:
             rows.append(Divergence("compile_content", content.compile_id, departure.ranks,
-                                   f"{words(departure.differs)} differ from rank {content.reference[0]}'s"
-                                   f"{_first_difference(departure.side_by_side)}"))
+                                   f"{_attempts_compared(content, departure)}{words(departure.differs)} differ from "
+                                   f"rank {content.reference[0]}'s{_first_difference(departure.side_by_side)}", departure.cause))
     for spmd in comparison.spmd:
         rows.append(Divergence("spmd_graph_mismatch", spmd.compile_id, spmd.ranks, f"Inductor found the ranks' graphs differ: {spmd.line}"))
     for ids in comparison.compile_ids:
-        missing, extra = [str(k) for k in ids.missing], [str(k) for k in ids.extra]
-        detail = f"missing {', '.join(missing) or 'nothing'}; extra {', '.join(extra) or 'nothing'}"
-        rows.append(Divergence("compile_ids", (missing or extra)[0] if missing or extra else None, [ids.rank], detail))
+        for by_cause in ids.groups:
+            detail = f"missing {', '.join(by_cause.missing) or 'nothing'}; extra {', '.join(by_cause.extra) or 'nothing'}"
+            rows.append(Divergence("compile_ids", by_cause.compiles[0], [ids.rank], detail, by_cause.cause))
     schedules = comparison.schedules
     for group in schedules[1:]:  # the first group is the biggest
         where = f"collective {group.at + 1} is {group.item or 'missing'}" if group.at is not None else "the collectives differ"
@@ -715,7 +946,9 @@ def divergences(comparison: RankComparison, frames: Mapping[str, str]) -> list[D
     for dynamic in comparison.dynamic:
         for sources in dynamic.groups[1:]:
             rows.append(Divergence("dynamic_shapes", dynamic.compile_id, sources.ranks, f"dynamic dimensions {', '.join(sources.sources) or 'none'}"))
-    return [_as_compile(row, frames) for row in rows]
+    rows = [_with_cause(_as_compile(row, frames), causes) for row in rows]
+    order = {label: index for index, label in enumerate(comparison.log_order)}
+    return sorted(rows, key=lambda d: _position(d, order))
 
 
 def _as_compile(row: Divergence, frames: Mapping[str, str]) -> Divergence:
@@ -723,8 +956,31 @@ def _as_compile(row: Divergence, frames: Mapping[str, str]) -> Divergence:
     label = row.compile_id
     frame = frames.get(label) if label is not None else None
     if label is not None and frame is not None and frame != label:
-        return Divergence(row.kind, frame, row.ranks, f"in attempt {label}: {row.detail}")
+        return replace(row, compile_id=frame, detail=f"in attempt {label}: {row.detail}")
     return row
+
+
+def _with_cause(row: Divergence, causes: Causes) -> Divergence:
+    if row.cause is not None or row.compile_id is None:
+        return row
+    return replace(row, cause=causes.of(row.compile_id, row.ranks))
+
+
+def _position(row: Divergence, order: Mapping[str, int]) -> int:
+    """Where a verdict falls in log order: its cause's compile, else its own; one with neither last."""
+    label = row.cause.compile_id if row.cause is not None else row.compile_id
+    return order.get(label, len(order)) if label is not None else len(order) + 1
+
+
+def _attempts_compared(content: ContentDivergence, departure: Departure) -> str:
+    """Which attempts were compared, when not the compile's first: `in attempt [1/0_1]: `, or each rank's when they differ."""
+    reference, rank = content.reference[0], departure.ranks[0]
+    mine, theirs = content.attempts[reference], content.attempts[rank]
+    if mine == theirs:
+        return f"in attempt {mine}: " if mine != content.compile_id else ""
+    return f"rank {rank}'s graph is in its attempt {theirs}, rank {reference}'s in {mine}: "
+
+
 
 
 def cache_note(cache: list[SequenceGroup], ranks: Iterable[RankFacts]) -> CacheNote | None:
@@ -774,10 +1030,22 @@ def words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}" if items else ""
 
 
+DIFFERENCE_CHARS = 160  # of each side's line, in a verdict
+DIFFERENCE_CONTEXT = 40  # characters shown before the first that differs, when the lines are longer
+
+
 def _first_difference(view: SideBySide | None) -> str:
-    """`: first difference in the Dynamo graph, line 3: "a" vs "b"` (one line of each side)."""
+    """`: first difference in the Dynamo graph, line 3: "a" vs "b"` (one line of each side, from a
+    little before where they part when they are long: two long signatures differ past their start)."""
     if view is None or not view.rows:
         return ""
     left_no, left, right_no, right = view.rows[0]
+    left, right = left.strip(), right.strip()
+    start = first_difference(left, right) or 0
+    start = start - DIFFERENCE_CONTEXT if max(len(left), len(right)) > DIFFERENCE_CHARS and start > DIFFERENCE_CONTEXT else 0
     return (f"; first difference in the {view.what}, line {left_no or right_no}: "
-            f"rank {view.left} {left.strip()[:160]!r} vs rank {view.right} {right.strip()[:160]!r}")
+            f"rank {view.left} {_excerpt(left, start)!r} vs rank {view.right} {_excerpt(right, start)!r}")
+
+
+def _excerpt(line: str, start: int) -> str:
+    return ("…" if start else "") + line[start:start + DIFFERENCE_CHARS]

@@ -169,6 +169,47 @@ def is_user_code(path: str) -> bool:
     return not any(part in probe for part in LIBRARY_PATHS)
 
 
+LIBRARY_TORCH = "torch"
+LIBRARY_STDLIB = "stdlib"
+LIBRARY_PACKAGE = "package"
+_PACKAGE_ROOTS = ("/site-packages/", "/dist-packages/")
+_STDLIB_ROOT = re.compile(r"/stdlib/|/lib/python3(?:\.\d+)?/")
+
+
+def _installed(probe: str) -> str | None:
+    """The path of an installed package's file inside its packages folder ("torch/optim/sgd.py"); None when it is no such file."""
+    cut = max(probe.rfind(root) + len(root) if root in probe else -1 for root in _PACKAGE_ROOTS)
+    return probe[cut:] if cut >= 0 else None
+
+
+def library_of(path: str) -> str | None:
+    """Whose code a logged file name is: torch's (LIBRARY_TORCH), the standard library's (LIBRARY_STDLIB)
+    or another installed package's (LIBRARY_PACKAGE); None for the user's code and for code of no known
+    library (`<eval_with_key>.3`: code FX generated)."""
+    if is_user_code(path) or path.startswith("<"):
+        return None
+    probe = "/" + path.replace("\\", "/").lstrip("/")
+    installed = _installed(probe)
+    if installed is not None:
+        return LIBRARY_TORCH if installed.startswith("torch/") else LIBRARY_PACKAGE
+    if "/torch/" in probe:  # torch from a source checkout
+        return LIBRARY_TORCH
+    return LIBRARY_STDLIB if _STDLIB_ROOT.search(probe) else None
+
+
+def library_path(location: str) -> str:
+    """A library file (or `file:line`) named inside its library, as people know it: `torch/optim/sgd.py:105`,
+    `contextlib.py:299`; any other name as given."""
+    probe = "/" + location.replace("\\", "/").lstrip("/")
+    installed = _installed(probe)
+    if installed is not None:
+        return installed
+    if "/torch/" in probe:
+        return probe[probe.rfind("/torch/") + 1:]
+    stdlib = list(_STDLIB_ROOT.finditer(probe))
+    return probe[stdlib[-1].end():] if stdlib else location
+
+
 def split_location(location: str | None) -> tuple[str, int] | None:
     """`file.py:23` → ("file.py", 23); None for anything else."""
     if not location:

@@ -26,9 +26,12 @@ import msgspec
 from ..model import Artifact, CompileId, DiagnosticLog, Processes, Record, Stats, StringTable
 from ..paths import compile_page_url
 from ..reading.inputs import LeftOut
+from .configs import ConfigSnapshots
 from .export_shapes import ExportShapes
+from .export_trace import ExportTrace
 from .stacks import Frame, StackTrie
 from .vllm import VllmLog
+from .wrapper import WrappedModels
 
 # Restarts torch logs as a bare exception class: what each means, in words. Compiler-collective
 # restarts happen by design on every rank (Dynamo traces again with the decisions all ranks agreed
@@ -177,6 +180,7 @@ class MetricsEntry(msgspec.Struct):
     url: str  # the compilation_metrics page
     fields: dict[str, Any]
     generation: int = 0  # > 0: compiled after torch._dynamo.reset() (`Generations`)
+    config: int | None = None  # the number of the config it logged (`Store.configs`); None: none logged
 
     def get(self, name: str) -> Any:
         return self.fields.get(name)
@@ -665,12 +669,16 @@ class Store(Questions):
     distributed: DistributedFacts = field(default_factory=DistributedFacts)
     vllm: VllmLog = field(default_factory=VllmLog)  # vLLM's piecewise compiles, when the log holds them
     export_shapes: ExportShapes = field(default_factory=ExportShapes)  # a non-strict export's symbols and guards
+    wrapped: WrappedModels = field(default_factory=WrappedModels)  # the model class each compile's guards name (torch's wrapper)
+    export_trace: ExportTrace = field(default_factory=ExportTrace)  # a non-strict export's unbacked symbols, failed traces
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]] = field(default_factory=dict)  # (log line, reason)
     cache_events: list[CacheEvent] = field(default_factory=list)
     # frame compile → chromium event name → total microseconds (B/E pairs, e.g. "pass.post_grad_passes.x")
     phase_times: SpanTotals = field(init=False)
     # (frame compile, generation) → span path (outermost first) → total microseconds: the nesting of B/E spans
     phase_trees: SpanTotals = field(init=False)
+    # every distinct config the compiles logged (kept in `facts`): a metrics entry holds the number of its own
+    configs: ConfigSnapshots = field(init=False)
     chromium_events: int = 0
     # (frame compile, generation) → microseconds of backward compiles inside its forward compile
     backward_spans: dict[tuple[CompileId, int], float] = field(default_factory=dict)
@@ -692,6 +700,7 @@ class Store(Questions):
     def __post_init__(self) -> None:
         self.phase_times = SpanTotals(self.facts, by_path=False)
         self.phase_trees = SpanTotals(self.facts, by_path=True)
+        self.configs = ConfigSnapshots(self.facts)
 
     # -- facts noted by parsers -------------------------------------------------------------
 
@@ -727,6 +736,11 @@ class Store(Questions):
         if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
             self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
 
+    def note_torch_version(self, version: Any) -> None:
+        """The torch that wrote the log, the first record to name it: its `torch_version` record, or metrics."""
+        if self.torch_version is None and isinstance(version, str) and version:
+            self.torch_version = version
+
     def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.
 
@@ -742,15 +756,14 @@ class Store(Questions):
             generation = self.generation_at(key, record.lineno)
             self.generations.finished(key)
             self.open_starts.pop((key, generation), None)
-        if self.torch_version is None and isinstance(meta.get("pytorch_version"), str):
-            self.torch_version = meta["pytorch_version"]
+        self.note_torch_version(meta.get("pytorch_version"))
         entries = self.metrics.get(key)
         if entries is None:
             entries = self.metrics[key] = []
             self._metric_key_places[key] = len(self._metric_key_places)
             if key is not None:
                 self.metric_keys_by_frame.setdefault((key.process, key.compiled_autograd_id, key.frame_id), []).append(key)
-        entry = MetricsEntry(record.compile_id, "", fields, generation)
+        entry = MetricsEntry(record.compile_id, "", fields, generation, self.configs.note(meta))
         if fields.get("fail_type"):
             self.failed_metrics.append((self._metric_key_places[key], len(entries), entry))
         entries.append(entry)

@@ -9,6 +9,9 @@ same in prose). Every view and command asks these objects, whether they were bui
 - a *restart* is Dynamo tracing the frame again within one compile (each extra attempt);
 - a *graph break* is a `dynamo_graph_break_reason` a compile logged; one (reason, user location)
   counts once per compile, however often torch logged it;
+- a *torch's graph break* is one torch makes on purpose in its own code: its own
+  `torch._dynamo.graph_break()` call inside torch (an optimizer's step, `torch/optim/optimizer.py`).
+  Shown, marked as torch's, and counted apart from the user's graph breaks (`is_torch_break`);
 - a *recompile* is a compile of a frame that had compiled before, because a guard of the earlier
   compile failed (`[0/1]`, `[0/2]`, ...); the compile over the recompile limit is none: it
   compiled nothing;
@@ -27,6 +30,14 @@ same in prose). Every view and command asks these objects, whether they were bui
   (the graph it captured is compiled as `[!0/1/0]`, a compile);
 - a *frame* is a compiled function: its frame id in one generation (an id reused after
   `torch._dynamo.reset()` names another frame);
+- a *library frame* is the frame a compile started in when it is not the user's code but torch's,
+  the standard library's or a package's (DDP's contextlib helpers, an optimizer's `step`): the
+  compile is located at the user's line that led into it (the innermost user-code frame of its
+  start stack), the library frame kept beside (`LibraryFrame`, `library.py`). A start stack with no
+  user code keeps the library's line. *torch's wrapper* is one: the frame of torch's own (`inner`,
+  torch/_dynamo/external_utils.py) that torch compiles `torch.compile(model)` through when the
+  model's forward is torch's (nn.Sequential, DistributedDataParallel): such a compile is also named
+  after the model's forward (`Sequential.forward`, `wrapper.py`);
 - a *generation* is where a compile falls among its process's `torch._dynamo.reset()` calls: 0
   before the first, then 1, 2, ... A reset makes torch number compile ids from `[0/0]` again, and
   every compile of the process after it is in the new generation, whether its id was used before
@@ -48,6 +59,8 @@ from typing import Annotated, Any, TypeVar
 from msgspec import UNSET, Meta, Struct, UnsetType, ValidationError, convert, field, structs
 
 from ..model import CompileId, generation_label
+from .configs import ConfigChange, ConfigDiff, UnusualSetting
+from .stacks import LIBRARY_PACKAGE, LIBRARY_STDLIB, LIBRARY_TORCH, library_of, library_path
 from .vllm import VllmRun
 
 # Status of a compile: what happened to it (summary.json `status`), first match wins.
@@ -144,6 +157,9 @@ class GraphBreak(Struct, frozen=True):
     attempt: str = ""  # the attempt that logged it (`[0/0]`), and that attempt's page (pages only)
     page: str | None = None
     url: str = ""  # the artifact with the full text (pages only)
+    # the settings its text names (`configs.names_setting`) among those that changed since its frame's
+    # previous compile (`CompileSummary.config_changes`): `capture_scalar_outputs=False` was True there
+    config_changes: tuple[ConfigChange, ...] = ()
 
     @property
     def identity(self) -> tuple[str, str, str]:
@@ -160,6 +176,31 @@ class GraphBreak(Struct, frozen=True):
         """Its type across the run: the registry id torch gave it, else its headline."""
         return self.registry_id or self.reason
 
+    @property
+    def torch_break(self) -> bool:
+        """A torch's graph break (`is_torch_break`): torch's own, on purpose; not the user's to fix."""
+        return is_torch_break(self.reason, self.registry_id, self.library_location)
+
+    @property
+    def owner(self) -> str:
+        """Whose break it is, in words: `torch's own break (optimizer.py:79)` for a torch's graph break, else ""."""
+        if not self.torch_break:
+            return ""
+        file_and_line = self.library_location.replace("\\", "/").rpartition("/")[2]
+        return f"torch's own break ({file_and_line})"
+
+    @property
+    def explained(self) -> str:
+        """Why it broke, as a view says it: torch's explanation; for a torch's graph break, that torch
+        breaks there on purpose (torch's own words call it "User-inserted")."""
+        return TORCH_BREAK_WHY if self.torch_break else self.explanation
+
+    @property
+    def advice(self) -> tuple[str, ...]:
+        """torch's hints, as advice to the user: none for a torch's graph break, whose hint ("Remove the
+        `torch._dynamo.graph_break()` call") is about torch's own code."""
+        return () if self.torch_break else self.hints
+
     def to_dict(self) -> dict[str, Any]:
         return _write_break(self.record())
 
@@ -167,7 +208,7 @@ class GraphBreak(Struct, frozen=True):
         """What summary.json says of it."""
         return GraphBreakRecord(self.reason, self.user_location, self.user_source or None, self.user_function or None,
                                 self.registry_id or None, self.explanation or None, list(self.hints), self.doc_url or None,
-                                self.library_location or None)
+                                self.library_location or None, self.torch_break, list(self.config_changes))
 
 
 class GraphBreakRecord(Struct, gc=False):
@@ -183,25 +224,50 @@ class GraphBreakRecord(Struct, gc=False):
     hints: list[str] = field(default_factory=list)
     doc_url: str | None = None
     library_location: str | None = None
+    # since 4.0: a torch's graph break (`is_torch_break`). Written for readers of summary.json; read
+    # back, it is decided again from the fields above (absent before 4.0)
+    torch_break: bool = False
+    # since 4.0: the settings it names that changed since its frame's previous compile (`GraphBreak.config_changes`)
+    config_changes: list[ConfigChange] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _write_break(self)
 
     def graph_break(self) -> GraphBreak:
         return GraphBreak(self.reason, self.user_location, self.explanation or "", self.user_source or "", self.user_function or "",
-                          self.registry_id or "", tuple(self.hints), self.doc_url or "", self.library_location or "")
+                          self.registry_id or "", tuple(self.hints), self.doc_url or "", self.library_location or "",
+                          config_changes=tuple(self.config_changes))
+
+
+LIBRARY_NAMES = {LIBRARY_TORCH: "torch", LIBRARY_STDLIB: "the standard library", LIBRARY_PACKAGE: "a library"}
 
 
 def library_name(location: str) -> str:
-    """Which library a logged file is in, in words; "" for none."""
+    """Which library a logged file (a library location) is in, in words (`stacks.library_of`); "" for none."""
     if not location:
         return ""
-    path = "/" + location.replace("\\", "/").lstrip("/")
-    if "/torch/" in path:
-        return "torch"
-    if "/site-packages/" in path or "/dist-packages/" in path:
-        return "a library"
-    return "the standard library"
+    return LIBRARY_NAMES.get(library_of(location) or LIBRARY_STDLIB, "")
+
+
+# torch's headline and registry id for a call of `torch._dynamo.graph_break()` (variables/functions.py)
+GRAPH_BREAK_CALL = "Call to `torch._dynamo.graph_break()`"
+GRAPH_BREAK_CALL_ID = "GB0025"
+TORCH_BREAK_WHY = ("torch calls torch._dynamo.graph_break() here on purpose, in its own code: nothing in yours to remove. "
+                   "Counted in torch's graph breaks, not in graph breaks.")
+
+
+def is_torch_break(reason: str, registry_id: str, library_location: str) -> bool:
+    """Whether a graph break is a *torch's graph break*: torch's own `torch._dynamo.graph_break()` call,
+    made on purpose inside torch. The optimizers' `step` makes one (torch/optim/optimizer.py
+    `_use_grad_for_differentiable`, so that AOTAutograd sees the update as an inference graph:
+    pytorch/pytorch#104053), so every compiled optimizer step logs it.
+
+    Kept narrow, since a break called torch's is counted apart from the user's: the headline must be
+    torch's for that call (with its registry id, when logged) and the line that called it (the
+    break's library location) inside torch. A break inside torch for any other reason (DDP's hooks,
+    a context manager Dynamo skips) is the user's code meeting what Dynamo cannot trace, and a
+    graph_break() called from the user's code or another library is the user's: both stay the user's."""
+    return reason == GRAPH_BREAK_CALL and registry_id in ("", GRAPH_BREAK_CALL_ID) and library_name(library_location) == "torch"
 
 
 class CacheLookup(Struct, frozen=True, gc=False):
@@ -244,6 +310,58 @@ class Failure(Struct, frozen=True, gc=False):
         return _write_failure(self)
 
 
+# Whose code a library frame is (summary.json `library_frame.kind`): torch's wrapper, or a library's (`stacks.library_of`)
+LIBRARY_TORCH_WRAPPER = "torch_wrapper"
+LIBRARY_KINDS = (LIBRARY_TORCH_WRAPPER, LIBRARY_TORCH, LIBRARY_STDLIB, LIBRARY_PACKAGE)
+
+
+class LibraryFrame(Struct, frozen=True, gc=False):
+    """A *library frame*: the frame of torch's, the standard library's or a package's own a compile
+    started in, kept beside the compile, which is located at the user's line that led into it
+    (`analysis/library.py`); *torch's wrapper* (`inner` of torch/_dynamo/external_utils.py, for
+    `torch.compile(model)` of a model whose forward is torch's) is one, and its compile is also named
+    after the model it called (`analysis/wrapper.py`). Also summary.json's `library_frame` as it is
+    (fields = keys, in order)."""
+
+    frame: str  # the frame as torch logged it: "inner", "helper"
+    location: str  # where it is, as logged: ".../torch/_dynamo/external_utils.py:67", "/stdlib/contextlib.py:299"
+    kind: str  # whose code it is: one of LIBRARY_KINDS
+    module: str | None = None  # torch's wrapper: the compiled model's class, as its guards name it ("torch.nn.modules.container.Sequential"); None: not in the log
+    # a standard-library frame: the innermost frame of torch's own that called into it (torch's machinery
+    # for calling a module or a compiled function left out), its name and where it is as logged; None: none
+    caller_frame: str | None = None
+    caller_location: str | None = None
+
+    @property
+    def is_torch_wrapper(self) -> bool:
+        return self.kind == LIBRARY_TORCH_WRAPPER
+
+    @property
+    def inside(self) -> str:
+        """The library it is in, in words, for a short table cell as a graph break's (`GraphBreak.inside`):
+        "the standard library"; "" for torch's wrapper, whose compile is named after its model."""
+        return "" if self.is_torch_wrapper else LIBRARY_NAMES.get(self.kind, "a library")
+
+    @property
+    def words(self) -> str:
+        """It, beside the name of the compile: `via torch's inner at torch/_dynamo/external_utils.py:67`
+        when torch's wrapper's model is known (else that nothing says what it called); else as a graph
+        break's library line is (`GraphBreak.inside`): `inside the standard library: contextlib.py:105,
+        under torch's _run_ddp_forward (torch/nn/parallel/distributed.py:1714)`."""
+        where = library_path(self.location)
+        if self.is_torch_wrapper:
+            if self.module:
+                return f"via torch's {self.frame} at {where}"
+            return f"torch's wrapper {self.frame} at {where}: the log does not name what it called"
+        words = f"inside {self.inside}: {where}"
+        if self.caller_frame and self.caller_location:
+            words += f", under torch's {self.caller_frame} ({library_path(self.caller_location)})"
+        return words
+
+    def to_dict(self) -> dict[str, Any]:
+        return _write_library_frame(self)
+
+
 class CompileSummary(Struct):
     """One compile: a frame compile (all its attempts) in one generation of its id."""
 
@@ -265,11 +383,31 @@ class CompileSummary(Struct):
     pages: list[tuple[str, str | None]] = field(default_factory=list)  # (attempt id, its page) (pages only)
     cause: str = CAUSE_FIRST  # why it happened: CAUSE_FIRST, CAUSE_RECOMPILE or CAUSE_RETRY
     restart_reasons: list[str] = field(default_factory=list)  # why Dynamo restarted its analysis, in words
+    # the library frame it started in, when it did and its start stack names the user's line that led into
+    # it (`user_location`); for torch's wrapper, `frame` then names the model's forward
+    library_frame: LibraryFrame | None = None
+    # the settings that differ from its frame's previous compile's (`configs.ConfigDiff`); None: unknown
+    # (its frame's first compile, or a compile of the two logged no config)
+    config_changes: ConfigDiff | None = None
+    # its settings whose value differs from the one most of the run's compiles had (none known: empty)
+    config_unusual: list[UnusualSetting] = field(default_factory=list)
+    config: int | None = None  # the number of the config it logged, in its analysis (`configs.ConfigSnapshots`) (analysis only)
+    config_since_page: str | None = None  # the page of `config_changes.since` (pages only)
 
     @property
     def label(self) -> str:
         """The id, and its generation after the first: `[0/0]`, `[0/0] (generation 1)` (after one reset())."""
         return generation_label(self.id, self.generation)
+
+    @property
+    def via(self) -> str:
+        """The library frame it started in, in words, shown beside `frame` ("" when it started in none)."""
+        return self.library_frame.words if self.library_frame is not None else ""
+
+    @property
+    def inside(self) -> str:
+        """The library its library frame is in, in words, shown short beside `frame` (`LibraryFrame.inside`; "" for none)."""
+        return self.library_frame.inside if self.library_frame is not None else ""
 
     @property
     def frame_label(self) -> str:
@@ -307,6 +445,30 @@ class CompileSummary(Struct):
     @property
     def skipped(self) -> bool:
         return self.status == STATUS_SKIPPED
+
+    @property
+    def config_texts(self) -> list[str]:
+        """What differs in its config, one line each: the settings changed since its frame's previous
+        compile (`ConfigDiff.headline`), then each setting unlike most of the run's compiles."""
+        diff = self.config_changes
+        lines = [diff.headline] if diff is not None and diff.changes else []
+        return lines + [f"config unlike most compiles: {u.text}" for u in self.config_unusual]
+
+    def config_notes(self, brk: GraphBreak) -> list[str]:
+        """What a graph break of this compile is told of the settings it names that changed since the
+        frame's previous compile (`GraphBreak.config_changes`), one line each."""
+        diff = self.config_changes
+        return [diff.note(change, self.label) for change in brk.config_changes] if diff is not None else []
+
+    @property
+    def user_breaks(self) -> list[GraphBreak]:
+        """Its graph breaks but torch's own (`GraphBreak.torch_break`): what `graph_breaks` counts."""
+        return [b for b in self.graph_breaks if not b.torch_break]
+
+    @property
+    def torch_breaks(self) -> list[GraphBreak]:
+        """Its torch's graph breaks: what `torch_graph_breaks` counts."""
+        return [b for b in self.graph_breaks if b.torch_break]
 
     @property
     def restarts(self) -> int:
@@ -352,6 +514,7 @@ class CompileRecord(Struct, gc=False):
     attempts: list[str] | UnsetType = UNSET  # absent: the id's only attempt
     frame: str | None = None
     user_location: str | None = None
+    library_frame: LibraryFrame | None = None  # since 4.0: the library frame it started in (absent before: none known)
     status: str = STATUS_MISSING
     cause: str | UnsetType = UNSET  # absent (schema 1.x): a recompile when frame_compile_id > 0
     restart_reasons: list[str] = field(default_factory=list)
@@ -361,6 +524,8 @@ class CompileRecord(Struct, gc=False):
     cache: list[CacheLookup] = field(default_factory=list)
     graph_op_count: int | None = None
     failure: Failure | None = None
+    config_changes: ConfigDiff | None = None  # since 4.0: absent before, unknown
+    config_unusual: list[UnusualSetting] = field(default_factory=list)  # since 4.0
 
 
 def _writer(record: type[Struct], source: type[Struct] | None = None) -> Callable[[Any], dict[str, Any]]:
@@ -417,6 +582,7 @@ _write_time = _writer(CompileTime)
 _write_break = _writer(GraphBreakRecord)
 _write_cache = _writer(CacheLookup)
 _write_failure = _writer(Failure)
+_write_library_frame = _writer(LibraryFrame)
 _write_compile = _writer(CompileRecord, CompileSummary)
 
 
@@ -433,8 +599,9 @@ def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
 
 
 class GraphBreakGroup(Struct):
-    """One kind of graph break across the run (torch's registry id, else its headline): the fix
-    torch suggests for it, and every compile and user code line where it happened."""
+    """One kind of graph break across the run (torch's registry id, else its headline), the user's or
+    torch's own apart: the fix torch suggests for it, and every compile and user code line where it
+    happened."""
 
     kind: str  # the registry id ("GB0025"), else the reason
     first: GraphBreak  # its text, as first logged
@@ -443,6 +610,11 @@ class GraphBreakGroup(Struct):
     @property
     def reason(self) -> str:
         return self.first.reason
+
+    @property
+    def torch_break(self) -> bool:
+        """Its breaks are torch's graph breaks (a group holds the user's or torch's, never both)."""
+        return self.first.torch_break
 
     @property
     def count(self) -> int:
@@ -465,15 +637,17 @@ class GraphBreakGroup(Struct):
 
 
 def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
-    """Graph breaks grouped by kind (registry id, else headline), most frequent first."""
-    groups: dict[str, GraphBreakGroup] = {}
+    """Graph breaks grouped by kind (registry id, else headline), the user's most frequent first,
+    then torch's own (a user's `torch._dynamo.graph_break()` and torch's are two groups)."""
+    groups: dict[tuple[str, bool], GraphBreakGroup] = {}
     for compile_ in compiles:
         for brk in compile_.graph_breaks:
-            group = groups.get(brk.kind)
+            key = (brk.kind, brk.torch_break)
+            group = groups.get(key)
             if group is None:
-                group = groups[brk.kind] = GraphBreakGroup(brk.kind, brk)
+                group = groups[key] = GraphBreakGroup(brk.kind, brk)
             group.breaks.append((compile_, brk))
-    return sorted(groups.values(), key=lambda g: (-g.count, g.reason, g.kind))
+    return sorted(groups.values(), key=lambda g: (g.torch_break, -g.count, g.reason, g.kind))
 
 
 class FrameRecompiles(Struct):
@@ -490,6 +664,16 @@ class FrameRecompiles(Struct):
     @property
     def name(self) -> str:
         return next((c.frame for c in self.compiles if c.frame), "")
+
+    @property
+    def via(self) -> str:
+        """The library frame the compile it is named after started in, in words (`CompileSummary.via`)."""
+        return next((c.via for c in self.compiles if c.frame), "")
+
+    @property
+    def inside(self) -> str:
+        """The library the compile it is named after started in, in words, short (`CompileSummary.inside`)."""
+        return next((c.inside for c in self.compiles if c.frame), "")
 
     @property
     def reasons(self) -> list[tuple[CompileSummary, str]]:
@@ -555,6 +739,16 @@ _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 # names Dynamo makes up for what it hands a resume function after a graph break (resume_execution.py)
 _DYNAMO_NAME = re.compile(r"(?<!\w)___(?:stack|context_manager_)\d+\b")
 _RESUME_FUNCTION = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)")
+_SIZE_CHANGE = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)\. expected (\S+?), actual (\S+?)\.?$")
+
+
+def guard_failure(reason: str) -> str:
+    """A recompile reason in the user's words: the guard that failed, without the id of the cached
+    compile torch prefixes it with nor its source comment; a size guard as what changed
+    (`x.shape[0] changed 8→5`)."""
+    guard = _GUARD_COMMENT.split(_REASON_OF.sub("", first_line(reason)), 1)[0].strip()
+    size = _SIZE_CHANGE.fullmatch(guard)
+    return f"{size[1]}.shape[{size[2]}] changed {size[3]}→{size[4]}" if size else guard
 
 
 def dynamo_names(text: str) -> list[str]:
@@ -607,6 +801,11 @@ class LimitHit(Struct):
     @property
     def name(self) -> str:
         return next((c.frame for c in reversed(self.compiles) if c.frame), "")
+
+    @property
+    def via(self) -> str:
+        """The library frame the compile it is named after started in, in words (`CompileSummary.via`)."""
+        return next((c.via for c in reversed(self.compiles) if c.frame), "")
 
     @property
     def user_location(self) -> str:
@@ -771,7 +970,7 @@ def load_summary(data: Any) -> Summary | RanksSummary:
     """A report's or a multi-rank landing's summary.json (parsed), as typed objects."""
     if not isinstance(data, dict):
         raise SummaryError("not a JSON object")
-    if not str(data.get("schema_version", "")).startswith(("1.", "2.", "3.")):
+    if not str(data.get("schema_version", "")).startswith(("1.", "2.", "3.", "4.")):
         raise SummaryError("not a tlparse-py summary.json (schema 1.x to 3.x)")
     if isinstance(data.get("ranks"), list):
         return _load_ranks(data)
@@ -843,6 +1042,9 @@ def _load_compile(record: CompileRecord, where: str) -> CompileSummary:
         pages=[(label, record.url)],
         cause=cause,
         restart_reasons=record.restart_reasons,
+        library_frame=record.library_frame,
+        config_changes=record.config_changes,
+        config_unusual=record.config_unusual,
     )
 
 

@@ -26,7 +26,7 @@ from msgspec import Struct
 
 from ..units import format_seconds
 from .conditions import Condition, unknown, violated
-from .summary import CACHE_RESULTS, CompileSummary, RanksSummary, Summary, first_line, slowest
+from .summary import CACHE_RESULTS, CompileSummary, RankEntry, RanksSummary, Summary, first_line, slowest
 
 Value = int | float | None
 Involved = list[tuple[CompileSummary, str]]  # (a compile behind the number, a detail such as "(2)")
@@ -38,6 +38,9 @@ class Combined(Struct, frozen=True):
     value: Value
     text: str
     phrase: str  # for gate messages: "compile_time_s is 12.5 on the slowest rank"
+    # the value is one rank's (the most, the slowest): a gate's condition holds on the ranks whose own
+    # value it holds for; False when every rank adds to it (summed)
+    one_rank: bool = True
 
 
 def _show(value: Value, seconds: bool) -> str:
@@ -49,11 +52,11 @@ def _show(value: Value, seconds: bool) -> str:
 def summed(values: Sequence[Value], seconds: bool) -> Combined:
     """Ranks add up (failures, cache lookups: each rank's are its own); unknown when any rank's is unknown."""
     if any(v is None for v in values):
-        return Combined(None, "unknown", " summed over ranks")
+        return Combined(None, "unknown", " summed over ranks", one_rank=False)
     total: int | float = sum(v for v in values if v is not None)
     if isinstance(total, float):
         total = round(total, 6)
-    return Combined(total, _show(total, seconds), " summed over ranks")
+    return Combined(total, _show(total, seconds), " summed over ranks", one_rank=False)
 
 
 def per_rank(values: Sequence[Value], seconds: bool) -> Combined:
@@ -131,9 +134,14 @@ def _slowest(compiles: Sequence[CompileSummary]) -> Involved:
 
 
 def _breaks_where(compiles: Sequence[CompileSummary]) -> Involved:
-    """Each compile with graph breaks, and where in the user's code they are: `(2 at model.py:30, model.py:41)`."""
-    return [(c, f"({len(c.graph_breaks)} at {', '.join(dict.fromkeys(b.user_location for b in c.graph_breaks))})")
-            for c in compiles if c.graph_breaks]
+    """Each compile with graph breaks of the user's, and where in the user's code they are: `(2 at model.py:30, model.py:41)`."""
+    return [(c, f"({len(breaks)} at {', '.join(dict.fromkeys(b.user_location for b in breaks))})")
+            for c in compiles if (breaks := c.user_breaks)]
+
+
+def _torch_breaks_where(compiles: Sequence[CompileSummary]) -> Involved:
+    """Each compile with torch's graph breaks, and which: `(torch's own break (optimizer.py:79))`."""
+    return [(c, f"({', '.join(dict.fromkeys(b.owner for b in breaks))})") for c in compiles if (breaks := c.torch_breaks)]
 
 
 def _cache(result: str) -> Total:
@@ -151,8 +159,15 @@ TOTALS: tuple[Total, ...] = (
           compute=len, involved=lambda cs: [(c, "") for c in cs], over_ranks=per_rank, better="none"),
     Total("frames", "frames", "frames", "compiled functions (a frame id reused after torch._dynamo.reset() is another frame)",
           compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none", additive=False),
-    Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile",
-          compute=lambda cs: sum(len(c.graph_breaks) for c in cs), involved=_breaks_where, over_ranks=per_rank),
+    Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile; "
+          "not torch's own (torch_graph_breaks)",
+          compute=lambda cs: sum(len(c.user_breaks) for c in cs), involved=_breaks_where, over_ranks=per_rank),
+    # neither fewer nor more is the user's doing: torch breaks there whenever its code (an optimizer step) is compiled
+    Total("torch_graph_breaks", "torch's graph breaks", "torch's graph breaks",
+          "torch's own graph breaks: its torch._dynamo.graph_break() call inside torch, on purpose (a compiled optimizer "
+          "step); not counted in graph_breaks",
+          compute=lambda cs: sum(len(c.torch_breaks) for c in cs), involved=_torch_breaks_where, over_ranks=per_rank,
+          better="none"),
     Total("recompiles", "recompiles", "recompiles", "compiles of a frame that had compiled before, after a guard failed "
           "(not the compile over the recompile limit, which compiled nothing)",
           compute=lambda cs: sum(1 for c in cs if c.is_recompile), involved=lambda cs: [(c, "") for c in cs if c.is_recompile],
@@ -244,18 +259,35 @@ def report_values(summary: Summary | RanksSummary) -> tuple[dict[str, Value], di
     return {name: c.value for name, c in combined.items()}, {name: c.phrase for name, c in combined.items()}
 
 
-def _owned_compiles(summary: Summary | RanksSummary) -> tuple[Sequence[CompileSummary], dict[int, str]]:
-    """Every compile of the report, and (multi-rank) which rank each is from, as a label prefix."""
+RankValues = list[tuple[RankEntry, dict[str, Value]]]  # each rank read, with its own totals
+
+
+def _rank_values(summary: RanksSummary) -> RankValues:
+    return [(entry, totals_of(entry.summary.compiles)) for entry in summary.read if entry.summary is not None]
+
+
+def ranks_behind(total: Total, condition: Condition, ranks: RankValues) -> list[tuple[RankEntry, Value]]:
+    """The ranks that make a condition on a total over ranks hold, with their own value, the most
+    first: when the total is one rank's (the most, the slowest), those whose own value holds it (not
+    a rank under the limit); when every rank adds to it (summed), those that add something."""
+    one_rank = total.combine([values.get(total.name) for _, values in ranks]).one_rank
+    behind = [(entry, values.get(total.name)) for entry, values in ranks]
+    behind = [(entry, value) for entry, value in behind if (condition.holds(value) if one_rank else value)]
+    return sorted(behind, key=lambda row: -(row[1] or 0))
+
+
+def _behind(total: Total, condition: Condition, summary: Summary | RanksSummary, ranks: RankValues) -> tuple[list[str], str]:
+    """The compiles behind a violated condition (labelled with their rank over ranks: the ranks that
+    make it hold, the most first, only theirs), and those ranks with their values, in words."""
     if isinstance(summary, Summary):
-        return summary.compiles, {}
-    compiles: list[CompileSummary] = []
-    owner: dict[int, str] = {}
-    for entry in summary.read:
-        assert entry.summary is not None
-        for c in entry.summary.compiles:
-            owner[id(c)] = f"{entry.name} "
-            compiles.append(c)
-    return compiles, owner
+        return [c.label + (f" {detail}" if detail else "") for c, detail in total.involved(summary.compiles)], ""
+    behind = ranks_behind(total, condition, ranks)
+    ids = [f"{entry.name} {c.label}" + (f" {detail}" if detail else "")
+           for entry, _ in behind if entry.summary is not None for c, detail in total.involved(entry.summary.compiles)]
+    named = ", ".join(f"{entry.name} ({total.show(value)})" for entry, value in behind[:MAX_IDS])
+    more = f", +{len(behind) - MAX_IDS} more" if len(behind) > MAX_IDS else ""
+    one_rank = total.combine([values.get(total.name) for _, values in ranks]).one_rank
+    return ids, (f"; it holds on {named}{more}" if one_rank else f"; from {named}{more}") if named else ""
 
 
 def _shown(value: float | int) -> str:
@@ -264,15 +296,16 @@ def _shown(value: float | int) -> str:
 
 def check_report(conditions: Sequence[Condition], summary: Summary | RanksSummary) -> tuple[list[str], list[str]]:
     """(a line per violated condition naming the compiles behind it, a line per condition left
-    unchecked because its number is unknown)."""
-    compiles, owner = _owned_compiles(summary)
+    unchecked because its number is unknown). Over ranks, the ranks that make a condition hold are
+    named, and only their compiles (`ranks_behind`)."""
     values, phrases = report_values(summary)
+    ranks = _rank_values(summary) if isinstance(summary, RanksSummary) else []
     failed = []
     for violation in violated(conditions, values):
         total = BY_NAME[violation.condition.name]
-        ids = [f"{owner.get(id(c), '')}{c.label}" + (f" {detail}" if detail else "") for c, detail in total.involved(compiles)]
+        ids, where = _behind(total, violation.condition, summary, ranks)
         listed = ", ".join(ids[:MAX_IDS]) + (f", +{len(ids) - MAX_IDS} more" if len(ids) > MAX_IDS else "")
-        failed.append(f"{violation.condition}: {total.name} is {_shown(violation.value)}{phrases.get(total.name, '')}"
+        failed.append(f"{violation.condition}: {total.name} is {_shown(violation.value)}{phrases.get(total.name, '')}{where}"
                       + (f" ({total.what}: {listed})" if ids else ""))
     unchecked = [f"{c}: unknown ({c.name} is not known from this log), not checked" for c in unknown(conditions, values)]
     return failed, unchecked
@@ -310,10 +343,18 @@ class Gate(Struct, frozen=True):
 
 
 def break_line(row: Mapping[str, Any]) -> str:
-    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (one line of a diff's graph-break row)."""
+    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (one line of a diff's graph-break row);
+    a torch's graph break says so, without torch's hint (it is about torch's own code)."""
     kind = f"{row['registry_id']}: " if row.get("registry_id") else ""
+    if row.get("torch_break"):
+        return f"new torch's own graph break {kind}{row['reason']} at {row['user_location']} (on purpose, not counted in new_graph_breaks)."
     hint = f" Hint: {row['hints'][0]}" if row.get("hints") else ""
     return f"new graph break {kind}{row['reason']} at {row['user_location']}.{hint}"
+
+
+def _new_user_breaks(c: Comparison) -> list[Mapping[str, Any]]:
+    """The graph breaks NEW has that BASE did not, but torch's own (`torch_graph_breaks` counts those)."""
+    return [g for g in c["graph_breaks"]["new"] if not g.get("torch_break")]
 
 
 def _seconds_text(value: float | None) -> str:
@@ -341,9 +382,9 @@ def _recompiles_added(c: Comparison) -> int:
 
 
 DIFF_GATES: tuple[Gate, ...] = (
-    Gate("new_graph_breaks", "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved)",
-         "graph_breaks", count=lambda c: len(c["graph_breaks"]["new"]),
-         names=lambda c: [break_line(g) for g in c["graph_breaks"]["new"]]),
+    Gate("new_graph_breaks", "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved); "
+         "not torch's own", "graph_breaks", count=lambda c: len(_new_user_breaks(c)),
+         names=lambda c: [break_line(g) for g in _new_user_breaks(c)]),
     Gate("new_recompiles", "recompiles NEW has beyond BASE's, summed over frames", "recompiles", count=_recompiles_added,
          names=lambda c: [f"{f['frame']} ({f['user_location']}): {f['recompiles']['base']} → {f['recompiles']['new']}"
                           for f in c["frames"] if (f["recompiles"]["delta"] or 0) > 0]),

@@ -18,6 +18,7 @@ from msgspec.structs import replace
 
 from .. import shutdown
 from ..analysis.compiles import Analysis
+from ..analysis.digest import ranks_digest, report_digest
 from ..analysis.kinds import load_plugins
 from ..analysis.stacks import is_user_code, split_location
 from ..analysis.store import InputInfo
@@ -26,7 +27,7 @@ from ..analysis.totals import check_report, columns, totals_of
 from ..options import Options
 from ..pipeline import write_report
 from ..reading.gunzip import GunzipRefused, is_gzip
-from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, skipped_symlinks
+from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, kept_path, skipped_symlinks
 from ..report.markdown import append_markdown, summary_markdown
 from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
 from ..terminal import sanitize
@@ -90,14 +91,14 @@ def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path,
             echo_err(note)
     started = time.perf_counter()
     if request.all_ranks_html:
-        ranks = _write_multi_rank(path, request, request.dask_scheduler)
+        ranks = _write_multi_rank(path, request, request.dask_scheduler, kept)
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
     try:
         chosen = choose(path, request.latest, options.export, request.all_runs)
     except SeveralRanks as several:
-        echo_err(str(several))
-        ranks = _write_multi_rank(path, request)
+        echo_err(several.said_of(kept_path(path, kept)))
+        ranks = _write_multi_rank(path, request, kept=kept)
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
     report = _write(chosen, out, request.overwrite, request.verbose, options, kept)
@@ -186,14 +187,7 @@ def source_info(chosen: ChosenInput, kept: tuple[Path, Path] | None = None) -> I
 
 def kept_as(info: InputInfo, kept: tuple[Path, Path] | None) -> InputInfo:
     """The source as the kept trace's path (`run`'s trace moves into OUT/trace once the report is written)."""
-    if kept is None:
-        return info
-    read_in, kept_in = kept
-    try:
-        relative = Path(info.path).relative_to(read_in)
-    except ValueError:
-        return info
-    return replace(info, path=str(kept_in / relative))
+    return info if kept is None else replace(info, path=str(kept_path(Path(info.path), kept)))
 
 
 def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options, kept: tuple[Path, Path] | None = None) -> Analysis:
@@ -222,9 +216,9 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
         progress.clear()
 
 
-def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None = None) -> RanksSummary:
+def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None = None, kept: tuple[Path, Path] | None = None) -> RanksSummary:
     """--all-ranks-html: a report per rank, in parallel (locally, or on the Dask cluster at
-    `scheduler`), and a landing page comparing them."""
+    `scheduler`), and a landing page comparing them; `kept`: as for `write_and_check`."""
 
     def done(result: RankResult) -> None:
         if result.error:
@@ -233,9 +227,10 @@ def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None 
 
     from ..multirank import ClusterError, write_all_ranks  # only for rank folders: most reports are one log
 
+    started = time.perf_counter()
     try:
         out = request.out
-        landing, notes = write_all_ranks(path, out, request.overwrite, request.options, on_done=done, scheduler=scheduler)
+        landing, notes = write_all_ranks(path, out, request.overwrite, request.options, on_done=done, scheduler=scheduler, kept=kept)
     except InputError as exc:
         raise CliError(str(exc)) from None
     except ClusterError as exc:
@@ -250,11 +245,17 @@ def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None 
         echo_out(note)
     echo_out(f"Multi-rank report generated under {out}")
     echo_out("Individual pages: rank_*/index.html")
-    if landing.diverges:
-        echo_err("Ranks diverge: see the landing page for where")
+    assert landing.summary is not None  # set once its summary.json is written
+    first = landing.comparison.first
+    if landing.diverges and first is not None:
+        more = len(landing.comparison.divergences) - 1
+        echo_err(f"Ranks diverge, first at {sanitize(first.line)} ({'and ' + str(more) + ' more: ' if more else ''}"
+                 f"{sanitize(out / 'index.html')}#divergence)")
+    records = sum(r.records for r in landing.results)
+    echo_err(f"Report: {sanitize(out / 'index.html')}: {ranks_totals_line(landing.summary)} "
+             f"({len(landing.ranks)} ranks, {records} records, {time.perf_counter() - started:.2f} s)")
     if not request.no_browser:
         open_browser(out)
-    assert landing.summary is not None  # set once its summary.json is written
     return landing.summary
 
 
@@ -270,6 +271,9 @@ def _summarise(report: Analysis, summary: Summary, out: Path, chosen: ChosenInpu
         echo_err(f"Unknown record kinds, shown generically in the report: {names}")
     if diagnostics.total and not verbose:
         echo_err(f"{diagnostics.total} line(s) skipped or damaged; they are listed in the report (index.html#diagnostics), or run with -v")
+    export = report_digest(summary).export
+    if export is not None and export.status in ("failed", "issues"):
+        echo_err(f"{sanitize(export.headline)} ({sanitize(out / 'index.html')}#export)")
     seconds = time.perf_counter() - started
     megabytes = size(chosen.log) / 1e6
     echo_err(f"Report: {out / 'index.html'}: {totals_line(summary)} "
@@ -280,6 +284,13 @@ def totals_line(summary: Summary) -> str:
     """`compiles 5, frames 5, graph breaks 3, ..., compile time 17.08 s` (every declared total)."""
     values = totals_of(summary.compiles)
     return ", ".join(f"{column} {' / '.join(total.show(values[total.name]) for total in group)}" for column, group in columns())
+
+
+def ranks_totals_line(summary: RanksSummary) -> str:
+    """`compiles 5–9 per rank, ..., compile time max 11.19 s, median 8.53 s per rank, ...`: every
+    declared total over the ranks read, combined as its declaration says."""
+    combined = ranks_digest(summary).combined
+    return ", ".join(f"{column} {' / '.join(combined[total.name] for total in group)}" for column, group in columns())
 
 
 def _warn_about_source_links(summary: Summary, options: Options) -> None:

@@ -11,6 +11,10 @@ A record the writer never finished (its line cut, its payload short of its md5) 
 watch: once the log stops growing it is read as the one-shot read reads it, and counted as damaged.
 A pid that cannot be a process (0, or above the system's pid maximum) means the writer is unknown:
 the quiet rule alone decides.
+
+A folder of several ranks' logs is followed rank by rank (`multirank.live.LiveRanks`: each rank's
+live report and the landing page); a folder whose second rank starts logging after the watch began
+becomes one then. Its final report is the one-shot multi-rank report, written over the live one.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import click
 from msgspec import Struct
@@ -30,14 +34,18 @@ from ..analysis.kinds import load_plugins
 from ..live import LiveReport, LogReset
 from ..reading.tail import NotRegular
 from ..reading.gunzip import is_gzip
-from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, rank_of, trace_logs
+from ..reading.inputs import ChosenInput, InputError, SeveralRanks, candidate_logs, choose_input, kept_path, rank_of, ranks_in, trace_logs
 from ..report.writer import OutputError
 from ..terminal import sanitize
 from .common import Amount, CliError, echo_diagnostic, echo_err, open_browser
 from .report import conclude, kept_as, path_or_env, rank_detected, source_info, write_and_check
 from .request import ReportRequest, ServeAt, report_options, serve_options
 
+if TYPE_CHECKING:
+    from ..multirank.live import LiveRanks
+
 EXIT_INTERRUPTED = 130
+Live = Union[LiveReport, "LiveRanks"]  # a log followed, or a folder of rank logs (every rank, and its landing)
 
 
 class Watching(Struct):
@@ -150,72 +158,136 @@ def _choose_now(path: Path, request: ReportRequest) -> tuple[ChosenInput | None,
 def _watch_log(path: Path, chosen: ChosenInput, request: ReportRequest, watching: Watching,
                on_first_compile: Callable[[], None] | None) -> None:
     out = request.out
-    try:
-        live = LiveReport(chosen.log, out, request.options, overwrite=request.overwrite, source=lambda: kept_as(source_info(chosen), watching.shown),
-                          echo=echo_diagnostic if request.verbose else None, on_rank=rank_detected)
-    except OutputError as exc:
-        raise CliError(str(exc)) from None
-    echo_err(f"watching {chosen.log}: live report in {out / 'index.html'} (Ctrl-C to stop)")
+    opened: list[bool] = []
+
+    def first_compile() -> None:  # once, even when the live report becomes a multi-rank one
+        if opened:
+            return
+        opened.append(True)
+        if on_first_compile is not None:
+            on_first_compile()
+        elif not request.no_browser:
+            open_browser(out)
+
+    live = _open(path, chosen, request, watching, _several_ranks(path, request), request.overwrite)
     try:
         interrupted = False
         try:
-            _follow(live, request, watching, on_first_compile)
+            while True:
+                try:
+                    _follow(live, request, watching, first_compile, path if isinstance(live, LiveReport) and path.is_dir() else None)
+                    break
+                except RanksAppeared:  # the live report becomes the multi-rank one, from the logs' start
+                    live.close()
+                    live = _open(path, chosen, request, watching, True, True)
         except KeyboardInterrupt:
             interrupted = True
-        _finish(path, chosen, live, request, interrupted)
+        _finish(path, chosen, live, request, interrupted, watching)
     finally:
         live.close()
 
 
-def _follow(live: LiveReport, request: ReportRequest, watching: Watching, on_first_compile: Callable[[], None] | None) -> None:
+class RanksAppeared(Exception):
+    """The folder followed now holds the logs of several ranks (one appeared after the first)."""
+
+
+def _several_ranks(path: Path, request: ReportRequest) -> bool:
+    """Whether PATH is now a folder of several ranks' logs: read as a multi-rank report (as
+    `reading.inputs.choose_input` decides)."""
+    try:
+        return path.is_dir() and not request.latest and len(ranks_in(path)) > 1
+    except InputError:
+        return False
+
+
+def _open(path: Path, chosen: ChosenInput, request: ReportRequest, watching: Watching, several: bool, overwrite: bool) -> Live:
+    """The live report in `request.out`: of the log chosen, or of every rank's log of the folder."""
+    out = request.out
+    echo = echo_diagnostic if request.verbose else None
+    try:
+        if several:
+            from ..multirank.live import LiveRanks  # only for rank folders
+
+            ranks = LiveRanks(path, out, request.options, overwrite=overwrite, kept=watching.shown, echo=echo, tell=echo_err)
+            logs = [f"{kept_path(r.job.log, watching.shown).name} ({r.job.folder})" for r in ranks.ranks.values()]
+            named = ", ".join(logs[:4]) + (f" and {len(logs) - 4} more" if len(logs) > 4 else "")
+            echo_err(f"watching every rank's log in {kept_path(path, watching.shown)}: {named}; live report in {out / 'index.html'} "
+                     "(a rank that starts logging later joins; Ctrl-C to stop)")
+            return ranks
+        live = LiveReport(chosen.log, out, request.options, overwrite=overwrite, source=lambda: kept_as(source_info(chosen), watching.shown),
+                          echo=echo, on_rank=rank_detected)
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    echo_err(f"watching {kept_path(chosen.log, watching.shown)}: live report in {out / 'index.html'} (Ctrl-C to stop)")
+    return live
+
+
+def _follow(live: Live, request: ReportRequest, watching: Watching, first_compile: Callable[[], None], folder: Path | None) -> None:
     """Update the live report until the log's writer is done: no writer known to run, and the log
-    has not grown for `quiet_s` (a record it never finished does not hold the watch)."""
+    has not grown for `quiet_s` (a record it never finished does not hold the watch). `folder`: the
+    folder a single log is followed in; RanksAppeared when the logs of several ranks appear in it."""
     last_growth = time.monotonic()
-    size = live.tail.size_now()
+    size = live.size_now()
     note = ""
     first = True
-    opened = False
     gone = False  # the log was removed (rotated?): said once, then waited for
+    opened = False
+    listed: list[Path] = []  # the folder's logs at the last look
     while True:
         _check_folder(live, request.out)
+        if folder is not None and _ranks_appeared(folder, request, listed):
+            echo_err(f"{kept_path(folder, watching.shown)} now holds the logs of several ranks: the live report follows every rank")
+            raise RanksAppeared
         before = live.bytes_read
         try:
             touched = live.read()
             gone = False
         except LogReset as reset:
-            echo_err(f"{reset}: reading it again from the start")
+            assert isinstance(live, LiveReport)  # LiveRanks starts a rank's log over itself
+            echo_err(f"{str(reset).replace(str(live.log), str(kept_path(live.log, watching.shown)), 1)}: reading it again from the start")
             live.restart()
             first = True
             continue
         except (FileNotFoundError, NotRegular) as exc:
+            assert isinstance(live, LiveReport)  # LiveRanks says so of a rank's log itself
             if not gone:
                 why = "was removed" if isinstance(exc, FileNotFoundError) else sanitize(exc.strerror or "is not a regular file")
-                echo_err(f"{live.log} {why}; waiting for it to come back (Ctrl-C to stop)")
+                echo_err(f"{kept_path(live.log, watching.shown)} {why}; waiting for it to come back (Ctrl-C to stop)")
             gone, touched = True, set()
         except OSError as exc:
-            raise CliError(f"cannot read {live.log}: {exc.strerror or exc}", 1) from None
+            unread = live.log if isinstance(live, LiveReport) else Path(exc.filename or live.folder)
+            raise CliError(f"cannot read {kept_path(unread, watching.shown)}: {exc.strerror or exc}", 1) from None
         running = _writer_running(live, watching)
         now = time.monotonic()
-        size_now = live.tail.size_now()
+        size_now = live.size_now()
         if live.bytes_read != before or size_now != size:
             last_growth, size = now, size_now
         new_note = _note(live, running)
         if touched or first or new_note != note:
             note = new_note
-            _update(live, note, touched, request.out)
+            _update(live, note, touched, request.out, running)
             first = False
-        if not opened and live.analysis.compiles():
+        if not opened and live.compiled():
             opened = True
-            if on_first_compile is not None:
-                on_first_compile()
-            elif not request.no_browser:
-                open_browser(request.out)
+            first_compile()
         if not running and now - last_growth >= watching.quiet_s:
             return
         time.sleep(watching.interval)
 
 
-def _writer_running(live: LiveReport, watching: Watching) -> bool:
+def _ranks_appeared(folder: Path, request: ReportRequest, listed: list[Path]) -> bool:
+    """Whether the folder holds the logs of several ranks now (asked again only when its logs changed)."""
+    try:
+        logs = candidate_logs(folder)
+    except InputError:
+        return False
+    if logs == listed:
+        return False
+    listed[:] = logs
+    return _several_ranks(folder, request)
+
+
+def _writer_running(live: Live, watching: Watching) -> bool:
     """Whether the log's writer may still write: the program `run` started runs, or a process whose
     pid the log names does (pids that cannot be a process are no writer: the quiet rule decides)."""
     if watching.writer_running is not None and watching.writer_running():
@@ -223,20 +295,23 @@ def _writer_running(live: LiveReport, watching: Watching) -> bool:
     return any_alive(live.pids)
 
 
-def _update(live: LiveReport, note: str, touched: set[Any], out: Path) -> None:
+def _update(live: Live, note: str, touched: set[Any], out: Path, running: bool) -> None:
     try:
-        live.update(note, touched)
+        if isinstance(live, LiveReport):
+            live.update(note, touched)
+        else:  # each rank's pages say how much of its own log was read
+            live.update(note, touched, note_of=lambda rank: _note(rank, running))
     except OSError as exc:
         _check_folder(live, out)
         raise CliError(f"could not write the live report ({exc.filename or out}: {exc.strerror or exc})", 1) from None
 
 
-def _check_folder(live: LiveReport, out: Path) -> None:
+def _check_folder(live: Live, out: Path) -> None:
     if not live.writer.still_there():
         raise CliError(f"the report folder {out} was deleted or replaced while watching; stopping (nothing was written there since)", 1)
 
 
-def _note(live: LiveReport, running: bool) -> str:
+def _note(live: Live, running: bool) -> str:
     pids = ", ".join(map(str, sorted(p for p in live.pids if valid_pid(p)))) or "not known"
     if running:
         return f"Read {live.bytes_read / 1e6:,.1f} MB so far; the program (pid {pids}) is running."
@@ -287,7 +362,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRequest, interrupted: bool) -> None:
+def _finish(path: Path, chosen: ChosenInput, live: Live, request: ReportRequest, interrupted: bool, watching: Watching) -> None:
     """Write the final report: the live one finished when the logs are the ones followed, else a
     one-shot report of PATH over it (rank logs, a second log of the process that appeared)."""
     if interrupted:
@@ -296,19 +371,19 @@ def _finish(path: Path, chosen: ChosenInput, live: LiveReport, request: ReportRe
     _check_folder(live, request.out)
     final, ranks = _choose_now(path, request) if path.is_dir() else (chosen, False)
     try:
-        if final is not None and final.logs == chosen.logs and final.others == chosen.others and not ranks:
+        if isinstance(live, LiveReport) and final is not None and final.logs == chosen.logs and final.others == chosen.others and not ranks:
             report = live.finish()
             conclude(report, final, started, replace(request, no_browser=True))
         else:
             live.close()
-            write_and_check(path, replace(request, overwrite=True, no_browser=True))
+            write_and_check(path, replace(request, overwrite=True, no_browser=True), kept=watching.shown)
     except KeyboardInterrupt:
         raise CliError(f"stopped (Ctrl-C) again: {request.out} holds the last live update", EXIT_INTERRUPTED) from None
     except (FileNotFoundError, NotRegular) as exc:
-        if exc.filename != str(live.log):
+        if not isinstance(live, LiveReport) or exc.filename != str(live.log):
             raise CliError(f"could not write the final report ({exc.filename or request.out}: {exc.strerror or exc}); "
                            f"{request.out} holds the last live update", 1) from None
-        raise CliError(f"cannot read {live.log} for the final report: {exc.strerror or exc}; "
+        raise CliError(f"cannot read {kept_path(live.log, watching.shown)} for the final report: {exc.strerror or exc}; "
                        f"{request.out} holds the last live update", 1) from None
     except OSError as exc:  # the disk filled, the folder was replaced...
         _check_folder(live, request.out)

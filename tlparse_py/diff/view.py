@@ -57,12 +57,12 @@ def change(values: dict[str, Any], better: str = "lower", seconds: bool = False)
     }
 
 
-def _where(frame: Any, location: Any, row: dict[str, Any] | None = None) -> dict[str, str]:
-    """How a frame is named on the page, with how it was found in NEW when it moved or was renamed."""
-    shown = {"frame": frame if frame is not None else "(unknown frame)", "location": location or "", "pairing": ""}
-    if row is not None:
-        shown["pairing"] = pairing_words(row)
-    return shown
+def _where(row: dict[str, Any], paired: bool = False) -> dict[str, str]:
+    """How a row's frame is named on the page: its name, the library it is in when it is a library frame,
+    its user location and, for a frame row (`paired`), how it was found in NEW when it moved or was renamed."""
+    frame = row["frame"]
+    return {"frame": frame if frame is not None else "(unknown frame)", "inside": row.get("inside") or "",
+            "location": row["user_location"] or "", "pairing": pairing_words(row) if paired else ""}
 
 
 def pairing_words(row: dict[str, Any]) -> str:
@@ -93,11 +93,11 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
     # compile of 100,000s of frames is a page no browser opens, and its text costs memory per compile
     recompiles, more_recompiles = _first_rows(
         (f for f in frames if f["recompiles"]["base"] or f["recompiles"]["new"] or f["new_recompile_reasons"]),
-        lambda f: {**_where(f["frame"], f["user_location"], f), "recompiles": change(f["recompiles"], "none" if f["regression"] else "lower"),
+        lambda f: {**_where(f, paired=True), "recompiles": change(f["recompiles"], "none" if f["regression"] else "lower"),
                    "compiles": change(f["compiles"], "none"), "reasons": f["new_recompile_reasons"], "presence": f["presence"],
                    "regression": f["regression"]})
     times, more_times = _first_rows(iter(frames), lambda f: {
-        **_where(f["frame"], f["user_location"], f), "presence": f["presence"], "regression": f["regression"],
+        **_where(f, paired=True), "presence": f["presence"], "regression": f["regression"],
         "time": change(f["compile_time_s"], _better("lower", True, f["compile_time_s"]["ratio"] is not None or f["presence"] != "both"),
                        seconds=True),
         "compiles": change(f["compiles"], "none"),
@@ -105,7 +105,7 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
                    "comparable": p["time_comparable"]} for p in f["pairs"]]})
     cache_frames, more_cache_frames = _first_rows(
         (f for f in frames if any(f["cache"][s]["base"] or f["cache"][s]["new"] for s in ("hit", "miss", "bypass"))),
-        lambda f: {**_where(f["frame"], f["user_location"]), **{state: change(f["cache"][state], "higher" if state == "hit" else "lower")
+        lambda f: {**_where(f), **{state: change(f["cache"][state], "higher" if state == "hit" else "lower")
                                                                 for state in ("hit", "miss", "bypass")}})
     graph_breaks = comparison["graph_breaks"]
     return {
@@ -123,7 +123,7 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "time": {**change(time, _better("lower", True, time["comparable"]), seconds=True), "comparable": time["comparable"],
                  "why_not": time["why_not"], "compared": time["compared"]},
         "no_longer_compiled": [
-            {**_where(f["frame"], f["user_location"]), "base_id": (f["base"] or {}).get("id"), "new_id": (f["new"] or {}).get("id"),
+            {**_where(f), "base_id": (f["base"] or {}).get("id"), "new_id": (f["new"] or {}).get("id"),
              "outcome": f["outcome"], "headline": first_line(f["reason"] or ""), "reason": f["reason"] or "",
              "lost": _seconds(f["lost_compile_time_s"])}
             for f in comparison["no_longer_compiled"]
@@ -136,7 +136,7 @@ def section_context(comparison: dict[str, Any], prefix: str = "") -> dict[str, A
         "fixed_failures": [_failure(f) for f in comparison["failures"]["fixed"]],
         "vllm": comparison.get("vllm"),
         "op_counts": [
-            {**_where(o["frame"], o["user_location"]), "base_id": o["base"]["id"], "new_id": o["new"]["id"],
+            {**_where(o), "base_id": o["base"]["id"], "new_id": o["new"]["id"],
              "ops": change(o["graph_op_count"], "none")}
             for o in comparison["graph_op_counts"]
         ],
@@ -158,11 +158,11 @@ def _gb(g: dict[str, Any]) -> dict[str, Any]:
     return {"reason": g["reason"], "location": g["user_location"], "count": change(g["count"]),
             "frames": [f if f is not None else "(unknown frame)" for f in g["frames"]], "compiles": g["compiles"],
             "registry_id": g.get("registry_id"), "doc_url": g.get("doc_url"), "hints": g.get("hints") or [],
-            "source": g.get("user_source"), "moved": g.get("moved")}
+            "source": g.get("user_source"), "moved": g.get("moved"), "torch_break": bool(g.get("torch_break"))}
 
 
 def _failure(f: dict[str, Any]) -> dict[str, Any]:
-    return {**_where(f["frame"], f["user_location"]), "base_id": (f["base"] or {}).get("id"), "new_id": (f["new"] or {}).get("id"),
+    return {**_where(f), "base_id": (f["base"] or {}).get("id"), "new_id": (f["new"] or {}).get("id"),
             "type": f["type"], "reason": f["reason"] or ""}
 
 
@@ -249,7 +249,7 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     eager = [f for c in parts for f in c["no_longer_compiled"]]
     if eager:
         lines.append(f"**No longer compiled: runs eagerly ({len(eager)})** — [details]({page}{'#no-longer-compiled' if diff.get('comparison') is not None else ''})")
-        lines += [f"- {code(f['frame'])} {text(f['user_location'] or '')}: {text(f['outcome'])}"
+        lines += [f"- {code(f['frame'])}{_inside(f)} {text(f['user_location'] or '')}: {text(f['outcome'])}"
                   + (f": {text(first_line(f['reason']), LONG)}" if f["reason"] else "") for f in eager[:limit]]
         if len(eager) > limit:
             lines.append(f"- … and {len(eager) - limit} more")
@@ -257,7 +257,9 @@ def markdown(diff: dict[str, Any], page: str, violations: list[str] | None = Non
     single = diff.get("comparison") is not None  # rank sections have their own anchors: link the page
     gbs = [g for c in parts for g in c["graph_breaks"]["new"]]
     if gbs:
-        lines.append(f"**New graph breaks ({len(gbs)})** — [details]({page}{'#graph-breaks' if single else ''})")
+        torchs = sum(1 for g in gbs if g.get("torch_break"))
+        count = f"{len(gbs) - torchs}" + (f", and {torchs} of torch's own" if torchs else "")
+        lines.append(f"**New graph breaks ({count})** — [details]({page}{'#graph-breaks' if single else ''})")
         lines += [f"- {text(break_line(g), LONG)}" for g in gbs[:limit]]
         if len(gbs) > limit:
             lines.append(f"- … and {len(gbs) - limit} more")
@@ -291,6 +293,11 @@ def _vllm_lines(vllm: dict[str, Any] | None, page: str, limit: int) -> list[str]
     lines += [f"- pass {code(p['pass'])} ({text(p['call'])}): {text(p['base'] or 'not run')} → {text(p['new'] or 'not run')}"
               for p in vllm["passes"][:limit]]
     return lines + [""]
+
+
+def _inside(row: dict[str, Any]) -> str:
+    """` (inside the standard library)` after a library frame's name in Markdown; "" for any other frame."""
+    return f" (inside {text(row['inside'])})" if row.get("inside") else ""
 
 
 def _md_row(label: str, values: dict[str, Any], seconds: bool) -> str:

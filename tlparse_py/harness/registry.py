@@ -354,6 +354,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         gzip_fixture=True,
     ),
     Scenario(
+        "config_patch",
+        "[0/0] compiles under torch._dynamo.config.patch(capture_scalar_outputs=True), its recompile [0/1] without it "
+        "and breaks at .item(); a call under set_stance('force_eager') compiles nothing",
+        expect=('\\"capture_scalar_outputs\\": true', '\\"capture_scalar_outputs\\": false', "capture_scalar_outputs=False",
+                '"frame_compile_id": 1, "attempt": 1'),
+        gzip_fixture=True,  # four compilation_metrics, each with torch's whole config
+    ),
+    Scenario(
         "custom_backend",
         "a backend of the program's own (no AOTAutograd, no Inductor), a mark_dynamic input, a guard on ___stack0 "
         "after an .item() graph break, and the recompile limit reached on a Python int",
@@ -387,6 +395,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         process_labels=("a Dim in a dict, on the call's first line", "a Dim bound to a name, a call one argument a line"),
         min_logs=2,
         expect=(_kind("create_symbol"), _kind("guard_added_fast"), 'torch.export.Dim(\\"batch\\")'),
+    ),
+    Scenario(
+        "export_data_dependent",
+        "a non-strict export fails on a data-dependent branch (`if h.mean() > 0:`), after one that succeeds: "
+        "an unbacked symbol and the partial graph, no exception logged",
+        expect=(_kind("create_unbacked_symbol"), _artifact("make_fx_fail_partial")),
     ),
     Scenario(
         "aot_inductor",
@@ -434,6 +448,34 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "torchrun_ddp",
+        "torchrun, 2 gloo ranks, DDP: only rank 1 breaks the graph (a debug print) and recompiles (last batch)",
+        min_logs=2,
+        gzip_fixture=True,
+        expect=('"rank": 0', '"rank": 1', _artifact("dynamo_graph_break_reason"), _artifact("recompile_reasons")),
+    ),
+    Scenario(
+        "torchrun_fsdp2",
+        "torchrun, 2 gloo ranks, FSDP2 (fully_shard): only rank 1 recompiles (last batch)",
+        min_logs=2,
+        gzip_fixture=True,
+        expect=('"rank": 0', '"rank": 1', _artifact("recompile_reasons")),
+    ),
+    Scenario(
+        "torchrun_rank_fails",
+        "torchrun, 2 gloo ranks, fullgraph=True: rank 1's compile raises at its debug print, torchrun stops rank 0",
+        min_logs=2,
+        gzip_fixture=True,
+        expect=('"rank": 0', '"rank": 1', '"fail_type": '),
+    ),
+    Scenario(
+        "torchrun_rank_killed",
+        "torchrun, 2 gloo ranks, DDP: rank 1 is SIGKILLed during Inductor codegen, torchrun stops rank 0",
+        min_logs=2,
+        gzip_fixture=True,
+        expect=('"rank": 0', '"rank": 1', _kind("dynamo_start")),
+    ),
+    Scenario(
         "collectives_shapes",
         "2 CPU ranks without compiler collectives: static graphs for f32[4] and f32[5]",
         min_logs=2,
@@ -472,6 +514,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "skip_nan",
         "skip_base with a NaN check in its layer loop: a graph break in a loop, Dynamo skips the forward",
         expect=(_artifact("dynamo_graph_break_reason"), "Failed to handle graph break gracefully", "frame skipped"),
+    ),
+    Scenario(
+        "optimizer_step",
+        "a compiled optimizer step (SGD on a tiny Linear, aot_eager): torch's own torch._dynamo.graph_break() in optimizer.py",
+        expect=(_artifact("dynamo_graph_break_reason"), "torch/optim/optimizer.py", _kind("compilation_metrics")),
+        gzip_fixture=True,
     ),
     Scenario(
         "vllm_piecewise",

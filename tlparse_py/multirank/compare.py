@@ -53,10 +53,11 @@ class Landing(Struct):
 
     @property
     def compile_ids(self) -> list[dict[str, Any]]:
-        """Ranks that compiled different compile ids, with links to their extra ones."""
+        """Ranks that compiled different compile ids, with links to their extra ones, and the causes found for them."""
         return [
             {"rank": row.rank, "missing": [str(k) for k in row.missing], "extra": [str(k) for k in row.extra],
-             "folder": self.by_rank[row.rank].folder, "pages": self.by_rank[row.rank].pages}
+             "folder": self.by_rank[row.rank].folder, "pages": self.by_rank[row.rank].pages,
+             "causes": [group for group in row.groups if group.cause is not None]}
             for row in self.comparison.compile_ids
         ]
 

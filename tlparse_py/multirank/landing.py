@@ -22,9 +22,10 @@ from ..analysis.ranks import RankComparison, words
 from ..analysis.store import InputInfo
 from ..analysis.summary import RankEntry, RanksSummary
 from ..report.writer import FolderWriter, ReportWriter, check_target
+from ..reading.inputs import kept_path
 from .cluster import close, connect
 from .compare import Landing, RankRow, analyse, as_json, collective_schedules, primary, rank_rows, runtime_trace
-from .run import RankJob, RankResult, _size, build_all, discover
+from .run import RankJob, RankResult, _size, build_all, discover, kept_as
 
 
 def merge_chromium(writer: FolderWriter, results: list[RankResult], out: Any) -> int:
@@ -102,18 +103,20 @@ class RankFailedPage(Page, kw_only=True):
 
 def write_all_ranks(
     folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None,
-    scheduler: str | None = None,
+    scheduler: str | None = None, kept: tuple[Path, Path] | None = None,
 ) -> tuple[Landing, list[str]]:
     """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page.
 
     With `scheduler` (a Dask scheduler's address) the ranks are built on that cluster, which must
-    see this filesystem; it is reached before anything is written (cluster.ClusterError if not)."""
+    see this filesystem; it is reached before anything is written (cluster.ClusterError if not).
+    `kept`: (where the logs are read, where they will be kept): every path the report shows names
+    where they are kept (`run` moves its trace into the report once it is written)."""
     # ranks already run in parallel: no highlighting workers inside each rank's process
-    jobs = discover(folder, replace(options, workers=0))
+    jobs = kept_as(discover(folder, replace(options, workers=0)), kept)
     check_target(out, overwrite)  # a refused -o is said at once, not after the cluster's connect timeout
     client = connect(scheduler) if scheduler else None
     try:
-        return _write(folder, out, overwrite, options, jobs, on_done, client)
+        return _write(kept_path(folder, kept), out, overwrite, options, jobs, on_done, client)
     finally:
         if client is not None:
             close(client)
@@ -129,7 +132,7 @@ def _write(
         landing = analyse(results)
         notes = write_outputs(writer, landing)
         write_static(writer)
-        source = InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
+        source = landing_source(folder, jobs)
         summary = landing_summary(landing, jobs)
         writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
         landing.summary = ranks_summary(landing, summary)
@@ -140,6 +143,11 @@ def _write(
         writer.abort()
         raise
     return landing, notes
+
+
+def landing_source(folder: Path, jobs: list[RankJob]) -> InputInfo:
+    """What the landing page says it was written from: the folder (as named), and its logs' bytes now."""
+    return InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
 
 
 def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
@@ -158,7 +166,7 @@ def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
     return {
         "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
-        "inputs": [{"path": str(job.log), "bytes": _size(job.log), "rank": job.rank} for job in jobs],
+        "inputs": [{"path": job.named, "bytes": _size(job.log), "rank": job.rank} for job in jobs],
         "ranks": [
             {"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": summary_dict(r.summary) if r.summary is not None else None}
             for r in landing.results

@@ -19,10 +19,11 @@ from typing import Any
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ..reading.inputs import InputError, candidate_logs, rank_of
+from ..reading.inputs import InputError, candidate_logs, kept_path, rank_of
 from ..model import Stats
 from ..options import Options
 from ..pipeline import build_report
+from ..analysis.compiles import Analysis
 from ..analysis.ranks import RankFacts
 from ..analysis.store import DistributedFacts, InputInfo
 from ..analysis.summary import Summary, load_summary
@@ -39,6 +40,22 @@ class RankJob(Struct):
     log: Path
     folder: str  # sub-report folder: rank_N, rank_N_extra_K or unranked_K
     options: Options
+    shown: str = ""  # the log's path as the report names it, when not `log` (`run` names where it keeps the trace)
+
+    @property
+    def named(self) -> str:
+        """The log's path as the report names it."""
+        return self.shown or str(self.log)
+
+    @property
+    def rank_options(self) -> Options:
+        """How its log is read: the landing page compares fingerprints; every core already builds a
+        rank of its own."""
+        return replace(self.options, fingerprints=True, scanning_child=False)
+
+    def source(self) -> InputInfo:
+        """What its report says it was written from (the log's size now)."""
+        return InputInfo(self.named, _size(self.log))
 
 
 def discover(folder: Path, options: Options) -> list[RankJob]:
@@ -65,6 +82,11 @@ def discover(folder: Path, options: Options) -> list[RankJob]:
     if not any(job.rank is not None for job in jobs):
         raise InputError(f"No rank log files found in {folder}: none of its logs carries a rank (use it without --all-ranks-html)")
     return jobs
+
+
+def kept_as(jobs: list[RankJob], kept: tuple[Path, Path] | None) -> list[RankJob]:
+    """The jobs with their logs named where they will be kept (`reading.inputs.kept_path`)."""
+    return [replace(job, shown=str(kept_path(job.log, kept))) for job in jobs] if kept is not None else jobs
 
 
 def _size(path: Path) -> int:
@@ -117,16 +139,21 @@ class RankResult(Struct):
 
 def build_rank(job: RankJob, root: Path) -> RankResult:
     """Write `root/<folder>/` for one log and return what the landing page compares."""
-    result = RankResult(job.rank, job.folder, str(job.log))
     try:
-        writer = FolderWriter(root / job.folder)
-        # the landing page compares fingerprints; every core already builds a rank of its own
-        options = replace(job.options, fingerprints=True, scanning_child=False)
-        analysis = build_report([job.log], writer, options, InputInfo(str(job.log), _size(job.log)))
+        analysis = build_report([job.log], FolderWriter(root / job.folder), job.rank_options, job.source())
     except Exception as exc:  # one unreadable rank must not lose the others
-        result.error = f"{type(exc).__name__}: {exc}"
-        result.stats_line = Stats().format()
-        return result
+        return failed(job, exc)
+    return result_of(job, analysis)
+
+
+def failed(job: RankJob, exc: Exception) -> RankResult:
+    """The result of a rank whose log could not be read: shown so on the landing page."""
+    return RankResult(job.rank, job.folder, job.named, error=f"{type(exc).__name__}: {exc}", stats_line=Stats().format())
+
+
+def result_of(job: RankJob, analysis: Analysis) -> RankResult:
+    """What the landing page compares of a rank's analysis (built here, or live)."""
+    result = RankResult(job.rank, job.folder, job.named)
     result.stats_line = analysis.stats.format()
     result.records = analysis.records
     result.problems = analysis.diagnostics.total
@@ -164,7 +191,7 @@ def build_all(
 
 def died(job: RankJob, why: str) -> RankResult:
     """The result of a rank whose worker died on each try: failed, shown so on the landing page."""
-    return RankResult(job.rank, job.folder, str(job.log), error=why, stats_line=Stats().format())
+    return RankResult(job.rank, job.folder, job.named, error=why, stats_line=Stats().format())
 
 
 class _InOrder:

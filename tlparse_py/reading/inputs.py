@@ -53,6 +53,33 @@ class InputError(Exception):
 class SeveralRanks(InputError):
     """The folder holds the logs of several ranks: a multi-rank report is the answer."""
 
+    def __init__(self, folder: Path, ranks: list[int]):
+        self.ranks = ranks
+        super().__init__(self.said_of(folder))
+
+    def said_of(self, folder: Path) -> str:
+        """What stderr says of it, naming the folder as `folder` (`run` names where it keeps its trace)."""
+        return f"{folder} holds logs of {len(self.ranks)} ranks ({', '.join(map(str, self.ranks))}): writing a multi-rank report"
+
+
+def kept_path(path: Path, kept: tuple[Path, Path] | None) -> Path:
+    """`path` as it will be named once its trace is kept elsewhere: `kept` is (where the trace is
+    read, where it is kept), for `run`, whose trace moves into the report as trace/ once the report
+    is written; a path outside that folder, or no `kept`, is named as it is."""
+    if kept is None:
+        return path
+    read_in, kept_in = kept
+    try:
+        return kept_in / path.relative_to(read_in)
+    except ValueError:
+        return path
+
+
+def ranks_in(folder: Path) -> list[int]:
+    """The ranks of the logs in the folder itself (by name, else by their first records): two or
+    more make it a folder of rank logs, read as a multi-rank report."""
+    return sorted({r for r in map(rank_of, candidate_logs(folder)) if r is not None})
+
 
 class LeftOut(Struct, frozen=True):
     """Logs of the folder that the report does not read, and why: shown at the top of its index."""
@@ -332,11 +359,10 @@ def choose_input(path: Path, latest: bool = False, export: bool = False, all_run
     logs = trace_logs(path)
     if not logs:
         raise InputError(f"{path} holds no trace logs (expected {TRACE_PREFIX}_*.log, as written by TORCH_TRACE)")
-    top = [p for p in logs if p.parent == path]
-    if not latest and len(top) > 1:
-        ranks = sorted({r for r in map(rank_of, top) if r is not None})
+    if not latest and sum(p.parent == path for p in logs) > 1:
+        ranks = ranks_in(path)
         if len(ranks) > 1:
-            raise SeveralRanks(f"{path} holds logs of {len(ranks)} ranks ({', '.join(map(str, ranks))}): writing a multi-rank report")
+            raise SeveralRanks(path, ranks)
     scanned = {log: first_record(log) for log in logs}
     heads = {log: head for log, head in scanned.items() if head is not None}
     empty = [log for log in logs if log not in heads]

@@ -161,13 +161,51 @@ def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gat
 
 def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
     digest = report_digest(summary, source_root)
-    lines = [f"### torch.compile report: {text(summary.log_name)}", "", _context(summary, prefix), ""]
+    lines = [f"### {digest.program} report: {text(summary.log_name)}", "", _context(summary, prefix), ""]
     lines += _totals_table([("", digest.totals)])
+    lines += _export(digest, prefix)
     lines += _failures(digest, prefix)
     lines += _graph_breaks(digest, prefix)
     lines += _recompiles(digest, prefix)
+    lines += _config(digest, prefix)
     lines += _slowest(digest, prefix)
     lines += _vllm(digest, prefix)
+    return lines
+
+
+_EXPORT_BASES = {"logged": "logged by torch", "inferred": "inferred from the shape facts: torch logged no exception"}
+
+
+def _export(digest: ReportDigest, prefix: str) -> list[str]:
+    """The export verdict and its basis: what failed, the user's line, the export call and its partial graph."""
+    row = digest.export
+    if row is None:
+        return []
+    basis = f" ({_EXPORT_BASES.get(row.basis, text(row.basis))})" if row.status == "failed" else ""
+    lines = ["", f"**{link(row.heading, f'{digest.index}#export', prefix)}**{basis}", ""]
+    if row.cause == "data_dependent_guard":
+        lines.append(f"- a guard on a data-dependent value at {text(row.where)}: {code(row.source)}: export could not decide "
+                     f"{code(row.guard)} (GuardOnDataDependentSymNode)")
+        lines.append(f"- fix: {text(row.hint, 200)}")
+    elif row.cause == "data_dependent_branch":
+        lines.append(f"- a data-dependent branch at {text(row.where)}: {code(row.source)} asks the truth value of a tensor, the "
+                     f"unbacked symbol {code(row.symbol)}, which export cannot guard on (GuardOnDataDependentSymNode)")
+        lines.append(f"- fix: {text(row.hint, 200)}")
+    elif row.call_at:
+        lines.append("- its trace failed: torch logged the graph traced until then, not the exception, so what it failed on is unknown")
+    elif row.status == "failed":
+        lines.append(f"- {text(row.error, 200)}")
+        lines += [f"- torch suggests: {code(row.suggested_fix)}"] if row.suggested_fix else []
+    elif row.status == "issues":
+        lines.append(f"- {row.issues} issue{'s' if row.issues != 1 else ''} found during export")
+    elif row.status == "ok":
+        lines.append("- a program was exported, and no issue was found")
+    else:
+        lines.append("- the log holds no exception, no failed trace and no exported program: whether the export succeeded is unknown")
+    if row.call_at:
+        graph = link("the partial graph", row.partial_graph, prefix) if row.partial_graph else "the partial graph"
+        more = f" · {row.failed_exports} export traces failed; this is the first" if row.failed_exports > 1 else ""
+        lines.append(f"- the export call at {text(row.call_at)} · {graph}{more}")
     return lines
 
 
@@ -231,8 +269,15 @@ def _graph_breaks(digest: ReportDigest, prefix: str) -> list[str]:
         where = (text(row.where, 60) if row.where else "unknown") + (f" (inside {row.inside})" if row.inside else "")
         where += f" +{row.other_sites} more" if row.other_sites else ""
         hint = text(row.hint, 80) if row.hint else ""
-        lines.append(f"| {row.count} | {kind}{text(row.reason)} | {where} | {hint} | {_ids(row.compiles, prefix)} |")
+        hint += "".join(f"{' — ' if hint else ''}Config: {text(note, 160)}" for note in row.config_notes)
+        owner = f" — {text(row.owner)}, on purpose: not counted in graph breaks" if row.owner else ""
+        lines.append(f"| {row.count} | {kind}{text(row.reason)}{owner} | {where} | {hint} | {_ids(row.compiles, prefix)} |")
     return lines + _more(digest.break_kinds - ROWS, "graph-breaks", prefix, digest.index)
+
+
+def _frame(name: str | None, inside: str) -> str:
+    """A frame's name in a cell, with the library it is in when it is a library frame (as a graph break's line is)."""
+    return text(name or "", 40) + (f" (inside {inside})" if inside else "")
 
 
 def _failures(digest: ReportDigest, prefix: str) -> list[str]:
@@ -246,7 +291,7 @@ def _failures(digest: ReportDigest, prefix: str) -> list[str]:
         where += f", failed at {text(row.failed_at, 60)}" if row.failed_at else ""
         exception = f"{text(row.type, 40)}: {text(row.message)}" if row.message else text(row.type, 40)
         exception += f" ({text('suppress_errors')} was on: logged, not raised)" if row.suppressed else ""
-        lines.append(f"| {_ids([row.compile], prefix)} | {text(row.compile.frame or '', 40)} | {where} | {exception} |")
+        lines.append(f"| {_ids([row.compile], prefix)} | {_frame(row.compile.frame, row.compile.inside)} | {where} | {exception} |")
     return lines + _more(digest.failed - FAILURE_ROWS, "problems", prefix, digest.index)
 
 
@@ -260,10 +305,20 @@ def _recompiles(digest: ReportDigest, prefix: str) -> list[str]:
             why += f"; {text(frame.retry[0])} retried after {text(frame.retry[1])} failed"
         if frame.over_limit is not None:
             why = f"; then {_ids([frame.over_limit], prefix)} reached the recompile limit: runs eagerly" + why
-        name = f" {text(frame.name, 40)}" if frame.name else ""
+        name = f" {_frame(frame.name, frame.inside)}" if frame.name else ""
         count = f"{len(frame.compiles)} compile{'s' if len(frame.compiles) != 1 else ''}"
         lines.append(f"- frame {text(frame.frame)}{name}: {count} {_ids(frame.compiles, prefix)}{why}")
     return lines + _more(digest.recompiled_frames - ROWS, "recompiles", prefix, digest.index)
+
+
+def _config(digest: ReportDigest, prefix: str) -> list[str]:
+    if not digest.config:
+        return []
+    lines = ["", f"**{link('Config differences', f'{digest.index}#compiles', prefix)}** between compiles", ""]
+    for row in digest.config:
+        name = f" {_frame(row.compile.frame, row.compile.inside)}" if row.compile.frame else ""
+        lines.append(f"- {_ids([row.compile], prefix)}{name}: " + "; ".join(text(line, 200) for line in row.texts))
+    return lines + _more(digest.config_compiles - ROWS, "compiles", prefix, digest.index)
 
 
 def _slowest(digest: ReportDigest, prefix: str) -> list[str]:
@@ -272,7 +327,7 @@ def _slowest(digest: ReportDigest, prefix: str) -> list[str]:
     lines = ["", f"**{link('Slowest compiles', f'{digest.index}#slowest', prefix)}**", ""]
     lines += ["| compile | frame | time | status |", "|---|---|---:|---|"]
     for c in digest.slowest:
-        lines.append(f"| {_ids([c], prefix)} | {text(c.frame or '', 40)} | {format_seconds(c.compile_time_s.total)} | {text(c.status)} |")
+        lines.append(f"| {_ids([c], prefix)} | {_frame(c.frame, c.inside)} | {format_seconds(c.compile_time_s.total)} | {text(c.status)} |")
     return lines
 
 
@@ -308,6 +363,12 @@ def _separator(fd: int) -> str:
 # -- a multi-rank report ---------------------------------------------------------------------------
 
 
+def _cause(divergence: dict[str, Any]) -> str:
+    """A divergence's first cause (summary.json 4.0), in one line before its detail: "" when none is known."""
+    cause = divergence.get("cause")
+    return f"{text(cause.get('text'), 240)}; " if isinstance(cause, dict) and cause.get("text") else ""
+
+
 def _landing(summary: RanksSummary, prefix: str) -> list[str]:
     ranks = summary.ranks
     digest = ranks_digest(summary, ROWS * 2)
@@ -323,7 +384,7 @@ def _landing(summary: RanksSummary, prefix: str) -> list[str]:
     divergences = summary.divergences
     if divergences:
         lines += ["", f"**{link('Ranks diverge', 'index.html', prefix)}** ({len(divergences)}):"]
-        lines += [f"- {text(d.get('kind'))} {text(d.get('compile_id') or '')}: {text(d.get('detail'), 80)}" for d in divergences[:ROWS]]
+        lines += [f"- {text(d.get('kind'))} {text(d.get('compile_id') or '')}: {_cause(d)}{text(d.get('detail'), 80)}" for d in divergences[:ROWS]]
         lines += _more(len(divergences) - ROWS, "", prefix)
     for note in summary.notes:
         lines += ["", f"**{link('Ranks differ in cache results only', 'index.html#cache-note', prefix) if not divergences else 'Ranks also differ in cache results'}**: "

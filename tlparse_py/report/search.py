@@ -177,7 +177,7 @@ def _page_entries(analysis: Analysis, outline: CompileOutline) -> Iterable[list[
     title = f"Compile {page.label}"
     about = [page.label]
     if summary is not None:
-        about += [summary.frame or "", summary.user_location or "", STATUS_LABELS.get(summary.status, summary.status), summary.headline]
+        about += [summary.frame or "", summary.user_location or "", summary.via, STATUS_LABELS.get(summary.status, summary.status), summary.headline]
     yield ["compile", title, url, clean("\n".join(part for part in about if part))]
     if outline.stack:
         lines = [f"{f.name} {analysis.resolve_filename(f.filename)}:{f.line}" for f in outline.stack]
@@ -188,7 +188,7 @@ def _page_entries(analysis: Analysis, outline: CompileOutline) -> Iterable[list[
             where = f"{fields.get('fail_user_frame_filename') or ''}:{fields.get('fail_user_frame_lineno') or ''}"
             yield ["failure", f"{title} · failure", url, clean(f"{fields.get('fail_type')}: {fields.get('fail_reason') or ''}\n{where}")]
     for brk in outline.graph_breaks:
-        text = "\n".join(part for part in (brk.reason, brk.explanation, brk.user_location) if part)
+        text = "\n".join(part for part in (brk.reason, brk.owner, brk.explanation, brk.user_location) if part)
         yield ["graph break", f"{title} · graph break", f"{url}#graph-breaks", clean(text)]
     for row in outline.recompiles:
         yield ["recompile", f"{title} · recompile reason", f"{url}#recompiles", clean(f"{row['head']}\n{row['rest']}".rstrip())]

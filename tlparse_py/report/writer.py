@@ -406,6 +406,29 @@ class LiveWriter(FolderWriter):
             self._lock = None
 
 
+class LiveSubWriter(LiveWriter):
+    """The writer of a sub-report (a rank's `rank_N/`) inside a live report's folder: claimed with
+    that folder (its lock and marker are the folder's), and written only while the folder is still
+    the one its live report made."""
+
+    def __init__(self, parent: LiveWriter, folder: str):
+        parent._check_same()
+        FolderWriter.__init__(self, parent.path(f"{folder}/.keep").parent)
+        self.parent = parent
+        self.out = self.root
+        self._lock = None
+        self.identity = parent.identity
+        self.digests = {}
+        self.live_pages = set()
+        self.written = set()
+
+    def _check_same(self) -> None:
+        self.parent._check_same()
+
+    def still_there(self) -> bool:
+        return self.parent.still_there()
+
+
 class NullWriter(FolderWriter):
     """A writer that writes nothing: `analyze()` runs the pipeline through it to build the analysis alone."""
 

@@ -20,10 +20,12 @@ from .. import facts
 from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, LoggedBreak, RuntimeEstimate, graph_of, label_of
 from ...model import Record
 from ..export_shapes import ExportGuard, ExportSymbol, export_call
+from ..export_trace import PartialGraph, StackFrame, guard_error, own_export_call, unbacked_symbol
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from . import vllm
 from ..summary import dynamo_names, first_line
 from ..vllm import PIECE_SPAN
+from ..wrapper import guarded_class
 from .context import ParseContext
 from .registry import FILE, GLOBAL, KINDS, LINK, NAMES, PAYLOAD, REFORMAT, Output, Step, Symbol, declare, kind, named
 
@@ -91,7 +93,16 @@ def plain_graph(record: Record, ctx: ParseContext) -> list[Output]:
         _note_fingerprint(record, ctx, "post_grad")
     elif ctx.current_kind == "dynamo_cpp_guards_str":
         _note_guarded_names(record, ctx)
+        _note_wrapped_class(record, ctx)
     return _payload_as(ctx.current_kind)
+
+
+def _note_wrapped_class(record: Record, ctx: ParseContext) -> None:
+    """The class a compile's guards name for the local `fn`: the model torch's wrapper called, when the
+    compile started in it (`wrapper.py`); its compiles are named after that model."""
+    module = guarded_class(record.payload, record.payload_text) if record.compile_id is not None else None
+    if module is not None and record.compile_id is not None:
+        ctx.analysis.wrapped.note(record.compile_id, record.lineno, module)
 
 
 def _note_guarded_names(record: Record, ctx: ParseContext) -> None:
@@ -421,7 +432,11 @@ def propagate_real_tensors_provenance(record: Record, ctx: ParseContext) -> list
 @kind("guard_on_data_dependent_error", title="A guard on a data-dependent expression raised an error",
       symbol=lambda m: Symbol("data-dependent error", _text(m.get("expr"))))
 def guard_on_data_dependent_error(record: Record, ctx: ParseContext) -> list[Output]:
-    return _export_failure(record, ctx, "Data Dependent Guard Error", ctx.dict_field(record, ctx.current_kind), guard_page=False)
+    meta = ctx.dict_field(record, ctx.current_kind)
+    if _outside_compiles(record) and isinstance(meta.get("expr"), str):  # what a failed export trace may have failed on
+        place = (ctx.analysis.records, record.lineno)
+        ctx.analysis.export_trace.note_guard_error(guard_error(meta["expr"], place, _stack_of(meta.get("stack"), record, ctx)))
+    return _export_failure(record, ctx, "Data Dependent Guard Error", meta, guard_page=False)
 
 
 @kind("missing_fake_kernel", title="A custom op has no fake kernel")
@@ -438,7 +453,42 @@ def fake_kernel(record: Record, ctx: ParseContext) -> list[Output]:
 def symbolic_expression(record: Record, ctx: ParseContext) -> list[Output]:
     if ctx.export:  # the provenance graph behind guard pages; chatty, so only kept when it is used
         ctx.analysis.note_expression(ctx.current_kind, ctx.dict_field(record, ctx.current_kind))
+    if ctx.current_kind == "create_unbacked_symbol" and _outside_compiles(record):
+        _note_unbacked_symbol(record, ctx, ctx.dict_field(record, ctx.current_kind))
     return []
+
+
+def _stack_of(value: Any, record: Record, ctx: ParseContext) -> list[StackFrame]:
+    """A logged stack as (file, line, function, text), outermost first; [] when it is not a list."""
+    return [(ctx.resolve_filename(f.filename), f.line, f.name, f.loc) for f in frames_from_json(value, record.process) or []]
+
+
+def _note_unbacked_symbol(record: Record, ctx: ParseContext, meta: dict[str, Any]) -> None:
+    """An unbacked symbol a non-strict export created: what a failed export trace may have failed on."""
+    symbol, vr = meta.get("symbol"), meta.get("vr")
+    if isinstance(symbol, str) and isinstance(vr, str):
+        user_stack, stack = _stack_of(meta.get("user_stack"), record, ctx), _stack_of(meta.get("stack"), record, ctx)
+        place = (ctx.analysis.records, record.lineno)
+        ctx.analysis.export_trace.note_symbol(unbacked_symbol(symbol, vr, place, user_stack, stack))
+
+
+@named("make_fx_fail_partial", title="The graph traced until the trace failed (torch raised on)")
+def partial_graph(record: Record, ctx: ParseContext, url: str) -> None:
+    """A failed trace: an export's own when logged outside any compile with its stack through torch.export."""
+    call = own_export_call(_stack_of(record.envelope.get("stack"), record, ctx)) if _outside_compiles(record) else None
+    if call is not None and record.compile_id is not None:
+        graph = PartialGraph(ctx.analysis.records, record.lineno, record.compile_id.directory_key(), url, call[0], call[1])
+        ctx.analysis.export_trace.note_partial_graph(graph)
+
+
+@named("torch_version", title="The torch version and commit that wrote the log")
+def torch_version(record: Record, ctx: ParseContext, url: str) -> None:
+    try:
+        build = orjson.loads(record.payload or b"")
+    except orjson.JSONDecodeError:
+        return  # its text is still shown; the version stays unknown unless a compile's metrics name it
+    if isinstance(build, dict):
+        ctx.analysis.note_torch_version(build.get("pytorch_version"))
 
 
 def _export_failure(record: Record, ctx: ParseContext, failure_type: str, meta: dict[str, Any], guard_page: bool) -> list[Output]:

@@ -12,6 +12,7 @@ from ...analysis.compiles import Analysis
 from ...analysis.phases import TimeSplit
 from ...analysis.stacks import Frame
 from ...analysis.store import MetricsEntry
+from ...analysis.configs import python_literal
 from ...analysis.summary import CompileSummary, GraphBreak, after_first_line, compiles_of_graph, dynamo_names, first_line
 from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tables
 from ...limits import PAGE_FILES, PAGE_RECORDS_PER_KIND
@@ -235,6 +236,9 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     capture: dict[str, Any] | None = None  # a compiled-autograd capture: its graph and that graph's compiles
     captured_by: dict[str, Any] | None = None  # a compile of a captured backward graph: the capture's page
     name_notes: list[str] = []  # what the names Dynamo made up in its guards and recompile reasons stand for
+    config: dict[str, Any] | None = None  # its settings that differ from its frame's previous compile and from the run's usual (`config_view`)
+    break_config_notes: list[list[str]] = []  # per graph break (in order): the changed settings it names (`CompileSummary.config_notes`)
+    library_frame: dict[str, Any] | None = None  # a compile that started in a library frame: what it compiled, the user's line that led there
 
 
 class CompileOutline(Struct):
@@ -324,7 +328,32 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         capture=capture_view(report, key),
         captured_by=captured_by(report, key),
         name_notes=questions.dynamo_name_notes(report, key, generation),
+        config=config_view(outline.summary),
+        break_config_notes=[outline.summary.config_notes(g) for g in outline.graph_breaks] if outline.summary is not None else [],
+        library_frame=library_frame_view(outline.summary),
     )
+
+
+def library_frame_view(compile_: CompileSummary | None) -> dict[str, Any] | None:
+    """What a compile that started in a library frame compiled (its frame's name; for torch's wrapper, the
+    model's forward), the user's line that led there, and the library frame beside; None for any other compile."""
+    if compile_ is None or compile_.library_frame is None:
+        return None
+    library = compile_.library_frame
+    return {"frame": compile_.frame, "location": compile_.user_location, "via": compile_.via, "module": library.module,
+            "torch_wrapper": library.is_torch_wrapper}
+
+
+def config_view(compile_: CompileSummary | None) -> dict[str, Any] | None:
+    """What a compile's page says of its config: the settings that changed since its frame's previous
+    compile (or that none did), and those unlike most of the run's compiles; None when it knows neither."""
+    if compile_ is None or (compile_.config_changes is None and not compile_.config_unusual):
+        return None
+    diff = compile_.config_changes
+    return {"since": diff.since if diff is not None else None, "since_page": compile_.config_since_page,
+            "changes": [{"setting": c.setting, "before": python_literal(c.before), "after": python_literal(c.after)} for c in diff.changes] if diff else [],
+            "unusual": [{"setting": u.setting, "value": python_literal(u.value), "usual": python_literal(u.usual),
+                         "usual_compiles": u.usual_compiles, "compiles": u.compiles} for u in compile_.config_unusual]}
 
 
 def capture_view(report: Analysis, key: CompileId | None) -> dict[str, Any] | None:

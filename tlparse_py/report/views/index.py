@@ -146,18 +146,21 @@ def compile_row(compile_: CompileSummary) -> dict[str, Any]:
         "page": compile_.url,
         "status": compile_.status,
         "name": compile_.frame or "",
+        "via": compile_.via,
         "location": compile_.user_location or "",
         "seconds": times.total,
         "split": time_split(times),
         "graph_ops": compile_.graph_op_count,
         "cache": [(result, n) for result in CACHE_RESULTS if (n := compile_.cache_count(result))],
         "reason": compile_.headline,
+        "config_unusual": [u.text for u in compile_.config_unusual],
         "generation": compile_.generation,
         "attempts": [{"label": name, "page": url} for name, url in compile_.pages] if len(compile_.pages) > 1 else [],
     }
 
 
 TOP_FAILURES = 10  # failed compiles among the top problems; the failures page lists them all
+MAX_CONFIG_NOTES = 3  # per graph-break kind: the changed settings its breaks name (each compile's page has them all)
 
 
 def failure_problem(compile_: CompileSummary) -> dict[str, Any]:
@@ -168,6 +171,7 @@ def failure_problem(compile_: CompileSummary) -> dict[str, Any]:
         "kind": "failure",
         "frame": compile_.frame_label,
         "name": compile_.frame or "",
+        "via": compile_.via,
         "location": compile_.user_location or "",
         "compile": {"label": compile_.label, "page": compile_.url},
         "type": failure.type,
@@ -185,6 +189,7 @@ def problem_rows(failed: list[CompileSummary], hits: list[LimitHit]) -> list[dic
             "kind": "limit",
             "frame": h.frame,
             "name": h.name,
+            "via": h.via,
             "location": h.user_location,
             "compile": {"label": h.compile.label, "page": h.compile.url},
             "compiled": [{"label": c.label, "page": c.url} for c in h.compiles if c is not h.compile],
@@ -201,7 +206,8 @@ def problem_rows(failed: list[CompileSummary], hits: list[LimitHit]) -> list[dic
 
 # Where the index details a total (its card links there); the cards themselves are the declarations'
 CARD_LINKS = {
-    "compiles": "#compiles", "graph_breaks": "#graph-breaks", "recompiles": "#recompiles", "retries": "#recompiles",
+    "compiles": "#compiles", "graph_breaks": "#graph-breaks", "torch_graph_breaks": "#graph-breaks", "recompiles": "#recompiles",
+    "retries": "#recompiles",
     "restarts": "failures_and_restarts.html", "failed": "failures_and_restarts.html", "skipped": "#compiles",
     "recompile_limit": "#problems", "compile_time_s": "#slowest",
 }
@@ -325,7 +331,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         trie, unknown_trie = [], []
         slow, recompiled, hits = parts.slowest, parts.recompiled, parts.hits
     groups = graph_break_groups(compiles)
-    notes = {"graph_breaks": f"({len(groups)} distinct)", "retries": "after a failed compile", "skipped": "(ran eagerly)",
+    notes = {"graph_breaks": f"({sum(1 for g in groups if not g.torch_break)} distinct)", "torch_graph_breaks": "(by design)", "retries": "after a failed compile", "skipped": "(ran eagerly)",
              "recompile_limit": "(runs eagerly)", "compile_time_s": f"({FORWARD_AND_BACKWARD})"}
     return IndexPage(
         **page_base(inputs, "tlparse-py report"),
@@ -341,21 +347,24 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         compile_rows=rows,
         no_stack=no_stack,
         graph_breaks=[
-            {"reason": g.reason, "registry_id": g.first.registry_id, "doc_url": g.first.doc_url, "explanation": g.first.explanation,
-             "hints": g.first.hints, "url": g.first.url, "count": g.count, "sites": g.sites,
-             "compile_ids": [{"label": generation_label(brk.attempt, c.generation), "page": brk.page} for c, brk in g.breaks]}
+            {"reason": g.reason, "registry_id": g.first.registry_id, "doc_url": g.first.doc_url, "explanation": g.first.explained,
+             "hints": g.first.advice, "owner": g.first.owner, "url": g.first.url, "count": g.count, "sites": g.sites,
+             "compile_ids": [{"label": generation_label(brk.attempt, c.generation), "page": brk.page} for c, brk in g.breaks],
+             "config_notes": list(dict.fromkeys(note for c, brk in g.breaks for note in c.config_notes(brk)))[:MAX_CONFIG_NOTES]}
             for g in groups
         ],
         recompiles=[
             {
                 "frame": f.frame,
                 "name": f.name,
+                "via": f.via,
                 "compiled": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiled],
                 "over_limit": {"label": f.over_limit.label, "page": f.over_limit.pages[0][1]} if f.over_limit else None,
                 "reasons": [{"label": c.label, "page": c.pages[0][1], "reason": first_line(r)} for c, r in f.reasons],
                 "retries": [{"label": c.label, "page": c.pages[0][1], "failed": failed.label, "failed_page": failed.pages[0][1],
                              "failure": failed.failure.type if failed.failure else ""} for c, failed in f.retries],
                 "name_notes": f.name_notes,
+                "config": [{"label": c.label, "page": c.pages[0][1], "text": text} for c in f.compiles for text in c.config_texts],
             }
             for f in recompiled
         ],

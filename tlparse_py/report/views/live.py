@@ -29,6 +29,7 @@ class LiveBanner(Struct, eq=False):
     compiles: int
     compiling: list[OpenCompile] = field(default_factory=list)
     note: str = ""
+    ranks: int = 0  # a multi-rank landing's: the ranks followed (their compiles are `compiles`, added up)
 
 
 class LiveMark(Struct, eq=False):
@@ -46,6 +47,33 @@ def live_banner(analysis: Analysis, note: str, now: float | None = None) -> Live
     compiles = analysis.compiles()
     compiling = [_open_compile(c.label, c.url, started, now) for c, started in analysis.open_compiles()]
     return LiveBanner(_clock(analysis.last_timestamp), len(compiles), compiling[-3:], note)
+
+
+class RankSoFar(Struct, eq=False):
+    """One rank's live report, as the landing's banner reads it."""
+
+    name: str  # `rank 3`
+    folder: str  # its report folder, from the landing: `rank_3`
+    analysis: Analysis
+
+
+MAX_RANKS_COMPILING = 8  # ranks whose compile under way the landing's banner names
+
+
+def ranks_banner(ranks: list[RankSoFar], note: str, now: float | None = None) -> LiveBanner:
+    """The multi-rank landing's banner: the latest record of any rank, the compiles of every rank so
+    far, and each rank's latest compile under way (`rank 1 [0/1]`, linking into its report): a rank
+    that is still compiling while the others went on is what a live landing is for."""
+    now = time.time() if now is None else now
+    compiling = []
+    for rank in ranks:
+        under_way = rank.analysis.open_compiles()
+        if under_way:
+            c, started = under_way[-1]
+            compiling.append(_open_compile(f"{rank.name} {c.label}", f"{rank.folder}/{c.url}" if c.url else None, started, now))
+    stamps = [r.analysis.last_timestamp for r in ranks if r.analysis.last_timestamp]
+    return LiveBanner(_clock(max(stamps)) if stamps else None, sum(len(r.analysis.compiles()) for r in ranks),
+                      compiling[:MAX_RANKS_COMPILING], note, len(ranks))
 
 
 def _open_compile(label: str, url: str | None, started: str, now: float) -> OpenCompile:
