@@ -134,7 +134,7 @@ def phases(work: Path, count: int) -> None:
     del sides
     gc.collect()
     show("summaries dropped")
-    check_diff([], comparison.sections(result))
+    check_diff([], result.sections())
     show("gates checked")
     write_diff(result, work / "diff", overwrite=True)
     show(f"diff.json ({(work / 'diff' / 'diff.json').stat().st_size / 1e6:.1f} MB) and page written")

@@ -15,9 +15,11 @@ from linkcheck import broken_links
 from logs import envelopes_of
 from tlparse_py.cli import main
 from tlparse_py.analysis import comparison as compare
+from tlparse_py.diff.output import diff_json
 from tlparse_py.analysis.conditions import Condition, ConditionError, parse_conditions, unknown, violated
 from tlparse_py.analysis.totals import DIFF_GATES
 from tlparse_py.diff.view import markdown
+from tlparse_py.units import format_seconds
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
 COLD = TRACES / "train_warm" / "dedicated_log_torch_trace_7nvvy7q4.log.gz"  # process 1 of 2: cold cache
@@ -29,6 +31,11 @@ SCHEMA = Path(tlparse_py.__file__).parent / "diff.schema.json"
 
 def run(*args):
     return CliRunner().invoke(main, ["diff", *[str(a) for a in args], "--no-browser"], catch_exceptions=False)
+
+
+def as_data(diff) -> dict:
+    """The typed diff as diff.json holds it."""
+    return json.loads(diff_json(diff))
 
 
 def read(out: Path) -> dict:
@@ -90,7 +97,7 @@ def test_warm_against_cold_is_no_time_regression_nor_saving(tmp_path, base, new)
     # the cache totals still say what happened, and the page neither greens nor reds the time
     assert data["comparison"]["totals"]["cache"]["hit"]["delta"] == (hits if base == COLD else -hits)
     page = (tmp_path / "out" / "index.html").read_text()
-    assert "Not compared: cache states differ" in page and "(not compared)" in page
+    assert "Not compared: cache states differ" in page and "(not compared: cache results differ: BASE " in page
     validate(data)
 
 
@@ -156,7 +163,7 @@ def test_a_trace_diffed_with_itself_is_empty(tmp_path):
     assert c["failures"] == {"new": [], "fixed": []} and c["graph_op_counts"] == []
     assert all(f["presence"] == "both" and not f["new_recompile_reasons"] for f in c["frames"])
     assert data["metrics"] == {"new_graph_breaks": 0, "new_recompiles": 0, "new_failures": 0, "new_skipped": 0, "compile_time_ratio": 1.0,
-                               "cache_miss_delta": 0}
+                               "base_only_compile_s": 0.0, "new_only_compile_s": 0.0, "cache_miss_delta": 0}
     assert not data["torch_versions_differ"] and data["notes"] == []
     assert "No graph break, recompile, failure" in (tmp_path / "out" / "index.html").read_text()
     validate(data)
@@ -245,7 +252,7 @@ def test_a_rank_on_one_side_only_and_mixed_inputs():
     rank = {"schema_version": "1.0", "torch_version": None, "totals": {}, "compiles": []}
     base = {"schema_version": "1.0", "ranks": [{"rank": 0, "folder": "rank_0", "error": None, "summary": rank}]}
     new = {"schema_version": "1.0", "ranks": [*base["ranks"], {"rank": 1, "folder": "rank_1", "error": None, "summary": rank}]}
-    data = compare.diff(base, new)
+    data = as_data(compare.diff(base, new))
     assert [r["note"] for r in data["ranks"]] == [None, "only in NEW"]
     validate(data)
     with pytest.raises(ValueError, match="several ranks"):
@@ -261,12 +268,13 @@ def test_unknown_values_are_null():
         {"id": "[0/0]", "frame": "f", "user_location": "a.py:1", "compile_time_s": {"total": None}, "graph_op_count": None}]}
     new = {"schema_version": "1.1", "totals": {"compile_time_s": 2.0, "cache": {}}, "compiles": [
         {"id": "[0/0]", "frame": "f", "user_location": "a.py:1", "compile_time_s": {"total": 2.0}, "graph_op_count": 3}]}
-    data = compare.diff(base, new)
+    result = compare.diff(base, new)
+    data = as_data(result)
     assert data["comparison"]["totals"]["compile_time_s"] == {"base": None, "new": 2.0, "delta": None, "ratio": None}
     assert data["metrics"]["compile_time_ratio"] is None and data["unchecked"]["compile_time_ratio"]
     assert data["metrics"]["cache_miss_delta"] == 0  # totals come from the compiles, and neither lists a cache lookup
     validate(data)
-    text = markdown(data, "out/index.html")
+    text = markdown(result, "out/index.html")
     assert "unknown" in text
 
 
@@ -275,8 +283,8 @@ def test_new_and_fixed_failures_pair_in_order():
         return {"id": f"[0/{i}]", "frame": "f", "user_location": "a.py:1", "failure": failure, "compile_time_s": {"total": 1.0}}
 
     boom = {"type": "RuntimeError", "reason": "boom"}
-    data = compare.diff({"schema_version": "1.1", "compiles": [c(0, boom), c(1)]},
-                        {"schema_version": "1.1", "compiles": [c(0), c(1, boom), c(2, boom)]})
+    data = as_data(compare.diff({"schema_version": "1.1", "compiles": [c(0, boom), c(1)]},
+                                {"schema_version": "1.1", "compiles": [c(0), c(1, boom), c(2, boom)]}))
     failures = data["comparison"]["failures"]
     assert [f["new"]["id"] for f in failures["new"]] == ["[0/1]", "[0/2]"]
     assert [f["base"]["id"] for f in failures["fixed"]] == ["[0/0]"]
@@ -481,7 +489,9 @@ def test_the_lost_compile_time_is_never_a_saving(skipped):
     timing = page[page.index('id="compile-time"'):page.index('id="cache"')]
     assert 'class="added"' not in timing  # nothing in green: a frame that stopped compiling saved nothing
     markdown_text = (tmp / "diff.md").read_text()
-    assert "No longer compiled: runs eagerly (1)" in markdown_text and "(not comparable)" in markdown_text
+    assert "No longer compiled: runs eagerly (1)" in markdown_text and "compile time ratio not checked" in markdown_text
+    assert f"base-only compile work {format_seconds(time['base_only']['seconds'])}" in markdown_text  # the lost time: its own figure
+    assert time["base_only"]["compiles"] == 1 and time["base_only"]["seconds"] == frame["pairs"][0]["compile_time_s"]["base"]
 
 
 def test_report_and_diff_use_the_same_words_for_a_skipped_frame(tmp_path):
@@ -528,7 +538,7 @@ def test_a_frame_newly_at_the_recompile_limit_runs_eagerly_and_is_no_failure(tmp
     over = [c for c in new["compiles"] if c["failure"] and "recompile limit" in c["failure"]["reason"].lower()]
     assert len(over) == 1  # the log's compile over the limit
     base = {**new, "compiles": [c for c in new["compiles"] if c is not over[0]]}
-    data = compare.diff(base, new)
+    data = as_data(compare.diff(base, new))
     [eager] = data["comparison"]["no_longer_compiled"]
     assert eager["outcome"] == "recompile limit" and eager["new"]["id"] == over[0]["id"] and eager["base"] is None
     assert data["metrics"]["new_skipped"] == 1 and data["metrics"]["new_failures"] == 0
@@ -538,6 +548,6 @@ def test_a_frame_newly_at_the_recompile_limit_runs_eagerly_and_is_no_failure(tmp
 def test_a_frame_skipped_in_both_runs_is_no_regression():
     summary = tlparse_py.analyze(TRACES / "skipped_frame").to_dict()
     assert summary["totals"]["skipped"] >= 1
-    data = compare.diff(summary, summary)
+    data = as_data(compare.diff(summary, summary))
     assert data["comparison"]["no_longer_compiled"] == [] and data["metrics"]["new_skipped"] == 0
     assert data["comparison"]["time"]["comparable"]

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import TRACES
 from tlparse_py.analysis import comparison, spools, totals
-from tlparse_py.analysis.spools import SpooledCompiles, SpooledRows
+from tlparse_py.analysis.spools import SpooledCompiles, SpooledFrames, SpooledRows
 from tlparse_py.analysis.summary import load_summary
 from tlparse_py.diff import load as loading
 from tlparse_py.diff.output import diff_json, write_diff
@@ -76,7 +76,7 @@ def test_real_reports_diffed_through_spools_say_the_same(tmp_path, monkeypatch, 
     in_memory = diffed(*reports, tmp_path / "memory")
     force_spools(monkeypatch)
     spooled = diffed(*reports, tmp_path / "spooled")
-    assert isinstance(spooled[2]["comparison"]["frames"], SpooledRows)
+    assert spooled[2].comparison is not None and isinstance(spooled[2].comparison.frames, SpooledFrames)
     assert spooled[0] == in_memory[0]
     assert spooled[1].replace(b"spooled", b"memory") == in_memory[1]
 

@@ -104,6 +104,20 @@ def test_thresholds_at_the_exact_value(tmp_path):
     assert gate_lines(result.stderr) == {}
 
 
+def test_a_gate_names_the_user_lines_from_the_runs_folder(tmp_path):
+    """A gate's line is read in a CI log or a step summary, where a runner's absolute paths mean nothing:
+    the graph breaks behind `graph_breaks>0` are named from the run's common folder, as the tables are."""
+    result, out = report(tmp_path, "graph_break", "--fail-on", "graph_breaks>0")
+    summary = summary_of(out)
+    line = gate_lines(result.stderr)["graph_breaks>0"]
+    places = {b["user_location"] for c in summary["compiles"] for b in c["graph_breaks"]}
+    assert places and all(p.startswith("/work/scenarios/") for p in places)
+    for place in places:
+        assert f"at {place.removeprefix('/work/scenarios/')}" in line or f", {place.removeprefix('/work/scenarios/')}" in line
+    assert "/work/scenarios/" not in line
+    assert "/work/scenarios/" not in (out / "summary.md").read_text()
+
+
 def test_violated_lines_name_the_compiles(tmp_path):
     result, out = report(tmp_path, "graph_break", "--fail-on", "graph_breaks>0,compile_time_s>0")
     summary = summary_of(out)

@@ -266,7 +266,7 @@ def test_a_diff_read_in_batches_says_what_one_read_whole_says(tmp_path, monkeypa
     whole = comparison.diff(load_summary(json.loads(base.read_bytes())), load_summary(json.loads(new.read_bytes())))
     batched = comparison.diff(loading.load(base).summary, loading.load(new).summary)
     assert diff_json(batched) == diff_json(whole)
-    assert batched["comparison"]["time"]["why_not"] == comparison.NO_CACHE_RESULTS
+    assert batched.comparison is not None and batched.comparison.time.why_not == comparison.NO_CACHE_RESULTS
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -51,7 +51,7 @@ def test_run_writes_the_report_and_keeps_the_trace(tmp_path):
 def test_a_failed_program_still_gets_its_report_and_its_exit_status(tmp_path):
     proc = tlparse("run", "-o", "out", "--no-browser", "--", sys.executable, str(fake_program(tmp_path, 7)), cwd=tmp_path)
     assert proc.returncode == 7
-    assert "exited with status 7" in proc.stderr
+    assert "exited with 7; its report is in out" in proc.stderr
     assert (tmp_path / "out" / "index.html").is_file()
 
 

@@ -204,7 +204,7 @@ def test_a_failed_compile_is_a_top_problem_with_its_exception_frame_and_user_lin
 
     summary = read_json(out / "summary.json")
     validate(summary)
-    assert summary["schema_version"] == "4.0"
+    assert summary["schema_version"] == "4.1"
     for c in summary["compiles"]:
         key = tuple(int(p) for p in c["id"][1:-1].split("/"))
         m = facts.metrics[key]
@@ -333,11 +333,11 @@ def test_diff_and_multirank_gates_leave_the_limit_compile_out(tmp_path):
     before = json.loads(json.dumps(full))
     before["compiles"] = [c for c in before["compiles"] if c["id"] not in limited]  # the same run, stopped before the limit
     compared = diff(before, full)
-    assert compared["schema_version"] == "4.0"
-    assert compared["metrics"]["new_recompiles"] == 0 and compared["metrics"]["new_skipped"] == len(facts.limit)
-    assert compared["totals"]["recompiles"]["base"] == compared["totals"]["recompiles"]["new"] == len(facts.recompiles)
-    frames = compared["comparison"]["frames"]
-    assert [f["recompiles"]["new"] for f in frames] == [len(facts.recompiles)]
+    assert compared.schema_version == "4.1"
+    assert compared.metrics["new_recompiles"] == 0 and compared.metrics["new_skipped"] == len(facts.limit)
+    assert compared.total("recompiles").base == compared.total("recompiles").new == len(facts.recompiles)
+    assert compared.comparison is not None
+    assert [f.recompiles.new for f in compared.comparison.frames] == [len(facts.recompiles)]
 
     # over ranks: recompiles per rank, the limit compile in neither
     one = load_summary(full)

@@ -1,4 +1,4 @@
-"""Two runs compared: the diff dict (what `diff.json` holds; schema: diff.schema.json).
+"""Two runs compared: the typed diff (`compared.Diff`, what `diff.json` holds; schema: diff.schema.json).
 
 Pure: no I/O. The summaries are the analysis' typed objects (`summary.py`), built from a log or
 loaded back from a report's summary.json; every word (a recompile, a failure, a skipped frame, a
@@ -6,14 +6,17 @@ graph break, the totals) is theirs, and every figure over ranks is combined as i
 declaration says (`totals.py`). Compiles are paired by what survives between runs, not by compile
 id or line number (`pairing.py`); within a frame the 1st compile pairs with the 1st, and so on.
 
-Like is compared with like:
-- compile time is compared only where it can be: paired compiles with the same cache results,
-  and compiles only one run has. When a paired compile hit the cache in one run and missed in
-  the other, the times measure the cache, not the code: the diff says so and the time gate is
-  not checked;
+Like is compared with like, pair by pair:
+- the compile time ratio (`time.ratio`, the gate `compile_time_ratio`) is taken over the paired
+  compiles whose cache results match and whose times are known; every other paired compile is
+  left apart with its reason ("cache results differ: BASE fx_graph hit / NEW fx_graph miss").
+  The ratio is not checked only when too few pairs are comparable (`MIN_COMPARABLE_SHARE`);
+- compiles only one run has (gone, lost to the recompile limit, no longer compiled, new) are never
+  in the ratio: they are their own figures, base-only and new-only compile work (`time.base_only`,
+  `time.new_only`), each with a gate of its own, so lost compile time is never a saving;
 - a frame that compiled in BASE and runs eagerly in NEW (torch skipped it, or it hit the
-  recompile limit) is a regression of its own ("no longer compiled"), never a failure, and its
-  lost compile time is never counted as a saving.
+  recompile limit) is a regression of its own ("no longer compiled"), never a failure: every
+  compile of BASE from there on is listed, not only the first.
 
 A value that either side does not tell is None (null), never guessed.
 """
@@ -23,28 +26,34 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from msgspec import Struct, field
+from msgspec import Struct
 
 from .._version import __version__
+from .compared import (
+    NO_CACHE_RESULTS, ApartPair, BreakRow, Change, CompileRef, CompileTimes, Comparison, Diff, DiffSide, EagerRow, FailureRow, Failures, FrameRow,
+    Generator, GraphBreaks, Moved, OpCountRow, PairRow, PassRow, PieceRow, RankRow, Shown, Timed, VllmChange, Work,
+)
 from .pairing import (
     BreakKey, BreakSite, Files, Frame, FramePair, break_sites, compiles_of, file_map, frames_of, pair_frames, renamed_functions, user_files,
     user_paths,
 )
-from .spools import SpooledRows
+from .roots import Roots
+from .spools import SpooledFrames
 from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
-from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of, value_at
+from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of
 
-SCHEMA_VERSION = "4.0"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
-DIFFERENT_PROGRAMS = ("No frame of BASE pairs with a frame of NEW: they look like different programs, so every frame "
-                      "and graph break is listed as gone or new")
+SCHEMA_VERSION = "4.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW
-UNKNOWN_NAMED = 3  # compiles of unknown time named in why the times cannot be compared
-# rows a comparison keeps in a list: past it, in a scratch file (`spools.SpooledRows`), so that a diff of
+APART_NAMED = 5  # paired compiles left out of the ratio that a comparison names (with how many there are)
+# The ratio speaks for the compile work both runs share only when the comparable pairs are most of it:
+# at least this share of the paired compile time (both runs' seconds, of pairs whose times are known).
+# Under half, the pairs left apart (whose times measure the cache) are most of that work and could move
+# the whole either way by more than the ratio says: a wrong verdict, worse than none.
+MIN_COMPARABLE_SHARE = 0.5
+# rows a comparison keeps in a list: past it, in a scratch file (`spools.SpooledFrames`), so that a diff of
 # 10^6 compiles never holds its row per frame in memory
 ROWS_IN_MEMORY = 5000
-NO_CACHE_RESULTS = "a side's summary.json records no cache results (an older schema): compile times cannot be compared"
-
-Dict = dict[str, Any]
+ONLY_BASE, ONLY_NEW = "only in BASE", "only in NEW"
 
 
 class Pairing(Struct, frozen=True):
@@ -62,19 +71,17 @@ def _num(value: Any) -> float | int | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def pair(base: Any, new: Any) -> Dict:
-    """{"base", "new", "delta"} of two counts; delta is None when either is unknown."""
+def pair(base: Any, new: Any) -> Change:
+    """Two counts; delta is None when either is unknown."""
     b, n = _num(base), _num(new)
-    return {"base": b, "new": n, "delta": None if b is None or n is None else _round(n - b)}
+    return Change(b, n, None if b is None or n is None else _round(n - b))
 
 
-def timed(base: Any, new: Any, comparable: bool = True) -> Dict:
-    """{"base", "new", "delta", "ratio"} of two durations; ratio is None when base is unknown or 0,
-    or when the two are not comparable."""
-    out = pair(_round(_num(base)), _round(_num(new)))
-    b, n = out["base"], out["new"]
-    out["ratio"] = None if not comparable or b is None or n is None or b == 0 else round(n / b, 4)
-    return out
+def timed(base: Any, new: Any, comparable: bool = True) -> Timed:
+    """Two durations; ratio is None when base is unknown or 0, or when the two are not comparable."""
+    b, n = _round(_num(base)), _round(_num(new))
+    delta = None if b is None or n is None else _round(n - b)
+    return Timed(b, n, delta, None if not comparable or b is None or n is None or b == 0 else round(n / b, 4))
 
 
 def _round(value: Any) -> Any:
@@ -90,10 +97,10 @@ def _total(compile_: CompileSummary | None) -> float | None:
     return compile_.compile_time_s.total if compile_ is not None else None
 
 
-def _ref(compile_: CompileSummary | None) -> Dict | None:
+def _ref(compile_: CompileSummary | None) -> CompileRef | None:
     if compile_ is None:
         return None
-    return {"id": compile_.id, "generation": compile_.generation, "status": compile_.status}
+    return CompileRef(compile_.id, compile_.generation, compile_.status)
 
 
 def _nth(items: list[CompileSummary], i: int) -> CompileSummary | None:
@@ -117,6 +124,11 @@ def cache_results(compile_: CompileSummary) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((lookup.cache, lookup.result) for lookup in compile_.cache))
 
 
+def _cache_words(compile_: CompileSummary) -> str:
+    """`fx_graph hit, aotautograd miss` (in log order); "no lookup" for a compile that logged none."""
+    return ", ".join(f"{lookup.cache} {lookup.result}" for lookup in compile_.cache) or "no lookup"
+
+
 # ------------------------------------------------------------------------------------------------
 # compiles paired across the runs
 
@@ -129,69 +141,113 @@ class CompilePair(Struct):
     # the frame compiled in BASE with no compile run eagerly, and in NEW some compile of it runs
     # eagerly: skipped, or over the recompile limit (a compile BASE may not have had at all)
     frame_regressed: bool = False
+    cache_known: bool = True  # both summaries say what the cache lookups found
 
     @property
     def no_longer_compiled(self) -> bool:
-        """NEW runs this compile eagerly, where BASE compiled the frame."""
-        return self.frame_regressed and runs_eagerly(self.new)
+        """NEW runs this compile eagerly, or never reaches it (its frame ran eagerly from an earlier
+        compile on), where BASE compiled the frame."""
+        return self.frame_regressed and (runs_eagerly(self.new) or (self.new is None and self.base is not None))
 
     @property
     def cache_differs(self) -> bool:
         return self.base is not None and self.new is not None and cache_results(self.base) != cache_results(self.new)
 
     @property
+    def apart(self) -> str | None:
+        """Why its time is not in the ratio (None: it is): it is one run's compile work, its cache results
+        differ (the times measure the cache, not the code), or a time is unknown."""
+        if self.no_longer_compiled:
+            return EAGER
+        if self.base is None:
+            return ONLY_NEW
+        if self.new is None:
+            return ONLY_BASE
+        if not self.cache_known:
+            return "cache results not recorded (an older summary.json)"
+        if self.cache_differs:
+            return f"cache results differ: BASE {_cache_words(self.base)} / NEW {_cache_words(self.new)}"
+        unknown = [side for side, c in (("BASE", self.base), ("NEW", self.new)) if _total(c) is None]
+        if unknown:
+            return f"compile time unknown in {' and '.join(unknown)}"
+        return None
+
+    @property
     def time_comparable(self) -> bool:
-        """Its times say something about the code: not a lost compile, not a cache difference."""
-        return not self.no_longer_compiled and not self.cache_differs
+        return self.apart is None
 
 
-def compile_pairs(b_list: list[CompileSummary], n_list: list[CompileSummary]) -> list[CompilePair]:
+def compile_pairs(b_list: list[CompileSummary], n_list: list[CompileSummary], cache_known: bool = True) -> list[CompilePair]:
     """A frame's compiles in BASE and in NEW, paired in order."""
     regressed = bool(b_list) and any(map(runs_eagerly, n_list)) and not any(map(runs_eagerly, b_list))
-    return [CompilePair(_nth(b_list, i), _nth(n_list, i), regressed) for i in range(max(len(b_list), len(n_list)))]
+    return [CompilePair(_nth(b_list, i), _nth(n_list, i), regressed, cache_known) for i in range(max(len(b_list), len(n_list)))]
 
 
-class TimeComparison(Struct):
-    """Compile time over the compiles that can be compared, and why it cannot be when it cannot."""
+def _add_work(work: Work, seconds: float | None) -> None:
+    work.compiles += 1
+    if seconds is None:
+        work.unknown += 1
+    else:
+        work.seconds = _round(work.seconds + seconds)
 
-    base: float | None = None
-    new: float | None = None
-    compared: int = 0  # compiles (paired or only in one run) whose time is counted
-    cache_differs: int = 0  # paired compiles whose cache results differ
-    base_hits: int = 0  # cache hits in those compiles, each side
-    new_hits: int = 0
-    lost: int = 0  # compiles BASE had that NEW runs eagerly: left out
-    cache_known: bool = True
-    unknown: list[str] = field(default_factory=list)  # the first compiles whose time no record logged (UNKNOWN_NAMED)
-    unknown_count: int = 0
+
+class TimeTally:
+    """Compile time added up pair by pair: the comparable pairs (the ratio), the pairs left apart, and
+    the compile work only one run did."""
+
+    def __init__(self, cache_known: bool) -> None:
+        self.cache_known = cache_known
+        self.base = self.new = 0.0
+        self.compared = self.paired = self.cache_differs = self.lost = 0
+        self.base_hits = self.new_hits = 0
+        self.paired_seconds = 0.0  # both runs' seconds of the pairs whose times are known
+        self.apart: list[ApartPair] = []
+        self.apart_count = 0
+        self.base_only, self.new_only = Work(), Work()
 
     def add(self, p: CompilePair) -> None:
+        b, n = _total(p.base), _total(p.new)
+        why = p.apart
+        if p.base is not None and p.new is not None and not p.no_longer_compiled:
+            self.paired += 1
+            self.paired_seconds += (b or 0.0) + (n or 0.0)
+        if why is None:
+            self.compared += 1
+            self.base += b or 0.0
+            self.new += n or 0.0
+            return
         if p.no_longer_compiled:
             self.lost += 1
+        if p.base is None or p.new is None or p.no_longer_compiled:  # one run's compile work
+            if p.base is not None:
+                _add_work(self.base_only, b)
+            if p.new is not None:
+                _add_work(self.new_only, n)
             return
         if p.cache_differs:
-            assert p.base is not None and p.new is not None
             self.cache_differs += 1
             self.base_hits += p.base.cache_count("hit")
             self.new_hits += p.new.cache_count("hit")
-            return
-        b, n = _total(p.base), _total(p.new)
-        if (p.base is not None and b is None) or (p.new is not None and n is None):
-            shown = p.new if p.new is not None else p.base
-            assert shown is not None
-            self.unknown_count += 1
-            if len(self.unknown) < UNKNOWN_NAMED:  # only these are named: a list of every one would grow with the run
-                self.unknown.append(shown.id)
-            return
-        self.compared += 1
-        self.base = _round((self.base or 0.0) + (b or 0.0))
-        self.new = _round((self.new or 0.0) + (n or 0.0))
+        self.apart_count += 1
+        if len(self.apart) < APART_NAMED:  # only these are named: a list of every one would grow with the run
+            self.apart.append(ApartPair(p.base.id, p.new.id, why))
+
+    @property
+    def share(self) -> float | None:
+        """Of the paired compile time, the comparable pairs' part."""
+        if not self.paired_seconds:
+            return None
+        return round((self.base + self.new) / self.paired_seconds, 4)
 
     @property
     def why_not(self) -> str | None:
         """Why the compile times cannot be compared; None when they can."""
         if not self.cache_known:
             return NO_CACHE_RESULTS
+        share = self.share
+        enough = self.compared > 0 and share is not None and share >= MIN_COMPARABLE_SHARE
+        if enough:
+            return None
         if self.cache_differs:
             if self.base_hits > self.new_hits:
                 what = f"BASE hit the cache {self.base_hits - self.new_hits} times where NEW missed"
@@ -199,96 +255,107 @@ class TimeComparison(Struct):
                 what = f"NEW hit the cache {self.new_hits - self.base_hits} times where BASE missed"
             else:
                 what = f"{self.cache_differs} paired compiles had different cache results"
+            if self.compared:
+                what += (f"; the {self.compared} paired compile(s) with the same cache results are {share or 0:.0%} of the paired "
+                         f"compile time, under {MIN_COMPARABLE_SHARE:.0%}")
             return f"cache states differ: {what}: compile times are not comparable"
-        if self.unknown:
-            return f"the compile time of {', '.join(self.unknown[:3])}{' and more' if self.unknown_count > 3 else ''} is unknown"
-        if not self.compared and self.lost:
+        if self.apart_count:
+            named = ", ".join(f"{a.base} → {a.new} ({a.why})" for a in self.apart[:3])
+            return f"too few paired compiles can be compared: {named}{' and more' if self.apart_count > 3 else ''}"
+        if self.lost and not self.paired:
             return "every compile the runs share is one NEW no longer compiles: no time is left to compare"
-        if not self.compared:
-            return "no compile logged a time in either run"
-        return None
+        if not self.paired:
+            return "no compile is in both runs: no time is left to compare (see base-only and new-only compile work)"
+        return "no paired compile logged a time in either run"
 
-    def to_dict(self) -> Dict:
+    def done(self) -> CompileTimes:
         why = self.why_not
-        return {**timed(self.base, self.new, why is None), "comparable": why is None, "why_not": why,
-                "compared": self.compared, "cache_differs": self.cache_differs, "no_longer_compiled": self.lost}
+        time = timed(self.base if self.compared else None, self.new if self.compared else None, why is None)
+        return CompileTimes(
+            base=time.base, new=time.new, delta=time.delta, ratio=time.ratio, comparable=why is None, why_not=why, compared=self.compared,
+            cache_differs=self.cache_differs, no_longer_compiled=self.lost, paired=self.paired, comparable_share=self.share,
+            apart=self.apart, apart_count=self.apart_count, base_only=self.base_only, new_only=self.new_only,
+        )
 
 
 # ------------------------------------------------------------------------------------------------
 # one report against another
 
 
-def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Dict:
+def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Comparison:
     """The comparison of two single-process summaries."""
     base_files, new_files = Files.of(user_paths(base), how.source_root), Files.of(user_paths(new), how.source_root)
     base_frames, new_frames = frames_of(base, base_files), frames_of(new, new_files)
+    # how every view names a place of each run: relative to its root (a runner's absolute paths mean nothing to a reader)
+    names = Roots.of(base.compiles, how.source_root), Roots.of(new.compiles, how.source_root)
     files = file_map(user_files(base_frames), user_files(new_frames), how.pairs)
     pairs = pair_frames(base_frames, new_frames, files)
-    time = TimeComparison(cache_known=base.cache_known and new.cache_known)
-    frames, failures_new, failures_fixed, eager, op_counts = Rows(), Rows(), Rows(), Rows(), Rows()
+    cache_known = base.cache_known and new.cache_known
+    time = TimeTally(cache_known)
+    frames: Rows = Rows()
+    failures, eager, op_counts = Failures(), list[EagerRow](), list[OpCountRow]()
     counts = Counts()
     for frame_pair in pairs:
         b_list, n_list = compiles_of(frame_pair.base, base.compiles), compiles_of(frame_pair.new, new.compiles)
-        compiles = compile_pairs(b_list, n_list)
-        frames.append(_frame_row(frame_pair, b_list, n_list, compiles, counts))
+        compiles = compile_pairs(b_list, n_list, cache_known)
+        frames.append(_frame_row(frame_pair, b_list, n_list, compiles, counts, (base_files, new_files), names))
         first = (n_list or b_list)[0]  # the frame's name and place are its first compile's
-        key = (first.frame, first.user_location, first.inside)
+        key = (first.frame, first.user_location, first.inside, names[1 if n_list else 0].name(first.user_location))
+        eager_from = next((c for c in n_list if runs_eagerly(c)), None)  # the compile NEW's frame ran eagerly from
         for i, p in enumerate(compiles):
             time.add(p)
             b_fail, n_fail = _failed(p.base), _failed(p.new)
             if n_fail and (not b_fail or b_fail.type != n_fail.type):
-                failures_new.append(_failure_row(key, p, n_fail))
+                failures.new.append(_failure_row(key, p, n_fail, names[1]))
             if b_fail and (not n_fail or b_fail.type != n_fail.type):
-                failures_fixed.append(_failure_row(key, p, b_fail))
+                failures.fixed.append(_failure_row(key, p, b_fail, names[0]))
             if p.no_longer_compiled:
-                eager.append(_eager_row(key, p))
+                assert eager_from is not None
+                eager.append(_eager_row(key, p, eager_from))
             if p.base is not None and p.new is not None and p.base.graph_op_count != p.new.graph_op_count:
-                op_counts.append({"frame": key[0], "user_location": key[1], "inside": key[2], "index": i, "base": _ref(p.base), "new": _ref(p.new),
-                                  "graph_op_count": pair(p.base.graph_op_count, p.new.graph_op_count)})
-    notes = [DIFFERENT_PROGRAMS] if base_frames and new_frames and all(p.base is None or p.new is None for p in pairs) else []
-    if time.why_not and (time.cache_differs or not time.cache_known):
-        notes.append(time.why_not[0].upper() + time.why_not[1:])
-    return {
-        "totals": _totals(base, new, time),
-        "time": time.to_dict(),
-        "graph_breaks": _graph_breaks(break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files)),
-        "frames": frames.done(),
-        "failures": {"new": failures_new.done(), "fixed": failures_fixed.done()},
-        "no_longer_compiled": eager.done(),
-        "graph_op_counts": op_counts.done(),
-        "vllm": _vllm(base, new),
-        "notes": notes,
-    }
+                op_counts.append(OpCountRow(key[0], key[1], key[2], i, _ref(p.base), _ref(p.new),
+                                            pair(p.base.graph_op_count, p.new.graph_op_count), key[3]))
+    return Comparison(
+        totals=_totals(base, new),
+        time=time.done(),
+        graph_breaks=_graph_breaks(break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files), names),
+        frames=frames.done(),
+        failures=failures,
+        no_longer_compiled=eager,
+        graph_op_counts=op_counts,
+        vllm=_vllm(base, new),
+    )
 
 
-def _totals(base: Summary, new: Summary, time: TimeComparison) -> Dict:
-    """Every total (totals.py), before and after; durations with their ratio, where it is comparable."""
+def _totals(base: Summary, new: Summary) -> dict[str, Any]:
+    """Every total (totals.py), before and after. A duration's raw totals are times, never a ratio:
+    the one ratio is the comparable pairs' (`CompileTimes.ratio`)."""
     b, n = totals_of(base.compiles), totals_of(new.compiles)
-    rows: Dict = {t.name: (timed(b[t.name], n[t.name], time.why_not is None) if t.seconds else pair(b[t.name], n[t.name])) for t in TOTALS}
+    rows = {t.name: (timed(b[t.name], n[t.name], comparable=False) if t.seconds else pair(b[t.name], n[t.name])) for t in TOTALS}
     return nested(rows)
 
 
 class Rows:
-    """A list of a comparison's rows that goes to a scratch file past ROWS_IN_MEMORY rows."""
+    """A comparison's frame rows, which go to a scratch file past ROWS_IN_MEMORY rows."""
 
     def __init__(self) -> None:
-        self.rows: list[Dict] | SpooledRows = []
+        self.rows: list[FrameRow] | SpooledFrames = []
 
-    def append(self, row: Dict) -> None:
+    def append(self, row: FrameRow) -> None:
         if isinstance(self.rows, list) and len(self.rows) >= ROWS_IN_MEMORY:
-            self.rows = SpooledRows(self.rows)
+            self.rows = SpooledFrames(self.rows)
         self.rows.append(row)
 
-    def done(self) -> list[Dict] | SpooledRows:
+    def done(self) -> list[FrameRow] | SpooledFrames:
         return self.rows
 
 
-class Counts(dict[tuple[Any, ...], Dict]):
-    """`pair` of two counts, one dict for every row with the same two (of the same types): a diff of
-    100,000s of compiles has a few distinct op counts, compile counts and cache counts, and a dict
-    each would cost more than the rest of its row. The frame rows hold them; nothing changes them."""
+class Counts(dict[tuple[Any, ...], Change]):
+    """`pair` of two counts, one object for every row with the same two (of the same types): a diff of
+    100,000s of compiles has a few distinct op counts, compile counts and cache counts, and an object
+    each would cost more than the rest of its row. The rows hold them; nothing changes them (frozen)."""
 
-    def __call__(self, base: Any, new: Any) -> Dict:
+    def __call__(self, base: Any, new: Any) -> Change:
         key = (type(base), base, type(new), new)
         found = self.get(key)
         if found is None:
@@ -296,45 +363,54 @@ class Counts(dict[tuple[Any, ...], Dict]):
         return found
 
 
+def _in_root(text: str, files: Files) -> str:
+    """The text with its run's root taken out of the paths it names (torch writes a guard's file with and
+    without its leading slash): the same recompile reason of a checkout at another path is the same."""
+    if not files.root or files.root == "/":
+        return text
+    root = files.root.rstrip("/") + "/"
+    return text.replace(root, "").replace(root.lstrip("/"), "")
+
+
 def _frame_row(frame_pair: FramePair, b_list: list[CompileSummary], n_list: list[CompileSummary], compiles: list[CompilePair],
-               counts: Callable[[Any, Any], Dict] = pair) -> Dict:
-    b_reasons = {r for c in b_list for r in c.recompile_reasons}
+               counts: Callable[[Any, Any], Change] = pair, roots: tuple[Files, Files] = (Files(""), Files("")),
+               names: tuple[Roots, Roots] = (Roots(), Roots())) -> FrameRow:
+    b_reasons = {_in_root(r, roots[0]) for c in b_list for r in c.recompile_reasons}
     new_reasons: list[str] = []
     for c in n_list:
         for r in c.recompile_reasons:
-            if r not in b_reasons and r not in new_reasons:
+            if _in_root(r, roots[1]) not in b_reasons and r not in new_reasons:
                 new_reasons.append(r)
-    rows = [{
-        "base": _ref(p.base),
-        "new": _ref(p.new),
-        "compile_time_s": timed(_total(p.base), _total(p.new), p.time_comparable),
-        "graph_op_count": counts(p.base.graph_op_count if p.base else None, p.new.graph_op_count if p.new else None),
-        "time_comparable": p.time_comparable,
-    } for p in compiles]
+    rows = []
+    for p in compiles:
+        apart = p.apart
+        rows.append(PairRow(_ref(p.base), _ref(p.new), timed(_total(p.base), _total(p.new), apart is None),
+                            counts(p.base.graph_op_count if p.base else None, p.new.graph_op_count if p.new else None), apart is None, apart))
     base, new = frame_pair.base, frame_pair.new
     first = (n_list or b_list)[0]  # a frame's name and place are its first compile's
-    regression = EAGER if any(p.no_longer_compiled for p in compiles) else None
-    return {
-        "frame": first.frame,
-        "user_location": first.user_location,
-        "inside": first.inside,
-        "presence": "both" if base and new else ("new" if new else "gone"),
-        "pairing": frame_pair.how,
-        "base_frame": b_list[0].frame if b_list else None,
-        "base_user_location": b_list[0].user_location if b_list else None,
-        "moved": _moved(base, new),
-        "regression": regression,
-        "compiles": counts(len(b_list), len(n_list)),
-        "recompiles": counts(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
-        "new_recompile_reasons": new_reasons,
-        "compile_time_s": timed(_sum([_total(c) for c in b_list]) if b_list else None, _sum([_total(c) for c in n_list]) if n_list else None,
-                                all(p.time_comparable for p in compiles)),
-        "cache": {r: counts(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
-        "pairs": rows,
-    }
+    return FrameRow(
+        frame=first.frame,
+        user_location=first.user_location,
+        inside=first.inside,
+        presence="both" if base and new else ("new" if new else "gone"),
+        pairing=frame_pair.how,
+        base_frame=b_list[0].frame if b_list else None,
+        base_user_location=b_list[0].user_location if b_list else None,
+        moved=_moved(base, new),
+        regression=EAGER if any(p.no_longer_compiled for p in compiles) else None,
+        compiles=counts(len(b_list), len(n_list)),
+        recompiles=counts(sum(c.is_recompile for c in b_list), sum(c.is_recompile for c in n_list)),
+        new_recompile_reasons=new_reasons,
+        # the frame's raw times; a ratio only where every pair of it is comparable
+        compile_time_s=timed(_sum([_total(c) for c in b_list]) if b_list else None, _sum([_total(c) for c in n_list]) if n_list else None,
+                             all(r.time_comparable for r in rows)),
+        cache={r: counts(sum(c.cache_count(r) for c in b_list), sum(c.cache_count(r) for c in n_list)) for r in CACHE_RESULTS},
+        pairs=rows,
+        where=names[1 if n_list else 0].name(first.user_location),
+    )
 
 
-def _vllm(base: Summary, new: Summary) -> Dict | None:
+def _vllm(base: Summary, new: Summary) -> VllmChange | None:
     """vLLM's pieces paired by compile call (its prefix), submod and range or size: the pieces only one
     run compiled, and the passes whose effect on the graph changed (e.g. "no longer changes the graph")."""
     if base.vllm is None and new.vllm is None:
@@ -342,16 +418,16 @@ def _vllm(base: Summary, new: Summary) -> Dict | None:
     b_pieces, n_pieces = _pieces(base), _pieces(new)
     b_passes, n_passes = _pass_effects(base), _pass_effects(new)
     passes = [
-        {"call": call, "pass": name, "base": b_passes.get((call, name)), "new": n_passes.get((call, name))}
+        PassRow(call, name, b_passes.get((call, name)), n_passes.get((call, name)))
         for call, name in list(b_passes) + [k for k in n_passes if k not in b_passes]
         if b_passes.get((call, name)) != n_passes.get((call, name))
     ]
-    return {
-        "new_pieces": [{"call": k[0], "submod": k[1], "group": k[2]} for k in n_pieces if k not in b_pieces],
-        "gone_pieces": [{"call": k[0], "submod": k[1], "group": k[2]} for k in b_pieces if k not in n_pieces],
-        "pieces": pair(len(b_pieces), len(n_pieces)),
-        "passes": passes,
-    }
+    return VllmChange(
+        new_pieces=[PieceRow(*k) for k in n_pieces if k not in b_pieces],
+        gone_pieces=[PieceRow(*k) for k in b_pieces if k not in n_pieces],
+        pieces=pair(len(b_pieces), len(n_pieces)),
+        passes=passes,
+    )
 
 
 def _call_name(call: Any) -> str:
@@ -376,55 +452,64 @@ def _pass_effects(summary: Summary) -> dict[tuple[str, str], str]:
     return {key: "changes the graph" if True in found else "no change" if False in found else "unknown" for key, found in seen.items()}
 
 
-def _moved(base: Frame | BreakSite | None, new: Frame | BreakSite | None) -> dict[str, int] | None:
-    """{"from", "to"}: the line it moved from and to, when only its line changed."""
+def _moved(base: Frame | BreakSite | None, new: Frame | BreakSite | None) -> Moved | None:
+    """The line it moved from and to, when only its line changed."""
     if base is None or new is None or base.line is None or new.line is None or base.line == new.line:
         return None
-    return {"from": base.line, "to": new.line}
+    return Moved(base.line, new.line)
 
 
-def _failure_row(key: tuple[str | None, str | None, str], p: CompilePair, failure: Failure) -> Dict:
-    return {"frame": key[0], "user_location": key[1], "inside": key[2], "base": _ref(p.base), "new": _ref(p.new), "type": failure.type, "reason": failure.reason}
+Key = tuple[str | None, str | None, str, str | None]  # a frame's name, user_location, library it is in, and user_location as named
 
 
-def _eager_row(key: tuple[str | None, str | None, str], p: CompilePair) -> Dict:
-    """A compile BASE had that NEW runs eagerly: how (skipped, or the recompile limit), and torch's reason."""
-    assert p.new is not None
-    failure = p.new.failure
-    return {
-        "frame": key[0], "user_location": key[1], "inside": key[2], "base": _ref(p.base), "new": _ref(p.new),
-        "outcome": "recompile limit" if p.new.hit_recompile_limit else "skipped",
-        "reason": failure.reason if failure is not None else None,
-        "lost_compile_time_s": _total(p.base),
-    }
+def _failure_row(key: Key, p: CompilePair, failure: Failure, names: Roots) -> FailureRow:
+    """A failure of one side (`names`: how that side names its places)."""
+    return FailureRow(key[0], key[1], key[2], _ref(p.base), _ref(p.new), failure.type, failure.reason, failure.user_location,
+                      where=key[3], failed_where=names.name(failure.user_location), message=failure.message or None)
 
 
-def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite]) -> Dict:
-    """Graph breaks new in NEW, gone since BASE, logged a different number of times, and moved."""
+def _eager_row(key: Key, p: CompilePair, eager_from: CompileSummary) -> EagerRow:
+    """A compile BASE had that NEW no longer compiles: how its frame runs eagerly (skipped, or the
+    recompile limit: as the compile NEW ran it eagerly from says), and torch's reason."""
+    eager = p.new if p.new is not None else eager_from
+    failure = eager.failure
+    return EagerRow(
+        key[0], key[1], key[2], _ref(p.base), _ref(p.new),
+        outcome="recompile limit" if eager.hit_recompile_limit else "skipped",
+        reason=failure.reason if failure is not None else None,
+        lost_compile_time_s=_total(p.base),
+        where=key[3],
+    )
 
-    def row(key: BreakKey, side: BreakSite) -> Dict:
+
+def _graph_breaks(base: dict[BreakKey, BreakSite], new: dict[BreakKey, BreakSite], names: tuple[Roots, Roots] = (Roots(), Roots())) -> GraphBreaks:
+    """Graph breaks new in NEW, gone since BASE, logged a different number of times, and moved; a row is
+    of NEW's break but for a gone one (BASE's), and named as its run names its places (`names`)."""
+
+    def row(key: BreakKey, side: BreakSite, named: Roots = names[1]) -> BreakRow:
         brk = side.brk
-        return {
-            "reason": brk.reason,
-            "user_location": brk.user_location,
-            "user_source": brk.user_source or None,
-            "registry_id": brk.registry_id or None,
-            "explanation": brk.explanation or None,
-            "hints": list(brk.hints),
-            "doc_url": brk.doc_url or None,
-            "torch_break": brk.torch_break,
-            "count": pair(len(base[key].breaks) if key in base else 0, len(new[key].breaks) if key in new else 0),
-            "frames": list(dict.fromkeys(c.frame for c in side.breaks)),
-            "compiles": list(dict.fromkeys(c.id for c in side.breaks)),
-            "moved": _moved(base.get(key), new.get(key)),
-        }
+        return BreakRow(
+            reason=brk.reason,
+            user_location=brk.user_location,
+            user_source=brk.user_source or None,
+            registry_id=brk.registry_id or None,
+            explanation=brk.explanation or None,
+            hints=list(brk.hints),
+            doc_url=brk.doc_url or None,
+            torch_break=brk.torch_break,
+            count=pair(len(base[key].breaks) if key in base else 0, len(new[key].breaks) if key in new else 0),
+            frames=list(dict.fromkeys(c.frame for c in side.breaks)),
+            compiles=list(dict.fromkeys(c.id for c in side.breaks)),
+            moved=_moved(base.get(key), new.get(key)),
+            where=named.name(brk.user_location),
+        )
 
-    return {
-        "new": [row(k, v) for k, v in new.items() if k not in base],
-        "gone": [row(k, v) for k, v in base.items() if k not in new],
-        "changed": [row(k, v) for k, v in new.items() if k in base and len(base[k].breaks) != len(v.breaks)],
-        "moved": [row(k, v) for k, v in new.items() if k in base and _moved(base[k], v) is not None],
-    }
+    return GraphBreaks(
+        new=[row(k, v) for k, v in new.items() if k not in base],
+        gone=[row(k, v, names[0]) for k, v in base.items() if k not in new],
+        changed=[row(k, v) for k, v in new.items() if k in base and len(base[k].breaks) != len(v.breaks)],
+        moved=[row(k, v) for k, v in new.items() if k in base and _moved(base[k], v) is not None],
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -442,9 +527,11 @@ def torch_versions(summary: Side) -> list[str]:
     return sorted({v for v in found if isinstance(v, str)})
 
 
-def diff(base: Side | Dict, new: Side | Dict, base_path: str = "BASE", new_path: str = "NEW", how: Pairing = Pairing()) -> Dict:
+def diff(base: Side | dict[str, Any], new: Side | dict[str, Any], base_path: str = "BASE", new_path: str = "NEW",
+         how: Pairing = Pairing()) -> Diff:
     """The whole diff of two summaries: of two reports, or rank by rank of two multi-rank reports.
-    A summary may also be given as the dict summary.json holds (`Analysis.to_dict()`).
+    A summary may also be given as the dict summary.json holds (`Analysis.to_dict()`). Its JSON
+    (`diff.json`) is `to_builtins(...)`.
 
     Raises ValueError when one is multi-rank and the other is not.
     """
@@ -459,25 +546,26 @@ def diff(base: Side | Dict, new: Side | Dict, base_path: str = "BASE", new_path:
     if not same:
         notes.append(f"BASE and NEW come from different torch versions ({', '.join(b_versions)} and {', '.join(n_versions)}): "
                      "some differences may come from torch itself")
-    out: Dict = {
-        "schema_version": SCHEMA_VERSION,
-        "generator": {"name": "tlparse-py", "version": __version__},
-        "base": {"path": base_path, "torch_version": _one(b_versions), "ranks": len(base.ranks) if isinstance(base, RanksSummary) else None},
-        "new": {"path": new_path, "torch_version": _one(n_versions), "ranks": len(new.ranks) if isinstance(new, RanksSummary) else None},
-        "torch_versions_differ": not same,
-        "notes": notes,
-        "comparison": None,
-        "ranks": [],
-    }
+    out = Diff(
+        schema_version=SCHEMA_VERSION,
+        generator=Generator("tlparse-py", __version__),
+        base=DiffSide(base_path, _one(b_versions), len(base.ranks) if isinstance(base, RanksSummary) else None, base.program),
+        new=DiffSide(new_path, _one(n_versions), len(new.ranks) if isinstance(new, RanksSummary) else None, new.program),
+        torch_versions_differ=not same,
+        notes=notes,
+        comparison=None,
+        ranks=[],
+    )
     if isinstance(base, RanksSummary) and isinstance(new, RanksSummary):
-        out["ranks"] = _ranks(base, new, how)
+        out.ranks = _ranks(base, new, how)
     elif isinstance(base, Summary) and isinstance(new, Summary):
-        out["comparison"] = compare(base, new, how)
-    out["notes"] += sorted({note for c in comparisons(out) for note in c.pop("notes")})
-    out["totals"] = combined_totals(comparisons(out))
-    measured = measure_gates(comparisons(out))
-    out["metrics"] = {gate.name: measured[gate.name].value for gate in DIFF_GATES}
-    out["unchecked"] = {gate.name: measured[gate.name].why_not for gate in DIFF_GATES if measured[gate.name].why_not}
+        out.comparison = compare(base, new, how)
+    parts = out.comparisons()
+    out.notes += sorted({note for c in parts for note in c.notes})
+    out.totals = combined_totals(parts)
+    measured = measure_gates(parts)
+    out.metrics = {gate.name: measured[gate.name].value for gate in DIFF_GATES}
+    out.unchecked = {gate.name: why for gate in DIFF_GATES if (why := measured[gate.name].why_not)}
     return out
 
 
@@ -485,7 +573,7 @@ def _one(versions: list[str]) -> str | None:
     return versions[0] if len(versions) == 1 else (" / ".join(versions) if versions else None)
 
 
-def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[Dict]:
+def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[RankRow]:
     b = {r.folder: r for r in base.ranks}
     n = {r.folder: r for r in new.ranks}
     order = list(b) + [f for f in n if f not in b]
@@ -503,33 +591,20 @@ def _ranks(base: RanksSummary, new: RanksSummary, how: Pairing) -> list[Dict]:
             note = f"{side} could not be read" + (f": {entry.error}" if entry.error else "")
         else:
             comparison = compare(br.summary, nr.summary, how)
-        rows.append({"rank": rank, "folder": str(folder), "note": note, "comparison": comparison})
+        rows.append(RankRow(rank, str(folder), note, comparison))
     return rows
 
 
-def sections(diff_: Dict) -> list[tuple[str, Dict]]:
-    """(rank folder, or "" for two single runs; its comparison): every comparison of the diff."""
-    if diff_.get("comparison") is not None:
-        return [("", diff_["comparison"])]
-    return [(r["folder"], r["comparison"]) for r in diff_.get("ranks") or [] if r.get("comparison") is not None]
-
-
-def comparisons(diff_: Dict) -> list[Dict]:
-    """The comparison of two runs, or one per rank compared."""
-    return [c for _, c in sections(diff_)]
-
-
-def combined_totals(parts: Sequence[Dict]) -> Dict:
+def combined_totals(parts: Sequence[Comparison]) -> dict[str, Any]:
     """Every total before and after, over ranks combined as its declaration says (`Total.over_ranks`):
-    the figures the diff's Markdown shows, the same as each report's own summary says."""
-    rows: Dict = {}
+    the figures the diff's Markdown shows, the same as each report's own summary says. Times, never
+    a ratio (the diff's one ratio is `compile_time_ratio`)."""
+    rows: dict[str, Shown] = {}
     for total in TOTALS:
-        rows_of = [value_at(c["totals"], total.name) for c in parts]
-        base = total.combine([r["base"] for r in rows_of])
-        new = total.combine([r["new"] for r in rows_of])
-        row: Dict = timed(base.value, new.value) if total.seconds else pair(base.value, new.value)
-        if total.seconds and any(not c["time"]["comparable"] for c in parts):
-            row["ratio"] = None  # a run's (a rank's) compile times cannot be compared: no ratio
-        row["base_shown"], row["new_shown"] = (base.text, new.text) if len(parts) > 1 else (total.show(base.value), total.show(new.value))
-        rows[total.name] = row
+        rows_of = [c.total(total.name) for c in parts]
+        base = total.combine([r.base for r in rows_of])
+        new = total.combine([r.new for r in rows_of])
+        change = timed(base.value, new.value) if total.seconds else pair(base.value, new.value)
+        shown = (base.text, new.text) if len(parts) > 1 else (total.show(base.value), total.show(new.value))
+        rows[total.name] = Shown(change.base, change.new, change.delta, *shown)
     return nested(rows)

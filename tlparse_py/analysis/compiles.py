@@ -242,7 +242,7 @@ class Analysis(Store):
             questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None or questions.export_inferred(self) else None,
             __version__,
             vllm=vllm_run(self),
-            processes=process_list(self),
+            processes=process_list(self), program=self.source.program,  # program: under `run`, how the program ended
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -320,6 +320,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "compiles": [c.to_dict() for c in summary.compiles],
         "run": summary.run,
         "processes": summary.processes,
+        "program": summary.program.to_dict() if summary.program is not None else None,
     }
     if summary.export is not None:
         data["export"] = summary.export

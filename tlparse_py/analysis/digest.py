@@ -8,7 +8,7 @@ multi-rank report's is each rank's totals and every total combined over the rank
 writer only words and links these: it asks nothing of the compiles itself.
 
 User files are named relative to `source_root` (`--source-root`) when inside it, else to the
-common folder of the run's user files (`stacks.user_folder`): a summary is published (a job
+common folder of the run's user files, by the one rule of `roots.py`: a summary is published (a job
 summary, a PR comment), and a runner's absolute paths mean nothing to its readers.
 """
 
@@ -19,7 +19,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from .stacks import inside_folder, is_user_code, split_location, user_folder
+from .roots import relative_location, user_paths
+from .stacks import split_location, user_folder
 from .summary import (
     CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, failed_compiles, graph_break_groups,
     recompiled_frames, slowest,
@@ -157,7 +158,7 @@ def shown_totals(compiles: Sequence[CompileSummary]) -> dict[str, str]:
 
 def report_digest(summary: Summary, source_root: str = "") -> ReportDigest:
     compiles = summary.compiles
-    roots = (source_root, user_folder(_user_paths(compiles) + _export_paths(summary.export)))
+    roots = (source_root, user_folder([*user_paths(compiles), *_export_paths(summary.export)]))
     groups = graph_break_groups(compiles)
     frames = recompiled_frames(compiles)
     failed = failed_compiles(compiles)
@@ -211,11 +212,6 @@ def _failure_row(compile_: CompileSummary, roots: tuple[str, ...]) -> FailureRow
     return FailureRow(compile_, failure.type, failure.message, where, failed_at, failure.suppressed)
 
 
-def user_root(compiles: Sequence[CompileSummary]) -> str:
-    """The common folder of the run's user files, which `relative_location` names them from."""
-    return user_folder(_user_paths(compiles))
-
-
 def _export_row(export: dict[str, Any], roots: tuple[str, ...]) -> ExportRow:
     traced = export.get("trace_failure") or {}
     where, call_at = traced.get("user_location") or "", traced.get("call_location") or ""
@@ -234,19 +230,3 @@ def _export_paths(export: dict[str, Any] | None) -> list[str]:
     traced = (export or {}).get("trace_failure") or {}
     locations = [traced.get("call_location"), traced.get("user_location")]
     return [site[0] for location in locations if isinstance(location, str) and (site := split_location(location))]
-
-
-def _user_paths(compiles: Sequence[CompileSummary]) -> list[str]:
-    """Every file the run's frames, graph breaks and failures name (`user_folder` keeps the user's own)."""
-    locations = [c.user_location for c in compiles] + [b.user_location for c in compiles for b in c.graph_breaks]
-    locations += [c.failure.user_location for c in compiles if c.failure is not None]
-    return [site[0] for location in locations if (site := split_location(location))]
-
-
-def relative_location(location: str, roots: tuple[str, ...]) -> str:
-    """A `file.py:23` of user code relative to the first of `roots` it is inside; as logged otherwise."""
-    site = split_location(location)
-    if site is None or not is_user_code(site[0]):
-        return location
-    relative = next((r for root in roots if (r := inside_folder(site[0], root)) is not None), None)
-    return f"{relative}:{site[1]}" if relative is not None else location

@@ -7,12 +7,16 @@ changes every file name; neither changes what the code is. A frame is known by:
 - its function, with Dynamo's resume functions named by what they resume
   (`torch_dynamo_resume_in_forward_at_17` is "resume in forward");
 - the source text that anchors it: for a resume function, the line of the graph break it resumes
-  after (from the log's user code traceback).
+  after (from the log's user code traceback);
+- the kind of that break (torch's registry id, else its headline): a resume function after an
+  `.item()` break is not the one after a `print()` break on the next line, whatever their names.
 
 Frames with the same identity pair (in order, when a function is compiled as several frames).
 The rest are aligned per file, in log order (difflib): a frame whose anchor text was edited still
-pairs by its function, and a function renamed in place pairs with its new name. A frame that only
-moved says so ("moved, line 17 → 18"); one with nothing to pair with is new or gone.
+pairs by its function, and a function renamed in place pairs with its new name; but a resume
+function only ever pairs with one after the same kind of break (another break is gone plus new,
+never moved or edited). A frame that only moved says so ("moved, line 17 → 18"); one with nothing
+to pair with is new or gone.
 
 Two runs whose files have different names pair them when each run has one user file; otherwise
 `--pair FILE_A=FILE_B` says which file of BASE is which of NEW.
@@ -86,6 +90,9 @@ class Frame(Struct, gc=False):
     name: str  # its function, resume functions normalised
     line: int | None
     anchor: str  # the source text that anchors it ("" when the log gives none)
+    # the kind of graph break it resumes after (`GraphBreak.kind`; the kinds logged at its line, sorted and
+    # joined, in the rare line that broke two ways); "" when the log places no break at its line
+    after: str = ""
     positions: bytes = b""  # where its compiles are, packed as an array("I") (the smallest Python holds them in)
     # set by pair_frames: a BASE frame's NEW frame and how they pair; a NEW frame's mark that it is paired
     partner: Frame | None = None
@@ -93,8 +100,14 @@ class Frame(Struct, gc=False):
     taken: bool = False
 
     @property
-    def identity(self) -> tuple[str, str, str]:
-        return (self.file, self.name, self.anchor)
+    def identity(self) -> tuple[str, str, str, str]:
+        return (self.file, self.name, self.anchor, self.after)
+
+    @property
+    def aligned_as(self) -> tuple[str, str]:
+        """What per-file alignment compares: its function, and the kind of break it resumes after
+        (an edit may change a resume function's anchor text and still pair it, but never the kind of its break)."""
+        return (self.name, self.after)
 
 
 class FramePair(Struct, gc=False):
@@ -105,16 +118,17 @@ class FramePair(Struct, gc=False):
 
 def frames_of(summary: Summary, files: Files) -> list[Frame]:
     """The run's frames (a frame id in one generation), in log order."""
-    anchors = _break_texts(summary.compiles)
+    anchors = _breaks_at(summary.compiles)
     frames: dict[object, tuple[Frame, array[int]]] = {}
     for position, compile_ in enumerate(summary.compiles):
         identity: object = compile_.frame_identity if compile_.frame_identity is not None else ("compile", compile_.key, compile_.generation)
         found = frames.get(identity)
         if found is None:
             site = split_location(compile_.user_location)
+            anchor, after = anchors.get(compile_.user_location or "", ("", ""))
             found = frames[identity] = (Frame(
                 sys.intern(files.relative(site[0])) if site else "", sys.intern(function_name(compile_.frame)),
-                site[1] if site else None, anchors.get(compile_.user_location or "", ""),
+                site[1] if site else None, anchor, after,
             ), array("I"))
         found[1].append(position)
     for frame, positions in frames.values():
@@ -127,9 +141,17 @@ def compiles_of(frame: Frame | None, compiles: Sequence[CompileSummary]) -> list
     return [compiles[i] for i in array("I", frame.positions)] if frame is not None else []
 
 
-def _break_texts(compiles: Iterable[CompileSummary]) -> dict[str, str]:
-    """user location → the source text of a graph break there (what a resume function resumes after)."""
-    return {b.user_location: b.user_source for c in compiles for b in c.graph_breaks if b.user_source}
+def _breaks_at(compiles: Iterable[CompileSummary]) -> dict[str, tuple[str, str]]:
+    """user location → the graph break there (what a resume function starting there resumes after):
+    its source text ("" when the log gives none) and its kind (the kinds logged there, sorted and joined)."""
+    texts: dict[str, str] = {}
+    kinds: dict[str, set[str]] = {}
+    for c in compiles:
+        for b in c.graph_breaks:
+            if b.user_source:
+                texts[b.user_location] = b.user_source
+            kinds.setdefault(b.user_location, set()).add(b.kind)
+    return {location: (texts.get(location, ""), sys.intern(", ".join(sorted(found)))) for location, found in kinds.items()}
 
 
 def user_files(frames: Iterable[Frame]) -> list[str]:
@@ -178,7 +200,7 @@ def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> F
 
     # NEW's frames by identity; the rare identity of several frames holds them last-first, so that
     # taking the first is a pop (a list, or a deque, for every frame would cost more than the frame)
-    by_identity: dict[tuple[str, str, str], Frame | list[Frame]] = {}
+    by_identity: dict[tuple[str, str, str, str], Frame | list[Frame]] = {}
     for n in reversed(new):
         found = by_identity.setdefault(n.identity, n)
         if isinstance(found, list):
@@ -186,7 +208,7 @@ def pair_frames(base: list[Frame], new: list[Frame], files: dict[str, str]) -> F
         elif found is not n:
             by_identity[n.identity] = [found, n]
     for b in base:
-        key = (files.get(b.file, b.file), b.name, b.anchor)
+        key = (files.get(b.file, b.file), b.name, b.anchor, b.after)
         candidate = by_identity.get(key)
         if isinstance(candidate, list):
             n = candidate.pop()
@@ -230,18 +252,21 @@ class FramePairs:
 
 
 def _align(base: list[Frame], new: list[Frame], link: Callable[[Frame, Frame, str], None]) -> None:
-    """Frames of one file (all of them, in log order) that kept their function pair in order; a block
-    replaced one for one between kept frames is renamed. `link` pairs only frames not yet paired."""
+    """Frames of one file (all of them, in log order) that kept their function (and, for a resume
+    function, the kind of break it resumes after) pair in order; a block replaced one for one between
+    kept frames is renamed, where each resumes after the kind of break its partner does. `link` pairs
+    only frames not yet paired."""
     if not base or not new:
         return
-    matcher = difflib.SequenceMatcher(a=[f.name for f in base], b=[f.name for f in new], autojunk=False)
+    matcher = difflib.SequenceMatcher(a=[f.aligned_as for f in base], b=[f.aligned_as for f in new], autojunk=False)
     for op, b0, b1, n0, n1 in matcher.get_opcodes():
         if op == "equal":
             for b, n in zip(base[b0:b1], new[n0:n1], strict=True):
                 link(b, n, "edited")
         elif op == "replace" and b1 - b0 == n1 - n0 and (b0 > 0 or b1 < len(base)):  # renamed in place, between kept frames
             for b, n in zip(base[b0:b1], new[n0:n1], strict=True):
-                link(b, n, "renamed")
+                if b.after == n.after:
+                    link(b, n, "renamed")
 
 
 def renamed_functions(pairs: Iterable[FramePair]) -> dict[str, str]:

@@ -28,8 +28,8 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from ..model import CompileId
-from .digest import relative_location, user_root
 from .pairing import function_name
+from .roots import relative_location, user_root
 from .facts import differing_lines, input_signature, normalise_collective, sync_decision
 from .stacks import is_user_code, split_location
 from .store import DistributedFacts

@@ -8,7 +8,8 @@ and a spool is never changed except by appending. The first MB stays in memory a
 an unnamed temporary file, which the system removes however the process ends.
 
 - `SpooledCompiles`: a summary's compiles (msgpack, the typed `CompileSummary`);
-- `SpooledRows`: JSON-able rows of a comparison (orjson; a row read back is a plain dict).
+- `SpooledRows`: JSON-able rows of a comparison (orjson; a row read back is a plain dict);
+- `SpooledFrames`: a comparison's frame rows (msgpack; a row read back is its `compared.FrameRow`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Generic, TypeVar, overload
 import msgspec
 import orjson
 
+from .compared import FrameRow
 from .summary import CompileSummary
 
 IN_MEMORY = 1 << 20  # bytes a spool keeps in memory before it goes to disk
@@ -131,10 +133,23 @@ class SpooledRows(Spool[dict[str, Any]]):
         super().__init__(orjson.dumps, orjson.loads, items)
 
 
-def as_json(value: Any) -> list[Any]:
-    """orjson's `default` for a value holding spools: a spool as the list it reads as."""
+_FRAME_DECODER = msgspec.msgpack.Decoder(FrameRow)
+
+
+class SpooledFrames(Spool[FrameRow]):
+    """A comparison's frame rows (typed), in a scratch file: a diff's row per frame of 10^6 compiles."""
+
+    def __init__(self, items: Iterable[FrameRow] = ()) -> None:
+        super().__init__(_COMPILE_ENCODER.encode, _FRAME_DECODER.decode, items)
+
+
+def as_json(value: Any) -> Any:
+    """orjson's `default` for a value holding spools and Structs: a spool as the list it reads as, a
+    Struct as the dict of its fields (`msgspec.to_builtins`, its field names as JSON names them)."""
     if isinstance(value, Spool):
         return list(value)
+    if isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value, enc_hook=as_json)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 

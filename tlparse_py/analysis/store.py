@@ -29,6 +29,7 @@ from ..reading.inputs import LeftOut
 from .configs import ConfigSnapshots
 from .export_shapes import ExportShapes
 from .export_trace import ExportTrace
+from .program import ProgramExit
 from .stacks import Frame, StackTrie
 from .vllm import VllmLog
 from .wrapper import WrappedModels
@@ -395,6 +396,9 @@ class InputInfo(msgspec.Struct, eq=False):  # one per log: never compared or pri
     sizes: dict[str, int] = msgspec.field(default_factory=dict)  # bytes of each further log
     left_out: list[LeftOut] = msgspec.field(default_factory=list)  # logs of the folder not read, and why (the index's top)
     every_log: bool = False  # every log of the folder was read (--all-runs, or a folder made for one run)
+    # how the program that wrote the logs ended, when `tlparse-py run` ran it (a fact of the run, not of
+    # its logs); None for logs read without it, or while the program still runs (a live report)
+    program: ProgramExit | None = None
 
     def files(self) -> list[tuple[str, int | None]]:
         """(path, bytes) of every log read into the report."""

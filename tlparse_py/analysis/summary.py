@@ -60,6 +60,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, ValidationError, convert, fi
 
 from ..model import CompileId, generation_label
 from .configs import ConfigChange, ConfigDiff, UnusualSetting
+from .program import ProgramExit
 from .stacks import LIBRARY_PACKAGE, LIBRARY_STDLIB, LIBRARY_TORCH, library_of, library_path
 from .vllm import VllmRun
 
@@ -916,6 +917,7 @@ class Summary(Struct):
     vllm: VllmRun | None = None  # vLLM's piecewise compiles, when the log holds its records (summary.json 2.1)
     # the run's processes: [{process, pid, logs}] (summary.json 2.3; empty from an older one)
     processes: list[dict[str, Any]] = field(default_factory=list)
+    program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (summary.json 4.1); None: unknown
 
     @property
     def log_name(self) -> str:
@@ -943,6 +945,7 @@ class RanksSummary(Struct):
     inputs: list[dict[str, Any]] = field(default_factory=list)
     generator_version: str = ""
     notes: list[dict[str, Any]] = field(default_factory=list)  # differences that are no divergence (cache results)
+    program: ProgramExit | None = None  # how the launcher (torchrun) ended, under `tlparse-py run` (summary.json 4.1)
 
     @property
     def read(self) -> list[RankEntry]:
@@ -993,7 +996,7 @@ def _load_ranks(data: dict[str, Any]) -> RanksSummary:
         ))
     divergences = [_object(d, f"divergences[{i}]") for i, d in enumerate(_list(data.get("divergences", []), "divergences"))]
     notes = [_object(d, f"notes[{i}]") for i, d in enumerate(_list(data.get("notes", []), "notes"))]
-    return RanksSummary(entries, divergences, _inputs(data), _generator(data), notes)
+    return RanksSummary(entries, divergences, _inputs(data), _generator(data), notes, _program(data))
 
 
 def _load_report(data: dict[str, Any], where: str = "") -> Summary:
@@ -1012,6 +1015,7 @@ def _load_report(data: dict[str, Any], where: str = "") -> Summary:
         cache_known=all("cache" in c for c in data["compiles"] if isinstance(c, dict)),
         vllm=_convert(data["vllm"], VllmRun, f"{where}vllm") if data.get("vllm") is not None else None,
         processes=[p for p in data.get("processes") or [] if isinstance(p, dict)],
+        program=_program(data, where),
     )
 
 
@@ -1059,6 +1063,12 @@ def _convert(value: Any, kind: type[_T], where: str) -> _T:
         message, _, path = str(exc).partition(" - at `")
         field_ = where + path.rstrip("`").removeprefix("$")
         raise SummaryError(f"{field_}: {message[:1].lower()}{message[1:]}") from None
+
+
+def _program(data: dict[str, Any], where: str = "") -> ProgramExit | None:
+    """The program exit (summary.json 4.1); None when it is null or absent (a report written without `run`)."""
+    value = data.get("program")
+    return _convert(value, ProgramExit, f"{where}program") if value is not None else None
 
 
 def _inputs(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,10 +6,12 @@ name nests: `cache.hit` is `totals.cache.hit`), the index's cards, the Markdown 
 `--fail-on` names, help and messages, the rows of `diff`, and the multi-rank figures. Adding a total
 is one `Total(...)` below, plus its entry in `summary.schema.json`.
 
-The diff's gates are declared here too (`DIFF_GATES`): what each counts in one comparison of two
-runs, which total's rule combines it over ranks, and the frames it names when it fails. Both
-kinds of gate are checked by `check_report` and `check_diff`, in the condition language of
-`conditions.py`.
+The diff's gates are declared here too (`DIFF_GATES`): what each is called and counts in one
+comparison of two runs (`compared.Comparison`, whose fields it reads), which total's rule combines
+it over ranks, how its value is shown, and what it names when it fails. Every view of a diff (its
+page, Markdown, diff.json `metrics` and the `Diff:` line) lists the gates from there. Both kinds of
+gate are checked by `check_report` and `check_diff`, in the condition language of `conditions.py`;
+a failed diff gate is data (`GateFailure`) that every view reads.
 
 A total is computed from a report's compiles (`CompileSummary`), so it is the same number whether
 the report was just built from a log or loaded back from its `summary.json`.
@@ -23,9 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..units import format_seconds
+from .compared import BreakRow, Change, Comparison, EagerRow, FailureRow, Timed, Work
 from .conditions import Condition, unknown, violated
+from .roots import Roots
 from .summary import CACHE_RESULTS, CompileSummary, RankEntry, RanksSummary, Summary, first_line, slowest
 
 Value = int | float | None
@@ -134,8 +139,10 @@ def _slowest(compiles: Sequence[CompileSummary]) -> Involved:
 
 
 def _breaks_where(compiles: Sequence[CompileSummary]) -> Involved:
-    """Each compile with graph breaks of the user's, and where in the user's code they are: `(2 at model.py:30, model.py:41)`."""
-    return [(c, f"({len(breaks)} at {', '.join(dict.fromkeys(b.user_location for b in breaks))})")
+    """Each compile with graph breaks of the user's, and where in the user's code they are, named from the
+    run's root as every summary names them: `(2 at model.py:30, model.py:41)`."""
+    roots = Roots.of(compiles)
+    return [(c, f"({len(breaks)} at {', '.join(dict.fromkeys(str(roots.name(b.user_location)) for b in breaks))})")
             for c in compiles if (breaks := c.user_breaks)]
 
 
@@ -312,9 +319,7 @@ def check_report(conditions: Sequence[Condition], summary: Summary | RanksSummar
 
 
 # -- the diff's gates ---------------------------------------------------------------------------
-# A comparison is one pair of runs (or of ranks) as `comparison.compare` returns it: plain data.
-
-Comparison = Mapping[str, Any]
+# A comparison is one pair of runs (or of ranks): `compared.Comparison`, typed. A gate reads its fields.
 
 
 class Measured(Struct, frozen=True):
@@ -324,14 +329,44 @@ class Measured(Struct, frozen=True):
     why_not: str | None = None  # "cache states differ: ..." when value is None
 
 
+# how a gate's value is shown, by the kind of number it is
+_SHOW: dict[str, Callable[[float | int], str]] = {
+    "count": str,
+    "delta": lambda v: f"{v:+d}" if isinstance(v, int) else f"{v:+g}",
+    "ratio": lambda v: f"×{v:.2f}",
+    "seconds": format_seconds,
+}
+
+
+class Behind(Struct, frozen=True):
+    """One thing behind a diff gate's value, as data: what it is, the user code line it is at (as every
+    view names it: relative to its run's root, the rows' `where`; None when it has none), what follows,
+    and over ranks the rank folder it is in. Every view (the page, the Markdown, the terminal) words it
+    by `text`."""
+
+    what: str
+    where: str | None = None
+    then: str = ""
+    rank: str = ""
+
+    @property
+    def text(self) -> str:
+        """`rank_1: forward [0/0] at model.py:30: no longer compiled: ...`"""
+        rank = f"{self.rank}: " if self.rank else ""
+        at = f" at {self.where}" if self.where else ""
+        return f"{rank}{self.what}{at}{self.then}"
+
+
 class Gate(Struct, frozen=True):
     name: str  # the `diff --fail-on` name
+    label: str  # what it is, in a few words: the `Diff:` line, the page and the Markdown ("compile time ratio")
     description: str  # what it measures (help, README)
     total: str  # the total whose over-ranks rule combines it (`Total.over_ranks`)
     count: Callable[[Comparison], Value]  # its value in one comparison
-    names: Callable[[Comparison], list[str]]  # what is behind it in one comparison, a line each
+    names: Callable[[Comparison], list[Behind]]  # what is behind it in one comparison, one each
     # the whole value from every comparison, when it is not a count combined by `total`'s rule
     measure: Callable[[Sequence[Comparison]], Measured] | None = None
+    unit: str = "count"  # how its value is shown: a key of _SHOW
 
     def of(self, parts: Sequence[Comparison]) -> Measured:
         if self.measure is not None:
@@ -341,20 +376,25 @@ class Gate(Struct, frozen=True):
         combined = BY_NAME[self.total].combine([self.count(c) for c in parts])
         return Measured(combined.value, None if combined.value is not None else "unknown for these inputs")
 
+    def show(self, value: Value) -> str:
+        """Its value as every view shows it: `3`, `+2`, `×1.01`, `1.43 s`; "unknown" for None."""
+        return "unknown" if value is None else _SHOW[self.unit](value)
 
-def break_line(row: Mapping[str, Any]) -> str:
-    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (one line of a diff's graph-break row);
+
+def break_behind(row: BreakRow) -> Behind:
+    """`new graph break GB0025: Call to ... at model.py:30. Hint: ...` (a diff's new graph-break row);
     a torch's graph break says so, without torch's hint (it is about torch's own code)."""
-    kind = f"{row['registry_id']}: " if row.get("registry_id") else ""
-    if row.get("torch_break"):
-        return f"new torch's own graph break {kind}{row['reason']} at {row['user_location']} (on purpose, not counted in new_graph_breaks)."
-    hint = f" Hint: {row['hints'][0]}" if row.get("hints") else ""
-    return f"new graph break {kind}{row['reason']} at {row['user_location']}.{hint}"
+    kind = f"{row.registry_id}: " if row.registry_id else ""
+    where = row.where or row.user_location
+    if row.torch_break:
+        return Behind(f"new torch's own graph break {kind}{row.reason}", where, " (on purpose, not counted in new_graph_breaks).")
+    hint = f" Hint: {row.hints[0]}" if row.hints else ""
+    return Behind(f"new graph break {kind}{row.reason}", where, f".{hint}")
 
 
-def _new_user_breaks(c: Comparison) -> list[Mapping[str, Any]]:
-    """The graph breaks NEW has that BASE did not, but torch's own (`torch_graph_breaks` counts those)."""
-    return [g for g in c["graph_breaks"]["new"] if not g.get("torch_break")]
+def break_line(row: BreakRow) -> str:
+    """`break_behind` in words: the Markdown's line for a new graph break."""
+    return break_behind(row).text
 
 
 def _seconds_text(value: float | None) -> str:
@@ -362,45 +402,81 @@ def _seconds_text(value: float | None) -> str:
 
 
 def _time_ratio(parts: Sequence[Comparison]) -> Measured:
-    """NEW / BASE compile time over the compiles that can be compared, the slowest rank's over ranks
+    """NEW / BASE compile time over the comparable pairs (`CompileTimes`), the slowest rank's over ranks
     (`compile_time_s` combines so); not checked when any run's times cannot be compared."""
     if not parts:
         return Measured(None, "nothing was compared")
     for c in parts:
-        if not c["time"]["comparable"]:
-            return Measured(None, c["time"]["why_not"])
+        if not c.time.comparable:
+            return Measured(None, c.time.why_not)
     rule = BY_NAME["compile_time_s"]
-    base = rule.combine([c["time"]["base"] for c in parts]).value
-    new = rule.combine([c["time"]["new"] for c in parts]).value
+    base = rule.combine([c.time.base for c in parts]).value
+    new = rule.combine([c.time.new for c in parts]).value
     if base is None or new is None or base == 0:
         return Measured(None, "unknown for these inputs")
     return Measured(round(new / base, 4))
 
 
+def _ratio_names(c: Comparison) -> list[Behind]:
+    t = c.time
+    apart = f"; {t.apart_count} paired compile(s) left apart" if t.apart_count else ""
+    return [Behind(f"{_seconds_text(t.base)} → {_seconds_text(t.new)} over {t.compared} paired compile(s) with the same cache results{apart}")]
+
+
+def _work_names(work: Work, side: str) -> list[Behind]:
+    if not work.compiles:
+        return []
+    return [Behind(f"{work.compiles} compile(s) only {side} has: {_seconds_text(work.known_seconds)}")]
+
+
 def _recompiles_added(c: Comparison) -> int:
-    return sum(max(0, f["recompiles"]["delta"] or 0) for f in c["frames"])
+    return sum(int(max(0, f.recompiles.delta or 0)) for f in c.frames)
+
+
+def _eager_behind(f: EagerRow) -> Behind:
+    compile_ = f.new.id if f.new is not None else f"{f.base.id if f.base is not None else '?'} of BASE"
+    reason = f": {first_line(f.reason)}" if f.reason else ""
+    return Behind(f"{f.frame} {compile_}", f.where or f.user_location, f": no longer compiled: runs eagerly ({f.outcome}{reason})")
+
+
+def _failure_behind(f: FailureRow) -> Behind:
+    message = f": {f.message}" if f.message else ""
+    return Behind(f"{f.frame} {f.new.id if f.new else ''}".rstrip(), f.where or f.user_location, f": {f.type}{message}")
+
+
+def _miss(c: Comparison) -> Change | Timed:
+    return c.total("cache.miss")
 
 
 DIFF_GATES: tuple[Gate, ...] = (
-    Gate("new_graph_breaks", "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved); "
-         "not torch's own", "graph_breaks", count=lambda c: len(_new_user_breaks(c)),
-         names=lambda c: [break_line(g) for g in _new_user_breaks(c)]),
-    Gate("new_recompiles", "recompiles NEW has beyond BASE's, summed over frames", "recompiles", count=_recompiles_added,
-         names=lambda c: [f"{f['frame']} ({f['user_location']}): {f['recompiles']['base']} → {f['recompiles']['new']}"
-                          for f in c["frames"] if (f["recompiles"]["delta"] or 0) > 0]),
-    Gate("new_failures", "compiles that fail in NEW but did not in BASE (a frame that runs eagerly is no failure: see new_skipped)",
-         "failed", count=lambda c: len(c["failures"]["new"]),
-         names=lambda c: [f"{f['frame']} {(f['new'] or {}).get('id')} at {f['user_location']}: {f['type']}" for f in c["failures"]["new"]]),
-    Gate("new_skipped", "compiles of BASE that NEW no longer compiles: torch skips the frame, or it hit the recompile limit, and it runs eagerly",
-         "skipped", count=lambda c: len(c["no_longer_compiled"]),
-         names=lambda c: [f"{f['frame']} {(f['new'] or {}).get('id')} at {f['user_location']}: no longer compiled: runs eagerly "
-                          f"({f['outcome']}{': ' + first_line(f['reason']) if f['reason'] else ''})" for f in c["no_longer_compiled"]]),
-    Gate("compile_time_ratio", "compile time NEW / BASE over the compiles that can be compared (paired compiles with the same cache "
-         "results, and compiles only one run has); not checked when cache results differ", "compile_time_s",
-         count=lambda c: None, names=lambda c: [f"{_seconds_text(c['time']['base'])} → {_seconds_text(c['time']['new'])}"],
-         measure=_time_ratio),
-    Gate("cache_miss_delta", "cache misses, NEW - BASE", "cache.miss", count=lambda c: c["totals"]["cache"]["miss"]["delta"],
-         names=lambda c: [f"misses {c['totals']['cache']['miss']['base']} → {c['totals']['cache']['miss']['new']}"]),
+    Gate("new_graph_breaks", "new graph breaks",
+         "graph breaks in NEW that BASE did not have (by kind and source line, wherever the line moved); not torch's own", "graph_breaks",
+         count=lambda c: len(c.graph_breaks.new_user_breaks), names=lambda c: [break_behind(g) for g in c.graph_breaks.new_user_breaks]),
+    Gate("new_recompiles", "new recompiles", "recompiles NEW has beyond BASE's, summed over frames", "recompiles", count=_recompiles_added,
+         names=lambda c: [Behind(str(f.frame), f.where or f.user_location, f": {f.recompiles.base} → {f.recompiles.new}")
+                          for f in c.frames if (f.recompiles.delta or 0) > 0]),
+    Gate("new_failures", "new failures",
+         "compiles that fail in NEW but did not in BASE (a frame that runs eagerly is no failure: see new_skipped)",
+         "failed", count=lambda c: len(c.failures.new),
+         names=lambda c: [_failure_behind(f) for f in c.failures.new]),
+    Gate("new_skipped", "no longer compiled",
+         "compiles of BASE that NEW no longer compiles: torch skips the frame, or it hit the recompile limit, and it runs eagerly "
+         "(every compile of BASE from there on)", "skipped", count=lambda c: len(c.no_longer_compiled),
+         names=lambda c: [_eager_behind(f) for f in c.no_longer_compiled]),
+    Gate("compile_time_ratio", "compile time ratio",
+         "compile time NEW / BASE over the paired compiles with the same cache results (compiles only one run has are "
+         "base_only_compile_s and new_only_compile_s); not checked when those pairs are under half of the paired compile time",
+         "compile_time_s", count=lambda c: None, names=_ratio_names, measure=_time_ratio, unit="ratio"),
+    Gate("base_only_compile_s", "base-only compile work",
+         "seconds of the compiles only BASE has (gone frames, fewer recompiles, lost to the recompile limit, no longer compiled): "
+         "never counted as a saving", "compile_time_s", count=lambda c: c.time.base_only.known_seconds,
+         names=lambda c: _work_names(c.time.base_only, "BASE"), unit="seconds"),
+    Gate("new_only_compile_s", "new-only compile work",
+         "seconds of the compiles only NEW has (new frames, more recompiles, NEW's compiles over the recompile limit)",
+         "compile_time_s", count=lambda c: c.time.new_only.known_seconds, names=lambda c: _work_names(c.time.new_only, "NEW"),
+         unit="seconds"),
+    Gate("cache_miss_delta", "cache misses", "cache misses, NEW - BASE", "cache.miss", count=lambda c: _miss(c).delta,
+         names=lambda c: [Behind(f"misses {_miss(c).base} → {_miss(c).new}")], unit="delta"),
 )
 GATES_BY_NAME = {gate.name: gate for gate in DIFF_GATES}
 
@@ -410,17 +486,59 @@ def measure_gates(parts: Sequence[Comparison]) -> dict[str, Measured]:
     return {gate.name: gate.of(parts) for gate in DIFF_GATES}
 
 
-def check_diff(conditions: Sequence[Condition], sections: Sequence[tuple[str, Comparison]], limit: int = 5) -> tuple[list[str], list[str]]:
-    """(a line per violated condition naming what is behind it, a line per condition not checked and why).
+class GateFailure(Struct, frozen=True):
+    """A `--fail-on` condition that holds: what the page, the Markdown and the terminal all say of it."""
+
+    gate: str  # its name
+    condition: str  # as given: `compile_time_ratio>1.25`
+    value: float | int
+    limit: float  # the condition's number
+    behind: list[Behind]  # what is behind it (over ranks, each with its rank folder), the first `limit` of them
+    more: int = 0  # how many more there are
+
+    @property
+    def shown(self) -> str:
+        return _shown(self.value)
+
+    @property
+    def details(self) -> str:
+        """What is behind it, in one line: `a; b; and 3 more`."""
+        return "; ".join([b.text for b in self.behind] + ([f"and {self.more} more"] if self.more else []))
+
+    @property
+    def line(self) -> str:
+        """`compile_time_ratio>1.25: compile_time_ratio = 1.31 (...)`: the terminal's line."""
+        details = self.details
+        return f"{self.condition}: {self.gate} = {self.shown}" + (f" ({details})" if details else "")
+
+
+class GateUnchecked(Struct, frozen=True):
+    """A `--fail-on` condition whose value is unknown: not checked, and why."""
+
+    gate: str
+    condition: str
+    why: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.condition}: not checked: {self.why}"
+
+
+class Verdicts(Struct, frozen=True):
+    failed: list[GateFailure]
+    unchecked: list[GateUnchecked]
+
+
+def check_diff(conditions: Sequence[Condition], sections: Sequence[tuple[str, Comparison]], limit: int = 5) -> Verdicts:
+    """Each condition that holds, with what is behind it, and each not checked, with why.
     `sections` are (rank folder or "", comparison)."""
     measured = measure_gates([c for _, c in sections])
     values = {name: m.value for name, m in measured.items()}
     failed = []
     for violation in violated(conditions, values):
         gate = GATES_BY_NAME[violation.condition.name]
-        items = [f"{folder}: {line}" if folder else line for folder, c in sections for line in gate.names(c)]
-        if len(items) > limit:
-            items = items[:limit] + [f"and {len(items) - limit} more"]
-        failed.append(f"{violation.condition}: {gate.name} = {_shown(violation.value)}" + (f" ({'; '.join(items)})" if items else ""))
-    unchecked = [f"{c}: not checked: {measured[c.name].why_not or 'unknown for these inputs'}" for c in unknown(conditions, values)]
-    return failed, unchecked
+        items = [replace(behind, rank=folder) if folder else behind for folder, c in sections for behind in gate.names(c)]
+        failed.append(GateFailure(gate.name, str(violation.condition), violation.value, violation.condition.threshold, items[:limit],
+                                  max(0, len(items) - limit)))
+    unchecked = [GateUnchecked(c.name, str(c), measured[c.name].why_not or "unknown for these inputs") for c in unknown(conditions, values)]
+    return Verdicts(failed, unchecked)

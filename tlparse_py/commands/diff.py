@@ -7,12 +7,12 @@ Exit codes: 0 diff written; 2 an input or the output cannot be used, or `--fail-
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..analysis import comparison
 from ..analysis.conditions import OPERATOR_LIST, Condition, ConditionError, parse_conditions
+from ..analysis.compared import Diff
 from ..analysis.totals import DIFF_GATES, check_diff
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
@@ -54,8 +54,9 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
 
     BASE and NEW are each a trace log, a TORCH_TRACE folder or a tlparse-py report folder (read
     through its summary.json). Frames are paired by code identity (file, function, the source
-    text that anchors them), so an edit elsewhere in the file is no change; compiles in order
-    within a frame. Writes OUT/index.html and OUT/diff.json.
+    text that anchors them; a resume function only with one after the same kind of graph break),
+    so an edit elsewhere in the file is no change; compiles in order within a frame. Writes
+    OUT/index.html and OUT/diff.json.
     """
     refuse_outputs_on_inputs([Output("-o", out, folder=True), Output("--markdown", markdown_file)], _inputs(base, new))
     sides = []
@@ -72,13 +73,14 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
     except ValueError as exc:  # one side multi-rank and not the other, a --pair naming no file, --pairs that contradict
         raise CliError(str(exc)) from None
     del sides  # the summaries: the diff is all that is written (their compiles are not held while it is)
-    for note in result["notes"]:
+    for note in result.notes:
         echo_err(f"warning: {note}")
-    failed, unchecked = check_diff(conditions, comparison.sections(result))
-    for line in unchecked:
-        echo_err(f"--fail-on {line}")
+    verdicts = check_diff(conditions, result.sections())
+    failed = verdicts.failed
+    for unchecked in verdicts.unchecked:
+        echo_err(f"--fail-on {unchecked.line}")
     try:
-        write_diff(result, out, overwrite, failed)
+        write_diff(result, out, overwrite, failed, verdicts.unchecked)
     except ReportKeptElsewhere as exc:
         raise CliError(str(exc), 1) from None
     except OutputError as exc:
@@ -87,7 +89,7 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
         raise CliError(f"could not write the diff ({exc.filename or out}: {exc.strerror or exc}); nothing was changed in {out}", 1) from None
     if markdown_file is not None:
         try:
-            write_markdown(result, markdown_file, out, failed, report_url)
+            write_markdown(result, markdown_file, out, failed, report_url, verdicts.unchecked)
         except OSError as exc:
             raise CliError(f"could not write {markdown_file}: {exc.strerror or exc}", 1) from None
     echo_err(_headline(result))
@@ -95,8 +97,8 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
     if not no_browser:
         open_browser(out)
     if failed:
-        for line in failed:
-            echo_err(f"--fail-on {line}")
+        for failure in failed:
+            echo_err(f"--fail-on {failure.line}")
         click.get_current_context().exit(3)
 
 
@@ -121,15 +123,8 @@ def _pairs(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)  # pairs that contradict each other are refused by the pairing (`pairing.file_map`: exit 2)
 
 
-def _headline(result: dict[str, Any]) -> str:
-    m, unchecked = result["metrics"], result["unchecked"]
-    ratio = m["compile_time_ratio"]
-    parts = [
-        f"{m['new_graph_breaks']} new graph break(s)",
-        f"{m['new_recompiles']} new recompile(s)",
-        f"{m['new_failures']} new failure(s)",
-        f"{m['new_skipped']} frame compile(s) no longer compiled",
-        f"compile time ×{ratio:.2f}" if ratio is not None else f"compile time not compared ({unchecked.get('compile_time_ratio', 'unknown')})",
-        f"cache misses {m['cache_miss_delta']:+d}" if isinstance(m["cache_miss_delta"], int) else "cache misses unknown",
-    ]
+def _headline(result: Diff) -> str:
+    """`Diff: new graph breaks 1, ..., compile time ratio ×1.01, ...`: every gate (`DIFF_GATES`), as its declaration names and shows it."""
+    parts = [f"{gate.label} {gate.show(result.metrics[gate.name])}" if result.metrics[gate.name] is not None
+             else f"{gate.label} not checked ({result.unchecked.get(gate.name, 'unknown')})" for gate in DIFF_GATES]
     return "Diff: " + ", ".join(parts)

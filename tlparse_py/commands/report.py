@@ -20,6 +20,7 @@ from .. import shutdown
 from ..analysis.compiles import Analysis
 from ..analysis.digest import ranks_digest, report_digest
 from ..analysis.kinds import load_plugins
+from ..analysis.program import ProgramExit
 from ..analysis.stacks import is_user_code, split_location
 from ..analysis.store import InputInfo
 from ..analysis.summary import RanksSummary, Summary
@@ -78,10 +79,12 @@ def report(path: Path | None, **params: Any) -> None:
         serve_until_stopped(server)
 
 
-def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path, Path] | None = None) -> None:
+def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path, Path] | None = None,
+                    program: ProgramExit | None = None) -> None:
     """Write the report of PATH as requested, then --single-file, the gates and --markdown (exit codes
     by CliError: see the module's docstring). `kept`: (where the trace is read, where it will be
-    kept), for `run`, whose trace moves into the report once it is written: the report names that."""
+    kept), for `run`, whose trace moves into the report once it is written: the report names that;
+    `program`: how the program that wrote PATH ended (`run`), which the report shows."""
     path = path_or_env(path)
     request.check_not_an_input(path)
     load_plugins(warn=echo_err)
@@ -91,17 +94,17 @@ def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path,
             echo_err(note)
     started = time.perf_counter()
     if request.all_ranks_html:
-        ranks = _write_multi_rank(path, request, request.dask_scheduler, kept)
+        ranks = _write_multi_rank(path, request, request.dask_scheduler, kept, program)
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
     try:
         chosen = choose(path, request.latest, options.export, request.all_runs)
     except SeveralRanks as several:
         echo_err(several.said_of(kept_path(path, kept)))
-        ranks = _write_multi_rank(path, request, kept=kept)
+        ranks = _write_multi_rank(path, request, kept=kept, program=program)
         raise_if_gates_fail(_after_report(ranks, request), str(out))
         return
-    report = _write(chosen, out, request.overwrite, request.verbose, options, kept)
+    report = _write(chosen, out, request.overwrite, request.verbose, options, kept, program)
     conclude(report, chosen, started, request)
 
 
@@ -175,13 +178,13 @@ class ProgressBar:
             sys.stderr.flush()
 
 
-def source_info(chosen: ChosenInput, kept: tuple[Path, Path] | None = None) -> InputInfo:
+def source_info(chosen: ChosenInput, kept: tuple[Path, Path] | None = None, program: ProgramExit | None = None) -> InputInfo:
     """What the report says it was written from: the log, the logs read with it, the others and why
     they were not read (sizes now); with `kept` (read in, kept in), the log where it is kept, not the
-    folder it was read in."""
+    folder it was read in; with `program`, how the program that wrote them ended (`run`)."""
     also = [p.name for p in chosen.also]
     info = InputInfo(str(chosen.log), size(chosen.log), [p.name for p in chosen.others], also, {p.name: size(p) for p in chosen.also},
-                     chosen.left_out, chosen.every_log)
+                     chosen.left_out, chosen.every_log, program)
     return kept_as(info, kept)
 
 
@@ -190,8 +193,9 @@ def kept_as(info: InputInfo, kept: tuple[Path, Path] | None) -> InputInfo:
     return info if kept is None else replace(info, path=str(kept_path(Path(info.path), kept)))
 
 
-def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options, kept: tuple[Path, Path] | None = None) -> Analysis:
-    source = source_info(chosen, kept)
+def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, options: Options, kept: tuple[Path, Path] | None = None,
+           program: ProgramExit | None = None) -> Analysis:
+    source = source_info(chosen, kept, program)
     total = sum(size(p) for p in chosen.logs if not is_gzip(p))
     progress = ProgressBar(total)
     try:
@@ -216,9 +220,10 @@ def _write(chosen: ChosenInput, out: Path, overwrite: bool, verbose: bool, optio
         progress.clear()
 
 
-def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None = None, kept: tuple[Path, Path] | None = None) -> RanksSummary:
+def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None = None, kept: tuple[Path, Path] | None = None,
+                      program: ProgramExit | None = None) -> RanksSummary:
     """--all-ranks-html: a report per rank, in parallel (locally, or on the Dask cluster at
-    `scheduler`), and a landing page comparing them; `kept`: as for `write_and_check`."""
+    `scheduler`), and a landing page comparing them; `kept` and `program`: as for `write_and_check`."""
 
     def done(result: RankResult) -> None:
         if result.error:
@@ -230,7 +235,8 @@ def _write_multi_rank(path: Path, request: ReportRequest, scheduler: str | None 
     started = time.perf_counter()
     try:
         out = request.out
-        landing, notes = write_all_ranks(path, out, request.overwrite, request.options, on_done=done, scheduler=scheduler, kept=kept)
+        landing, notes = write_all_ranks(path, out, request.overwrite, request.options, on_done=done, scheduler=scheduler, kept=kept,
+                                         program=program)
     except InputError as exc:
         raise CliError(str(exc)) from None
     except ClusterError as exc:

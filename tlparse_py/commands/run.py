@@ -8,7 +8,9 @@ it for this program, so they are all this run's: no log is left out as another r
 for its trace to go quiet, as `watch` does: no process whose pid the trace logs name still runs (a
 worker the program started may outlive it), and no log has grown for QUIET_S seconds. The report is written whether the
 program succeeded or not (a failed compile is what people want to see); the exit status is the
-program's own when it failed.
+program's own when it failed. How the program ended (its exit code, or the signal that killed it:
+the program exit) is part of the report: its index, summary.json `program`, summary.md and
+--markdown say it first, and so does the last line on stderr when it failed.
 
 `run` owns its program: the program runs in its own process group, and SIGINT, SIGTERM and SIGHUP
 sent to `run` are passed on to that whole group. After Ctrl-C (SIGINT) the program ends its own way
@@ -34,6 +36,7 @@ from typing import Any
 import click
 from msgspec.structs import replace
 
+from ..analysis.program import ProgramExit
 from ..reading.inputs import trace_logs
 from .common import CliError, echo_err
 from .report import write_and_check
@@ -41,7 +44,7 @@ from .request import ReportRequest, ServeAt, report_options, serve_options
 
 NO_TRACE = (
     "{command} wrote no TORCH_TRACE log: it did not run torch.compile (or torch.export), or it stopped "
-    "before its first compile (an import error?); its exit status was {status}"
+    "before its first compile (an import error?); it {outcome}"
 )
 
 
@@ -82,15 +85,16 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
             _run_live(ctx, list(command), trace, request)
             _serve_until_stopped(serving)
             return
-        status, stopped_by = _run_traced(list(command), trace)
+        returncode, stopped_by = _run_traced(list(command), trace)
+        program, status = ProgramExit.of(command, returncode), _exit_status(returncode)
         if stopped_by is not None:  # SIGTERM / SIGHUP: no report, the trace kept
             keep = True
             kept = _keep_aside(trace, out)
             echo_err(f"{signal.Signals(stopped_by).name}: {command[0]} was stopped; the trace is kept in {kept}")
             ctx.exit(128 + stopped_by)
         if not trace_logs(trace):
-            raise CliError(NO_TRACE.format(command=command[0], status=status), status or 2)
-        held = _report(trace, request)
+            raise CliError(NO_TRACE.format(command=command[0], outcome=program.outcome), status or 2)
+        held = _report(trace, request, program)
         if held is not None and held.exit_code != 3:  # the report could not be written: the trace is all there is
             keep = True
             kept = _keep_aside(trace, out)
@@ -99,11 +103,11 @@ def run(ctx: click.Context, command: tuple[str, ...], live: bool, **params: Any)
                 raise held
             held.show()
             echo_err(f"the report could not be written; the trace is kept in {kept}")
-            echo_err(f"{command[0]} exited with status {status}")
+            echo_err(f"{command[0]} {program.outcome}")
             ctx.exit(status)
         _keep_trace(trace, out)
         if status != 0:
-            echo_err(f"{command[0]} exited with status {status}; its report is in {out}")
+            echo_err(f"{command[0]} {program.outcome}; its report is in {out}")
             ctx.exit(status)
         if held is not None:
             raise held
@@ -148,6 +152,11 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
     out = request.out
     process = _start(command, trace)
     held: CliError | None = None
+
+    def program() -> ProgramExit | None:  # known once it has exited: the final report shows it
+        returncode = process.poll()
+        return ProgramExit.of(command, returncode) if returncode is not None else None
+
     # a signal once the program has exited (its workers may still write) ends the live loop: the
     # final report of what was read is written (forwarded to the program, it would go nowhere)
     with _forwarding(process.pid, stop_after_exit=lambda: process.poll() is not None) as received:
@@ -162,7 +171,7 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
 
                 open_browser(out)
 
-        watching = Watching(interval=0.5, quiet_s=QUIET_S, writer_running=running, shown=(trace, out.absolute() / "trace"))
+        watching = Watching(interval=0.5, quiet_s=QUIET_S, writer_running=running, shown=(trace, out.absolute() / "trace"), program=program)
         try:
             watch_trace(trace, replace(request, no_browser=True), watching,
                         on_first_compile=first_compile, own_signals=False)  # SIGTERM goes on to the program (_forwarding)
@@ -172,11 +181,12 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
             held = CliError(f"stopped: {out} holds the last live update, if one was written", 130)
         while program_running():  # the report stopped early (its folder was deleted...): the program goes on to its end
             time.sleep(0.05)
-    status = 128 - process.returncode if process.returncode < 0 else process.returncode
+    ended = ProgramExit.of(command, process.returncode)
+    status = _exit_status(process.returncode)
     stopped_by = next((s for s in received if s in STOPPING), None)
     if not (out / "index.html").is_file():
         if not trace_logs(trace):
-            raise CliError(NO_TRACE.format(command=command[0], status=status), status or 2)
+            raise CliError(NO_TRACE.format(command=command[0], outcome=ended.outcome), status or 2)
         kept = _keep_aside(trace, out)
         echo_err(f"the trace is kept in {kept}")
         if held is not None:
@@ -189,7 +199,7 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
     if status != 0:
         if held is not None:
             held.show()
-        echo_err(f"{command[0]} exited with status {status}; its report is in {out}")
+        echo_err(f"{command[0]} {ended.outcome}; its report is in {out}")
         ctx.exit(status)
     if held is not None:
         raise held
@@ -218,10 +228,10 @@ def _running(process: subprocess.Popen[bytes], received: list[int]) -> Callable[
     return running
 
 
-def _report(trace: Path, request: ReportRequest) -> CliError | None:
+def _report(trace: Path, request: ReportRequest, program: ProgramExit) -> CliError | None:
     """Write the report of the trace; the error it ended with (exit 3: written, a gate held), if any."""
     try:
-        write_and_check(trace, replace(request, no_browser=True), kept=(trace, request.out.absolute() / "trace"))
+        write_and_check(trace, replace(request, no_browser=True), kept=(trace, request.out.absolute() / "trace"), program=program)
     except CliError as exc:
         return exc
     return None
@@ -245,8 +255,13 @@ STOPPING = (signal.SIGTERM, signal.SIGHUP)  # these end `run` too, without a rep
 GRACE_S = 10.0  # after SIGTERM or SIGHUP, how long the program has to exit before SIGKILL
 
 
+def _exit_status(returncode: int) -> int:
+    """A program's exit status as a shell says it (and `run` exits with): 128 + N when a signal N ended it."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
 def _run_traced(command: list[str], trace: Path) -> tuple[int, int | None]:
-    """The program's exit status (128 + N when a signal N ended it, as a shell says), and the
+    """The program's return code (-N when a signal N ended it, as `subprocess` says), and the
     stopping signal `run` received while it ran (None: it ended by itself or after Ctrl-C)."""
     process = _start(command, trace)
     with _forwarding(process.pid) as received:
@@ -254,9 +269,8 @@ def _run_traced(command: list[str], trace: Path) -> tuple[int, int | None]:
         while running():
             time.sleep(0.05)
         _wait_until_quiet(command[0], trace, received)
-    status = process.returncode
     stopped_by = next((s for s in received if s in STOPPING), None)
-    return (128 - status if status < 0 else status), (int(stopped_by) if stopped_by is not None else None)
+    return process.returncode, (int(stopped_by) if stopped_by is not None else None)
 
 
 def _trace_pids(trace: Path) -> set[int]:

@@ -31,6 +31,7 @@ from msgspec.structs import replace
 
 from .. import shutdown
 from ..analysis.kinds import load_plugins
+from ..analysis.program import ProgramExit
 from ..live import LiveReport, LogReset
 from ..reading.tail import NotRegular
 from ..reading.gunzip import is_gzip
@@ -56,6 +57,11 @@ class Watching(Struct):
     quiet_s: float = 3.0
     writer_running: Callable[[], bool] | None = None  # None: the log's own pids decide (else they decide too)
     shown: tuple[Path, Path] | None = None  # (where the trace is read, where it is kept): the report names the kept one
+    # `run --live`: how its program ended, once it has (None while it runs); the final report shows it
+    program: Callable[[], ProgramExit | None] | None = None
+
+    def program_exit(self) -> ProgramExit | None:
+        return self.program() if self.program is not None else None
 
 
 @click.command("watch", context_settings={"help_option_names": ["-h", "--help"]})
@@ -214,7 +220,8 @@ def _open(path: Path, chosen: ChosenInput, request: ReportRequest, watching: Wat
             echo_err(f"watching every rank's log in {kept_path(path, watching.shown)}: {named}; live report in {out / 'index.html'} "
                      "(a rank that starts logging later joins; Ctrl-C to stop)")
             return ranks
-        live = LiveReport(chosen.log, out, request.options, overwrite=overwrite, source=lambda: kept_as(source_info(chosen), watching.shown),
+        live = LiveReport(chosen.log, out, request.options, overwrite=overwrite,
+                          source=lambda: kept_as(source_info(chosen, program=watching.program_exit()), watching.shown),
                           echo=echo, on_rank=rank_detected)
     except OutputError as exc:
         raise CliError(str(exc)) from None
@@ -376,7 +383,7 @@ def _finish(path: Path, chosen: ChosenInput, live: Live, request: ReportRequest,
             conclude(report, final, started, replace(request, no_browser=True))
         else:
             live.close()
-            write_and_check(path, replace(request, overwrite=True, no_browser=True), kept=watching.shown)
+            write_and_check(path, replace(request, overwrite=True, no_browser=True), kept=watching.shown, program=watching.program_exit())
     except KeyboardInterrupt:
         raise CliError(f"stopped (Ctrl-C) again: {request.out} holds the last live update", EXIT_INTERRUPTED) from None
     except (FileNotFoundError, NotRegular) as exc:

@@ -321,6 +321,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect=(_artifact("dynamo_graph_break_reason"), "torch_dynamo_resume_in_head"),
     ),
     Scenario(
+        "edit_itembreak",
+        "edit_base breaking on .item() in prepare instead (the base of the edit_otherbreak pair)",
+        expect=(_artifact("dynamo_graph_break_reason"), "Tensor.item()", "torch_dynamo_resume_in_prepare_at_10"),
+        gzip_fixture=True,
+    ),
+    Scenario(
+        "edit_otherbreak",
+        "edit_itembreak with its .item() break replaced by a print() break one line down: another break, of another kind",
+        expect=(_artifact("dynamo_graph_break_reason"), "print", "torch_dynamo_resume_in_prepare_at_11"),
+        gzip_fixture=True,
+    ),
+    Scenario(
         "skipped_frame",
         "a compiler.disable'd submodule and a graph break in a loop: Dynamo skips the frame, which runs eagerly",
         expect=(_artifact("dynamo_graph_break_reason"), "Failed to handle graph break gracefully", "frame skipped"),

@@ -20,6 +20,7 @@ from ..report.render import render_page, trusted_html
 from ..report.views.common import Page
 from ..analysis.ranks import RankComparison, words
 from ..analysis.store import InputInfo
+from ..analysis.program import ProgramExit
 from ..analysis.summary import RankEntry, RanksSummary
 from ..report.writer import FolderWriter, ReportWriter, check_target
 from ..reading.inputs import kept_path
@@ -78,6 +79,7 @@ class LandingPage(Page, kw_only=True):
     found: RankComparison  # landing.comparison: what the ranks' comparison found
     rows: list[RankRow]
     words: Callable[[list[str]], str]
+    program: ProgramExit | None = None  # how the program (the launcher) ended, under `tlparse-py run`
 
 
 def landing_page(landing: Landing, source: InputInfo, custom_header_html: str) -> LandingPage:
@@ -90,6 +92,7 @@ def landing_page(landing: Landing, source: InputInfo, custom_header_html: str) -
         found=landing.comparison,
         rows=rank_rows(landing),
         words=words,
+        program=source.program,
     )
 
 
@@ -103,27 +106,29 @@ class RankFailedPage(Page, kw_only=True):
 
 def write_all_ranks(
     folder: Path, out: Path, overwrite: bool, options: Options, on_done: Callable[[RankResult], None] | None = None,
-    scheduler: str | None = None, kept: tuple[Path, Path] | None = None,
+    scheduler: str | None = None, kept: tuple[Path, Path] | None = None, program: ProgramExit | None = None,
 ) -> tuple[Landing, list[str]]:
     """The whole multi-rank report, all or nothing: rank reports, comparisons, landing page.
 
     With `scheduler` (a Dask scheduler's address) the ranks are built on that cluster, which must
     see this filesystem; it is reached before anything is written (cluster.ClusterError if not).
     `kept`: (where the logs are read, where they will be kept): every path the report shows names
-    where they are kept (`run` moves its trace into the report once it is written)."""
+    where they are kept (`run` moves its trace into the report once it is written). `program`: how
+    the program that wrote the logs ended (`run`'s launcher, torchrun), for the landing."""
     # ranks already run in parallel: no highlighting workers inside each rank's process
     jobs = kept_as(discover(folder, replace(options, workers=0)), kept)
     check_target(out, overwrite)  # a refused -o is said at once, not after the cluster's connect timeout
     client = connect(scheduler) if scheduler else None
     try:
-        return _write(kept_path(folder, kept), out, overwrite, options, jobs, on_done, client)
+        return _write(kept_path(folder, kept), out, overwrite, options, jobs, on_done, client, program)
     finally:
         if client is not None:
             close(client)
 
 
 def _write(
-    folder: Path, out: Path, overwrite: bool, options: Options, jobs: list[RankJob], on_done: Callable[[RankResult], None] | None, client: Any
+    folder: Path, out: Path, overwrite: bool, options: Options, jobs: list[RankJob], on_done: Callable[[RankResult], None] | None, client: Any,
+    program: ProgramExit | None = None,
 ) -> tuple[Landing, list[str]]:
     writer = ReportWriter(out, overwrite)
     try:
@@ -132,10 +137,10 @@ def _write(
         landing = analyse(results)
         notes = write_outputs(writer, landing)
         write_static(writer)
-        source = landing_source(folder, jobs)
-        summary = landing_summary(landing, jobs)
+        source = landing_source(folder, jobs, program)
+        summary = landing_summary(landing, jobs, program)
         writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-        landing.summary = ranks_summary(landing, summary)
+        landing.summary = ranks_summary(landing, summary, program)
         writer.write("summary.md", summary_markdown(landing.summary))
         writer.write("index.html", render_page(landing_page(landing, source, options.custom_header_html)))
         writer.commit()
@@ -145,9 +150,10 @@ def _write(
     return landing, notes
 
 
-def landing_source(folder: Path, jobs: list[RankJob]) -> InputInfo:
-    """What the landing page says it was written from: the folder (as named), and its logs' bytes now."""
-    return InputInfo(str(folder), sum(_size(job.log) for job in jobs), [])
+def landing_source(folder: Path, jobs: list[RankJob], program: ProgramExit | None = None) -> InputInfo:
+    """What the landing page says it was written from: the folder (as named), its logs' bytes now,
+    and how the program that wrote them ended (under `run`)."""
+    return InputInfo(str(folder), sum(_size(job.log) for job in jobs), [], program=program)
 
 
 def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
@@ -161,8 +167,9 @@ def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
             writer.write(f"{r.folder}/index.html", render_page(page))
 
 
-def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
-    """The multi-rank summary.json: every rank's summary, and the divergences between ranks."""
+def landing_summary(landing: Landing, jobs: list[RankJob], program: ProgramExit | None = None) -> dict[str, Any]:
+    """The multi-rank summary.json: every rank's summary, the divergences between ranks, and how the
+    program (the launcher) ended under `run`."""
     return {
         "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
@@ -174,12 +181,13 @@ def landing_summary(landing: Landing, jobs: list[RankJob]) -> dict[str, Any]:
         "divergences": as_json(landing.comparison.divergences),
         "notes": as_json(landing.comparison.notes),
         "compiler_collectives": as_json(landing.comparison.collectives),
+        "program": program.to_dict() if program is not None else None,
     }
 
 
-def ranks_summary(landing: Landing, written: dict[str, Any]) -> RanksSummary:
+def ranks_summary(landing: Landing, written: dict[str, Any], program: ProgramExit | None = None) -> RanksSummary:
     """The multi-rank summary.json just written, typed (as `analysis.summary.load_ranks` reads it back)."""
     return RanksSummary(
         [RankEntry(r.rank, r.folder, r.error or None, r.summary) for r in landing.results],
-        written["divergences"], written["inputs"], __version__, written["notes"],
+        written["divergences"], written["inputs"], __version__, written["notes"], program,
     )

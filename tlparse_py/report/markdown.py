@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..analysis.digest import FAILURE_ROWS, ROWS, ReportDigest, ranks_digest, report_digest
+from ..analysis.program import ProgramExit
 from ..analysis.summary import CompileSummary, RanksSummary, Summary
 from ..analysis.totals import columns
 from ..units import format_seconds
@@ -161,7 +162,9 @@ def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gat
 
 def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
     digest = report_digest(summary, source_root)
-    lines = [f"### {digest.program} report: {text(summary.log_name)}", "", _context(summary, prefix), ""]
+    lines = [f"### {digest.program} report: {text(summary.log_name)}", ""]
+    lines += _program_exit(summary.program)
+    lines += [_context(summary, prefix), ""]
     lines += _totals_table([("", digest.totals)])
     lines += _export(digest, prefix)
     lines += _failures(digest, prefix)
@@ -217,6 +220,15 @@ def _vllm(digest: ReportDigest, prefix: str) -> list[str]:
         shown = ", ".join(f"{text(group)}: {count} piece{'s' if count != 1 else ''}" for group, count in groups) or "no piece logged"
         lines.append(f"- {text(call)}: {shown}")
     return lines
+
+
+def _program_exit(program: ProgramExit | None) -> list[str]:
+    """How the program `tlparse-py run` ran ended, first (a program that crashed must not read like a
+    slow one); nothing for a report written without `run`, whose program exit is unknown."""
+    if program is None:
+        return []
+    said = f"The program {program.outcome}"
+    return [f"{f'**{said}**' if program.failed else said}: {code(program.command, 200)}", ""]
 
 
 def _context(summary: Summary, prefix: str) -> str:
@@ -373,6 +385,7 @@ def _landing(summary: RanksSummary, prefix: str) -> list[str]:
     ranks = summary.ranks
     digest = ranks_digest(summary, ROWS * 2)
     lines = [f"### torch.compile report: {len(ranks)} ranks", ""]
+    lines += _program_exit(summary.program)
     lines += [f"tlparse-py {text(summary.generator_version)} · {link('landing page', 'index.html', prefix)}", ""]
     rows = [(link(row.entry.name, f"{row.entry.folder}/index.html", prefix), row.totals) for row in digest.rows]
     rows.append(("**all**", digest.combined))

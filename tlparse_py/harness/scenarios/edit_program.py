@@ -5,8 +5,10 @@ Not a scenario itself: each edit_*.py scenario writes its version of the program
 program of the base branch and of the pull request, checked out at two different paths.
 `edit_base` is the base; `edit_shifted` adds lines above the model (every line number moves, no
 code changes); `edit_renamed` renames `prepare`; `edit_fixed` removes the graph break;
-`edit_newbreak` adds a graph break in `head`. `step` is compiled twice (a second input size
-recompiles it), so each run has recompiles as well as graph breaks.
+`edit_newbreak` adds a graph break in `head`. `edit_itembreak` breaks `prepare` on `.item()`
+instead, and `edit_otherbreak` (its pull request) replaces that break by a `print()` break one line
+down: a different break, of a different kind, whose resume frame is not the one before. `step` is
+compiled twice (a second input size recompiles it), so each run has recompiles as well as graph breaks.
 
 The backend is aot_eager: the edits are about frames and graph breaks, and Inductor's records
 would make each log several times bigger without adding any.
@@ -58,6 +60,12 @@ EDITS = {
     "renamed": lambda source: re.sub(r"\bprepare\b", "prepare_input", source),
     "fixed": lambda source: source.replace("    torch._dynamo.graph_break()\n", "", 1),
     "newbreak": lambda source: source.replace("    y = x.sin()\n", "    y = x.sin()\n    torch._dynamo.graph_break()\n", 1),
+    # `prepare` breaks on `.item()` (capture_scalar_outputs is off) ...
+    "itembreak": lambda source: source.replace("    torch._dynamo.graph_break()\n    return y + 1\n",
+                                               "    scale = y.sum().item()\n    return y + scale\n", 1),
+    # ... and the pull request drops the `.item()` for a `print()` one line down: another break, of another kind
+    "otherbreak": lambda source: source.replace("    torch._dynamo.graph_break()\n    return y + 1\n",
+                                                "    scale = 1.0\n    print(\"prepared\")\n    return y + scale\n", 1),
 }
 
 

@@ -14,6 +14,7 @@ from ... import limits
 from ...analysis import kinds
 from ...analysis.compiles import Analysis
 from ...analysis.facts import ExportIssue, export_issue
+from ...analysis.program import ProgramExit
 from ...analysis.questions import export_verdict, is_capture, is_compile, is_draft_export
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
@@ -294,6 +295,7 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     export: dict[str, Any]
     exported_programs: list[str]
     problems: list[dict[str, Any]]  # the top problems: failed compiles, frames at the recompile limit (problem_rows)
+    program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (a red line when it failed)
     # parts already rendered, shown instead of rendering their data: "compile_rows", "compiles", "trie"
     # (a live report's index, assembled from the rows, sections and trie nodes that did not change)
     fragments: dict[str, Markup] = field(default_factory=dict)
@@ -391,6 +393,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         exported_programs=[url for url in report.exported_programs if url],
         problems=problem_rows(failed_compiles(compiles), hits),
         fragments=fragments,
+        program=summary.program,
     )
 
 
