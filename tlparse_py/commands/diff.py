@@ -16,6 +16,7 @@ from ..analysis.compared import Diff
 from ..analysis.totals import DIFF_GATES, check_diff
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
+from ..diff.view import gate_words
 from ..report.writer import OutputError, ReportKeptElsewhere
 from .common import CliError, Input, Output, echo_err, open_browser, refuse_outputs_on_inputs
 from .request import report_url_option
@@ -125,6 +126,4 @@ def _pairs(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 def _headline(result: Diff) -> str:
     """`Diff: new graph breaks 1, ..., compile time ratio ×1.01, ...`: every gate (`DIFF_GATES`), as its declaration names and shows it."""
-    parts = [f"{gate.label} {gate.show(result.metrics[gate.name])}" if result.metrics[gate.name] is not None
-             else f"{gate.label} not checked ({result.unchecked.get(gate.name, 'unknown')})" for gate in DIFF_GATES]
-    return "Diff: " + ", ".join(parts)
+    return "Diff: " + ", ".join(gate_words(result))
