@@ -11,6 +11,14 @@ measures a live update against the number of compiles already in the report).
 
     python benchmarks/make_logs.py --size-mb 200 --out /tmp/bench_200.log
     python benchmarks/make_logs.py --size-mb 200 --tiny-compiles 4000 --out /tmp/bench_200_many.log
+
+With `--small-compiles N`, the log is instead the `many_small` harness trace (24 small functions
+compiled one by one, 27 compiles of real torch 2.13 records) copied until it holds N compiles.
+Torch writes its whole config (~38 KB) into every `compilation_metrics`; `--lean` leaves those
+configs and the chromium events out, for the ~1.3 KB-a-compile shape of logs from jobs that log
+less (10,000 compiles: 14 MB lean, 540 MB as written).
+
+    python benchmarks/make_logs.py --small-compiles 10000 --lean --out /tmp/bench_small_10k.log
 """
 
 from __future__ import annotations
@@ -123,12 +131,52 @@ def build(size_mb: float, out_path: Path, sources: tuple[str, ...] = DEFAULT_SOU
     return {"bytes": written, "copies": copies, "tiny_compiles": tiny}
 
 
+LEAN_DROPPED = ("inductor_config", "dynamo_config", "functorch_config", "compiler_config")
+
+
+def leaned(records: list[tuple[bytes, list[bytes]]]) -> list[tuple[bytes, list[bytes]]]:
+    """The records without chromium events, and every compilation_metrics without torch's configs."""
+    kept: list[tuple[bytes, list[bytes]]] = []
+    for header, payload in records:
+        if b'{"chromium_event": ' in header:
+            continue
+        if b'{"compilation_metrics": ' in header:
+            start = header.index(b"{")
+            envelope = json.loads(header[start:])
+            for key in LEAN_DROPPED:
+                envelope["compilation_metrics"].pop(key, None)
+            header = header[:start] + json.dumps(envelope).encode()
+        kept.append((header, payload))
+    return kept
+
+
+def build_small(compiles: int, out_path: Path, lean: bool) -> dict[str, int]:
+    """Copies of the `many_small` trace, each with new frame ids, until the log holds `compiles` compiles."""
+    records = read_source(sorted((TRACES / "many_small").glob("dedicated_log*"))[0])
+    if lean:
+        records = leaned(records)
+    per_copy = sum(1 for header, _ in records if b'{"compilation_metrics": ' in header)
+    written = copies = 0
+    with open(out_path, "wb") as out:
+        while copies * per_copy < compiles:
+            written += write_copy(out, records, copies, offset=1000 * (copies + 1))
+            copies += 1
+    return {"bytes": written, "copies": copies, "compiles": copies * per_copy}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size-mb", type=float, required=True)
+    parser.add_argument("--size-mb", type=float)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--tiny-compiles", type=int, default=0, help="this many more small compiles, spread among the copies")
+    parser.add_argument("--small-compiles", type=int, default=0, help="copies of the many_small trace up to this many compiles")
+    parser.add_argument("--lean", action="store_true", help="with --small-compiles: no torch configs in the metrics, no chromium events")
     args = parser.parse_args()
+    if args.small_compiles:
+        print(json.dumps(build_small(args.small_compiles, args.out, args.lean)))
+        return
+    if args.size_mb is None:
+        parser.error("--size-mb or --small-compiles is required")
     print(json.dumps(build(args.size_mb, args.out, tiny_compiles=args.tiny_compiles)))
 
 

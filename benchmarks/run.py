@@ -2,6 +2,7 @@
 
     python benchmarks/run.py --sizes 50 200 1000 [--json results.json] [--work /tmp/tlparse-bench]
     python benchmarks/run.py --small [--repeat 5] [--json small.json]
+    python benchmarks/run.py --sizes --small-compiles 2000 10000 40000 [--lean] [--repeat 5] [--out-root /dev/shm]
     python benchmarks/run.py --quiet-check ...    refuse to publish a ratio taken on a busy machine
 
 Every figure carries the machine's load average before and after it was taken, and tlparse's own
@@ -20,6 +21,10 @@ first run ever (an empty cache folder). `install` in the JSON says what was time
 templates compiled when it was built) or a source checkout. Time what users get: build and install
 the wheel in a venv, and run this script with that venv's Python from outside the checkout
 (`python -m tlparse_py` run inside it would import the checkout).
+
+`--small-compiles N...` adds the many-small-compiles shape: the real `many_small` harness trace
+copied until the log holds N compiles (make_logs.build_small; `--lean` leaves out torch's configs
+and the chromium events, ~9 KB a compile). `--sizes` with no value times those alone.
 
 For each size it builds a log from the harness fixtures (benchmarks/make_logs.py), then runs each
 tool on it into a fresh folder (after `sync`, so one run's write-back does not slow the next) and
@@ -51,7 +56,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from make_logs import build  # noqa: E402
+from make_logs import build, build_small  # noqa: E402
 
 
 def tree_rss_kb(root_pid: int) -> int:
@@ -325,7 +330,9 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=float, nargs="+", default=[50, 200])
+    parser.add_argument("--sizes", type=float, nargs="*", default=[50, 200])
+    parser.add_argument("--small-compiles", type=int, nargs="*", default=[], help="logs of this many small compiles (the many_small trace)")
+    parser.add_argument("--lean", action="store_true", help="with --small-compiles: no torch configs in the metrics, no chromium events")
     parser.add_argument("--work", type=Path, default=Path("/tmp/tlparse-bench"))
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the generated logs and reports")
@@ -358,10 +365,14 @@ def main() -> int:
     out_root = args.out_root or args.work
     out_root.mkdir(parents=True, exist_ok=True)
     results = []
-    for size in args.sizes:
-        log = args.work / f"bench_{size:g}mb.log"
+    logs = [(f"{size:g} MB", f"bench_{size:g}mb.log", lambda path, size=size: build(size, path)) for size in args.sizes]
+    lean = "_lean" if args.lean else ""
+    logs += [(f"{n} compiles{lean.replace('_', ' ')}", f"bench_{n}_compiles{lean}.log", lambda path, n=n: build_small(n, path, args.lean))
+             for n in args.small_compiles]
+    for size, name_of_log, make in logs:
+        log = args.work / name_of_log
         if not log.exists():
-            build(size, log)
+            make(log)
             if args.quiet_check:  # building the log is itself load: wait again before timing
                 print(f"waiting for a quiet machine after building the log: now {wait_for_quiet()}", flush=True)
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
@@ -369,56 +380,56 @@ def main() -> int:
         others = OtherLoad()
         for attempt in range(args.repeat):
             for name, command in tools.items():
-                out = out_root / f"out_{size:g}mb_{name.split()[0]}"
+                out = out_root / f"out_{name_of_log}_{name.split()[0]}"
                 run = measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out)
                 runs[name].append(run)
-                print(f"{size:6g} MB  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['cpu_seconds']:7.2f} s CPU  "
+                print(f"{size:>16}  {name:14s} run {attempt + 1}: {run['seconds']:7.2f} s  {run['cpu_seconds']:7.2f} s CPU  "
                       f"{run['output_mb']:8.1f} MB out  {run['files']:6d} files  exit {run['exit']}", flush=True)
                 if not args.keep:
                     shutil.rmtree(out, ignore_errors=True)
         peaks = {}
         for name, command in tools.items():  # peak memory: a run of its own, sampled (see `measure`)
-            out = out_root / f"out_{size:g}mb_{name.split()[0]}"
+            out = out_root / f"out_{name_of_log}_{name.split()[0]}"
             peaks[name] = measure([*command, str(log), "-o", str(out), "--overwrite", "--no-browser"], out, sample_memory=True)["peak_rss_mb"]
-            print(f"{size:6g} MB  {name:14s} memory run: {peaks[name]:8.1f} MB peak PSS", flush=True)
+            print(f"{size:>16}  {name:14s} memory run: {peaks[name]:8.1f} MB peak PSS", flush=True)
             shutil.rmtree(out, ignore_errors=True)
         for name, measured in runs.items():
             median = sorted(measured, key=lambda r: r["seconds"])[len(measured) // 2]
-            row = {"size_mb": size, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name, "runs": len(measured),
+            row = {"log": size, "size_mb": args.sizes[[label for label, _, _ in logs].index(size)] if size.endswith(" MB") else None, "log_mb": round(log.stat().st_size / 1e6, 1), "tool": name, "runs": len(measured),
                    "all_seconds": [r["seconds"] for r in measured], "all_cpu_seconds": [r["cpu_seconds"] for r in measured]}
             row.update(median)
             row["peak_rss_mb"] = peaks[name]
-            row.update(load_before=load_before, load_after=load_average(), other_cores=others.cores(), name=f"{size:g} MB {name}",
+            row.update(load_before=load_before, load_after=load_average(), other_cores=others.cores(), name=f"{size} {name}",
                        out_filesystem=filesystem(out_root))
             results.append(row)
         if not args.keep:
             log.unlink()
     print()
-    print(f"{'size':>8} {'tool':14} {'wall s':>8} {'RSS MB':>8} {'out MB':>8} {'files':>7}")
+    print(f"{'log':>16} {'tool':14} {'wall s':>8} {'RSS MB':>8} {'out MB':>8} {'files':>7}")
     for row in results:
-        print(f"{row['size_mb']:>6g}MB {row['tool']:14} {row['seconds']:8.2f} {row['peak_rss_mb']:8.1f} {row['output_mb']:8.1f} {row['files']:7d}")
+        print(f"{row['log']:>16} {row['tool']:14} {row['seconds']:8.2f} {row['peak_rss_mb']:8.1f} {row['output_mb']:8.1f} {row['files']:7d}")
     ratios = []
-    for size in args.sizes:
-        ours = next((r for r in results if r["size_mb"] == size and r["tool"] == "tlparse-py"), None)
-        theirs = next((r for r in results if r["size_mb"] == size and r["tool"] == "tlparse 0.4.3"), None)
+    for size, _, _ in logs:
+        ours = next((r for r in results if r["log"] == size and r["tool"] == "tlparse-py"), None)
+        theirs = next((r for r in results if r["log"] == size and r["tool"] == "tlparse 0.4.3"), None)
         if ours and theirs and theirs["seconds"] and theirs["peak_rss_mb"]:
             # each run of ours against the run of theirs right after it (alternating): the median of those ratios
             paired = {kind: statistics.median(a / b for a, b in zip(ours[f"all_{kind}"], theirs[f"all_{kind}"]))
                       for kind in ("seconds", "cpu_seconds")}
-            ratio = {"size_mb": size, "wall_ratio": round(ours["seconds"] / theirs["seconds"], 2),
+            ratio = {"log": size, "size_mb": ours["size_mb"], "wall_ratio": round(ours["seconds"] / theirs["seconds"], 2),
                      "paired_wall_ratio": round(paired["seconds"], 3), "paired_cpu_ratio": round(paired["cpu_seconds"], 3),
                      "rss_ratio": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3)}
             ratios.append(ratio)
             ratio.update(tlparse_seconds=theirs["all_seconds"], load_before=ours["load_before"], load_after=theirs["load_after"],
                          other_cores=theirs["other_cores"])
-            print(f"{size:>6g}MB  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x (median of paired runs {ratio['paired_wall_ratio']:.2f}x), "
+            print(f"{size:>16}  tlparse-py / tlparse: wall {ratio['wall_ratio']:.2f}x (median of paired runs {ratio['paired_wall_ratio']:.2f}x), "
                   f"CPU {ratio['paired_cpu_ratio']:.2f}x, peak RSS {ratio['rss_ratio']:.3f}x; tlparse took {theirs['all_seconds']} s; "
                   f"load average {ratio['load_before']} → {ratio['load_after']}; other processes used {ratio['other_cores']} cores meanwhile")
     ours_rows = [r for r in results if r["tool"] == "tlparse-py"]
     if len(ours_rows) >= 2:
         first, last = ours_rows[0], ours_rows[-1]
-        print(f"tlparse-py from {first['size_mb']:g} MB to {last['size_mb']:g} MB: RSS x{last['peak_rss_mb'] / first['peak_rss_mb']:.2f}, "
-              f"wall x{last['seconds'] / first['seconds']:.2f} (size x{last['size_mb'] / first['size_mb']:.1f})")
+        print(f"tlparse-py from {first['log']} to {last['log']}: RSS x{last['peak_rss_mb'] / first['peak_rss_mb']:.2f}, "
+              f"wall x{last['seconds'] / first['seconds']:.2f} (log x{last['log_mb'] / first['log_mb']:.1f})")
     if args.quiet_check and busy(results):
         print(f"not published: taken on a busy machine ({'; '.join(busy(results))})", file=sys.stderr)
         return 3

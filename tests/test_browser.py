@@ -77,7 +77,9 @@ def test_index_loads_without_errors_and_trie_toggles(browser, report_dir):
 def test_every_link_on_the_index_opens_a_page(browser, report_dir):
     view = Page(browser)
     page = view.open(report_dir / "index.html")
-    hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    # an SVG link's href is an SVGAnimatedString: its baseVal, resolved against the page
+    hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => typeof a.href === 'string' ? a.href"
+                          " : new URL(a.href.baseVal, document.baseURI).href)")
     local = sorted({h.split("#")[0] for h in hrefs if h.startswith("file:")})
     assert len(local) > 20
     for href in local:

@@ -294,33 +294,53 @@ def test_pages_built_in_two_processes_are_identical(tmp_path, monkeypatch):
 
 
 def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
+    """Pages the forked child could not build are counted by the parent, in page order."""
+    import os
+    import time
+
     from tlparse_py.report import jobs
     from tlparse_py import pipeline
 
     monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
-    original = compile_view.compile_page
+    monkeypatch.setattr(jobs, "CLAIM_JOBS", 1)
+    parent, original = os.getpid(), compile_view.compile_page
 
-    def broken(inputs, pages, position, records, builder):
-        if position == 1:  # built by the forked child
-            raise RuntimeError("boom")
-        return original(inputs, pages, position, records, builder)
+    def broken(inputs, pages, position, records, builder, *outline):
+        if os.getpid() == parent:
+            time.sleep(0.05)  # the parent is slow: the child takes jobs too
+            return original(inputs, pages, position, records, builder, *outline)
+        raise RuntimeError(f"boom {position}")  # every page the child builds
 
     monkeypatch.setattr(pipeline, "compile_page", broken)
     report = pipeline.write_report(fixture("graph_break"), tmp_path / "out")
-    assert report.stats["fail_parser"] == 1
-    assert [d.problem for d in report.diagnostics.kept] == ["could not build the page of [-/-]"]
-    assert "RuntimeError: boom" in (tmp_path / "out" / "-_-_-_-" / "index.html").read_text()
+    failed = sorted(p.parent.name for p in (tmp_path / "out").glob("*/index.html") if "RuntimeError: boom" in p.read_text())
+    assert failed and report.stats["fail_parser"] == len(failed)
+    problems = [d.problem for d in report.diagnostics.kept]
+    assert len(problems) == len(failed) and all(p.startswith("could not build the page of ") for p in problems)
+    positions = [int(d.detail.rpartition(" ")[2]) for d in report.diagnostics.kept]
+    assert positions == sorted(positions)  # in page order, whichever process built them
 
 
-def test_the_search_index_built_beside_the_pages(tmp_path, monkeypatch):
-    """With forked pages, the search index is built by the forked child: a bug in it is still
-    reported by the parent, and a child that dies has the index built in the parent."""
+def test_the_search_index_from_the_pages_outlines(tmp_path, monkeypatch):
+    """With forked pages, each process takes the search index's pieces from the outlines its pages
+    are built from, and the child hands its own over: the index is the one a serial run writes. A
+    bug in the index costs the search box, not the report; a child that dies has the pieces it
+    gathered made again here."""
     import os
 
     from tlparse_py.report import jobs
     from tlparse_py import pipeline
 
+    def index_of(out):
+        return {p.name: p.read_bytes() for p in (out / "static").rglob("*.js") if "index" in p.name}
+
+    monkeypatch.setattr(jobs, "PARALLEL_PAGES", 10**9)
+    pipeline.write_report(fixture("graph_break"), tmp_path / "serial")
     monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
+    monkeypatch.setattr(jobs, "CLAIM_JOBS", 1)
+    pipeline.write_report(fixture("graph_break"), tmp_path / "forked")
+    assert index_of(tmp_path / "forked") == index_of(tmp_path / "serial") != {}
+
     parent, original = os.getpid(), pipeline.build_index
 
     def broken(*args, **kwargs):
@@ -330,12 +350,17 @@ def test_the_search_index_built_beside_the_pages(tmp_path, monkeypatch):
     report = pipeline.write_report(fixture("graph_break"), tmp_path / "broken")
     assert [(d.problem, d.detail) for d in report.diagnostics.kept] == [("could not build the search index", "RuntimeError: boom")]
 
-    def dies_in_a_child(*args, **kwargs):
+    monkeypatch.setattr(pipeline, "build_index", original)
+    pieces = pipeline.page_pieces
+
+    def dies_in_the_child(*args, **kwargs):
         if os.getpid() != parent:
             os._exit(3)
-        return original(*args, **kwargs)
+        return pieces(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "build_index", dies_in_a_child)
+    monkeypatch.setattr(pipeline, "page_pieces", dies_in_the_child)
     report = pipeline.write_report(fixture("graph_break"), tmp_path / "died")
     assert report.diagnostics.kept == []
-    assert (tmp_path / "died" / "static" / "search" / "index-0.js").is_file()
+    assert index_of(tmp_path / "died") == index_of(tmp_path / "serial")
+
+

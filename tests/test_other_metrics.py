@@ -16,12 +16,13 @@ from tlparse_py.report.views.pages import OTHER_METRIC_CHARS
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAINING = ROOT / "tests" / "fixtures" / "traces" / "training"
-TEMPLATE = ROOT / "templates" / "metrics.html.j2"
 
 
 def template_fields() -> set[str]:
-    """The metrics fields the page's template shows in a place of their own."""
-    return set(re.findall(r"meta\.get\('(\w+)'\)", TEMPLATE.read_text(encoding="utf-8")))
+    """The metrics fields the page shows in a place of their own (report/html/metrics_page.py)."""
+    from tlparse_py.report.html.metrics_page import FIELDS_SHOWN
+
+    return set(FIELDS_SHOWN)
 
 
 class OtherMetrics(HTMLParser):

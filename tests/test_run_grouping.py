@@ -184,22 +184,23 @@ def test_a_program_that_compiles_only_after_its_child_is_one_run_with_it(tmp_pat
 @pytest.mark.parametrize("newest", [1, 2])
 def test_two_runs_in_one_folder_are_told_apart(tmp_path, newest):
     """Four logs, none overlapping another: two runs of a child and its program. Which run is newer
-    is the folder's history (its files' times); each run's logs are read together, whichever it is."""
+    is what the records say (run 2's began later), not the files' times, which a copy does not keep
+    (here the copy order makes either run's files the newer); each run's logs are read together."""
     runs = harness_process("parent_after_child")
     by_run = {run: [AFTER / name for name, r in runs.items() if r == run] for run in (1, 2)}
     older = 3 - newest
     folder = tmp_path / "trace"
     copy_runs(folder, [by_run[older], by_run[newest]])
     chosen = choose_input(folder)
-    assert sorted(p.name for p in chosen.logs) == sorted(p.name for p in by_run[newest])
-    assert sorted(p.name for p in chosen.others) == sorted(p.name for p in by_run[older])
+    assert sorted(p.name for p in chosen.logs) == sorted(p.name for p in by_run[2])
+    assert sorted(p.name for p in chosen.others) == sorted(p.name for p in by_run[1])
     (left_out,) = chosen.left_out
-    assert left_out.logs == sorted(p.name for p in by_run[older]) and left_out.why.startswith("another run")
-    pids = sorted(pids_in(by_run[older]))
+    assert left_out.logs == sorted(p.name for p in by_run[1]) and left_out.why.startswith("another run")
+    pids = sorted(pids_in(by_run[1]))
     assert f"pids {pids[0]}, {pids[1]}" in left_out.why
     summary = analyze(folder).to_dict()
-    assert summary["totals"]["compiles"] == compiles_in(by_run[newest]) == 2
-    assert {p["pid"] for p in summary["processes"]} == pids_in(by_run[newest])
+    assert summary["totals"]["compiles"] == compiles_in(by_run[2]) == 2
+    assert {p["pid"] for p in summary["processes"]} == pids_in(by_run[2])
 
 
 def test_three_runs_with_children_the_newest_is_read_and_the_others_named_with_why(tmp_path):
@@ -339,9 +340,9 @@ def test_children_whose_program_logged_nothing_are_one_run(tmp_path):
     workers = [written(tmp_path / f"dedicated_log_torch_trace_w{n}.log", 300 + n, f"12:00:0{n}.000000", SPAWNED_STACK, SPAWNED_FILES)
                for n in range(2)]
     later = written(tmp_path / "dedicated_log_torch_trace_later.log", 900, "12:05:00.000000", PROGRAM_STACK, ["/src/prog.py"])
-    os.utime(later, (now - 60, now - 60))
+    os.utime(later, (now - 60, now - 60))  # an older file time, which decides nothing: its records began last
     chosen = choose_input(tmp_path)
-    assert chosen.logs == workers and chosen.others == [later]
+    assert chosen.logs == [later] and chosen.left_out[0].logs == sorted(w.name for w in workers)  # the workers: one run of their own
 
 
 # -- the folder `run` makes is one run ------------------------------------------------------------------

@@ -26,8 +26,9 @@ from click.testing import CliRunner
 from conftest import TRACES, read_json
 from logs import cid, line, metrics
 from tlparse_py.cli import main
+from tlparse_py.commands.common import CliError
 from tlparse_py.commands.request import ServeAt
-from tlparse_py.commands.serve import Handler, ReportServer, open_server, start
+from tlparse_py.commands.serve import Handler, ReportServer, open_server, requested_host, start
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "TOP-SECRET-NEVER-SERVED"
@@ -143,7 +144,7 @@ def test_only_get_and_head_and_every_answer_has_its_type_nosniff_and_no_cache(re
     expected = {
         "/": "text/html; charset=utf-8", "/index.html": "text/html; charset=utf-8",
         "/static/report.js": "text/javascript; charset=utf-8", "/static/report.css": "text/css; charset=utf-8",
-        "/summary.json": "application/json", f"/-_0_0_1/{payload}": "text/plain; charset=utf-8",
+        "/summary.json": "application/json; charset=utf-8", f"/-_0_0_1/{payload}": "text/plain; charset=utf-8",
         "/picture.png": "image/png", "/picture.svg": "image/svg+xml", "/raw.log": "text/plain; charset=utf-8",
     }
     with in_process(report) as server:
@@ -182,6 +183,202 @@ def test_a_page_rewritten_in_place_is_served_fresh_and_the_query_is_ignored(repo
         shutil.copytree(old, report)
         (report / "index.html").write_text("<title>replaced</title>")
         assert get(server, "/")[2] == b"<title>replaced</title>"
+
+
+# -- hostile requests: other hosts (DNS rebinding), other methods, bodies ---------------------------------
+
+
+def raw(server: ReportServer, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """`request` sent byte for byte (no client adds a Host), and the one answer read."""
+    with socket.create_connection(tuple(server.server_address[:2]), timeout=10) as sock:
+        sock.sendall(request)
+        response = http.client.HTTPResponse(sock, method=request.split(b" ", 1)[0].decode())
+        response.begin()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+
+
+def request_for(host: str | None, target: str = "/", method: str = "GET", version: str = "HTTP/1.1", extra: str = "") -> bytes:
+    host_line = "" if host is None else f"Host: {host}\r\n"
+    return f"{method} {target} {version}\r\n{host_line}{extra}Connection: close\r\n\r\n".encode("latin-1")
+
+
+REBOUND = ["rebind.attacker.example:{port}", "rebind.attacker.example", "REBIND.ATTACKER.EXAMPLE:{port}", "attacker.example.:{port}",
+           "localhost.attacker.example:{port}", "127.0.0.1.attacker.example", "foo.localhost:{port}", "localhost..:{port}",
+           "127.1:{port}", "2130706433:{port}", "0x7f000001", "0.0.0.0:{port}", "10.0.0.1:{port}", "[::ffff:10.0.0.1]:{port}",
+           "[fe80::1]:{port}", "[::]:{port}"]
+
+
+def test_a_request_for_another_host_is_421_whatever_its_form(report):
+    """DNS rebinding: a page at rebind.attacker.example:PORT, its name pointed at 127.0.0.1, must not read the report."""
+    index = (report / "index.html").read_bytes()
+    with in_process(report) as server:
+        port = server.server_address[1]
+        for host in REBOUND:
+            for target in ("/", "/summary.json", "/-_0_0_1/"):
+                status, headers, body = raw(server, request_for(host.format(port=port), target))
+                assert status == 421, (host, target)
+                assert b"graph_break" not in body and body != index and headers["x-content-type-options"] == "nosniff", host
+            assert raw(server, request_for(host.format(port=port), method="HEAD"))[0] == 421, host
+            assert raw(server, request_for(host.format(port=port), method="PROPFIND"))[0] == 421, host  # the host first
+        # an absolute-form target names the host, whatever Host says (RFC 9112 3.2.2)
+        for target in ("http://evil/", f"http://evil:{port}/index.html", "HTTP://rebind.attacker.example/summary.json",
+                       f"https://evil.example:{port}/", "http://127.0.0.1.evil/"):
+            status, _, body = raw(server, request_for(f"127.0.0.1:{port}", target))
+            assert status == 421 and b"graph_break" not in body, target
+        # HTTP/1.0 says Host too when it has one
+        assert raw(server, request_for("rebind.attacker.example", version="HTTP/1.0"))[0] == 421
+
+
+def test_loopback_names_and_addresses_are_answered_in_every_spelling(report):
+    index = (report / "index.html").read_bytes()
+    with in_process(report) as server:
+        port = server.server_address[1]
+        for host in [f"127.0.0.1:{port}", "127.0.0.1", "127.0.0.1:9000", f"localhost:{port}", "localhost", "LOCALHOST:{port}",
+                     f"LocalHost.:{port}", "localhost.", "localhost:", f"[::1]:{port}", "[::1]", "[0:0:0:0:0:0:0:1]:8000",
+                     f"[::ffff:127.0.0.1]:{port}", f"127.0.0.2:{port}", f"127.255.255.254:{port}"]:  # 9000: an SSH tunnel's port
+            status, headers, body = raw(server, request_for(host.replace("{port}", str(port))))
+            assert status == 200 and body == index, host
+        # absolute-form, for this server: served as its path (and Host is overridden by it)
+        status, _, body = raw(server, request_for("rebind.attacker.example", f"http://127.0.0.1:{port}/summary.json"))
+        assert status == 200 and body == (report / "summary.json").read_bytes()
+        assert raw(server, request_for(f"localhost:{port}", "http://LOCALHOST."))[2] == index
+        assert raw(server, request_for(f"localhost:{port}", f"http://[::1]:{port}?x=1"))[2] == index
+        assert raw(server, request_for("localhost", f"http://127.0.0.1:{port}/../secret.txt"))[0] == 404
+
+
+def test_a_missing_malformed_or_doubled_host_is_400_and_http_1_0_may_omit_it(report, tmp_path):
+    index = (report / "index.html").read_bytes()
+    with in_process(report) as server:
+        port = server.server_address[1]
+        assert raw(server, request_for(None))[0] == 400  # HTTP/1.1 must send Host (RFC 9112 3.2)
+        for host in ["", " ", "user@localhost", f"evil@127.0.0.1:{port}", "localhost:abc", "localhost:80:80", "[::1", "::1",
+                     "[::g]", "[fe80::1%25eth0]", "localhost/x", "local host", "localhost\\", f"localhost:{port}, evil"]:
+            status, _, body = raw(server, request_for(host))
+            assert status == 400 and body != index, repr(host)
+        two = raw(server, request_for(f"127.0.0.1:{port}", extra="Host: rebind.attacker.example\r\n"))
+        assert two[0] == 400
+        assert raw(server, request_for("localhost", extra="Host: localhost\r\n"))[0] == 400
+        assert raw(server, request_for("localhost", "ftp://localhost/"))[0] == 400
+        # HTTP/1.0 may omit Host, and no browser does: served
+        status, _, body = raw(server, request_for(None, version="HTTP/1.0"))
+        assert status == 200 and body == index
+
+
+def test_the_host_name_given_with_host_is_answered_and_no_other(report):
+    """`--host NAME` where NAME is an address of this machine's loopback (as /etc/hosts often maps the machine's own name)."""
+    server = ReportServer(("127.0.0.1", 0), socket.AF_INET, report, "DevBox.Example.")
+    thread = start(server)
+    try:
+        port = server.server_address[1]
+        for host in (f"devbox.example:{port}", "DEVBOX.EXAMPLE.", "localhost", f"127.0.0.1:{port}"):
+            assert raw(server, request_for(host))[0] == 200, host
+        for host in ("other.example", "devbox.example.evil", "evil.devbox.example"):
+            assert raw(server, request_for(host))[0] == 421, host
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    # the real thing: `--host <this machine's name>`, which /etc/hosts often maps to a loopback address
+    name = socket.gethostname()
+    try:
+        bound = open_server(ServeAt(name), report)
+    except CliError:
+        return  # this machine's name does not resolve here
+    thread = start(bound)
+    try:
+        assert raw(bound, request_for(f"{name}:{bound.server_address[1]}"))[0] == 200
+        # on a non-loopback address Host is not checked: anyone who can reach it may read the report
+        assert raw(bound, request_for("rebind.attacker.example"))[0] == (421 if bound.loopback else 200)
+    finally:
+        bound.shutdown()
+        bound.server_close()
+        thread.join(10)
+
+
+def test_requested_host_reads_each_form():
+    assert requested_host("/", ["LocalHost.:8000"], "HTTP/1.1") == "localhost"
+    assert requested_host("/", ["[0::1]:8000"], "HTTP/1.1") == "::1"
+    assert requested_host("http://Evil.Example:80/x", ["localhost"], "HTTP/1.1") == "evil.example"
+    assert requested_host("/", [], "HTTP/1.0") is None
+    for target, hosts, version in [("/", [], "HTTP/1.1"), ("/", ["a", "b"], "HTTP/1.0"), ("/", ["a b"], "HTTP/1.1"),
+                                   ("file:///etc/passwd", ["localhost"], "HTTP/1.1")]:
+        with pytest.raises(ValueError):
+            requested_host(target, hosts, version)
+
+
+@pytest.mark.parametrize("method", ["PROPFIND", "MKCOL", "LOCK", "UNLOCK", "COPY", "MOVE", "QUERY", "SEARCH", "PROPPATCH", "REPORT",
+                                    "BREW", "M-SEARCH", "get", "Head", "FOO_BAR", "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+                                    "TRACE", "CONNECT"])
+def test_every_method_but_get_and_head_is_405_with_allow(report, method):
+    with in_process(report) as server:
+        port = server.server_address[1]
+        target = f"127.0.0.1:{port}" if method == "CONNECT" else "/index.html"
+        status, headers, body = raw(server, request_for(f"127.0.0.1:{port}", target, method))
+        assert status == 405 and headers["allow"] == "GET, HEAD" and body == b"", method
+        assert headers["x-content-type-options"] == "nosniff" and headers["connection"] == "close"
+
+
+def test_a_body_is_never_read_nor_taken_for_the_next_request(report):
+    """A body the server does not read (on 405, or sent with a GET) ends the connection after the answer:
+    a second request hidden in it is never answered. No `100 Continue` is sent for a body it will not read."""
+    with in_process(report) as server:
+        port = server.server_address[1]
+        hidden = f"GET /summary.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        for head in (f"POST /index.html HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(hidden)}\r\n\r\n",
+                     f"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(hidden)}\r\n\r\n",
+                     f"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nTransfer-Encoding: chunked\r\n\r\n",
+                     f"PUT /x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nExpect: 100-continue\r\nContent-Length: {len(hidden)}\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(head.encode() + hidden)
+                received = b"".join(iter(lambda: sock.recv(1 << 16), b""))
+            assert received.count(b"HTTP/1.1 ") == 1 and b"100 Continue" not in received, head
+
+
+def test_every_answer_says_same_origin_only(report):
+    """Cross-Origin-Resource-Policy: another site's page cannot <script src> the search index (which sets a
+    global) to read the report's paths and code, whatever the Host check lets through."""
+    with in_process(report) as server:
+        port = server.server_address[1]
+        for request in (request_for(f"127.0.0.1:{port}", "/static/search-index.js"), request_for(f"127.0.0.1:{port}", "/nothing"),
+                        request_for(f"127.0.0.1:{port}", method="PROPFIND"), request_for("evil.example"), request_for(None)):
+            assert raw(server, request)[1]["cross-origin-resource-policy"] == "same-origin", request
+
+
+@pytest.fixture(scope="module")
+def vllm_report(tmp_path_factory) -> Path:
+    from tlparse_py.pipeline import write_report
+
+    out = tmp_path_factory.mktemp("serve-vllm") / "report"
+    write_report(next((TRACES / "vllm_piecewise").glob("dedicated_log*")), out)
+    return out
+
+
+def test_text_the_report_writes_is_shown_as_text_never_downloaded(vllm_report, tmp_path):
+    """A vLLM report's pattern dumps (.py) and every other text file are text/plain (or their text type), with nosniff."""
+    report = tmp_path / "report"
+    shutil.copytree(vllm_report, report)
+    patterns = sorted(p.relative_to(report).as_posix() for p in report.rglob("vllm_patterns.*.py"))
+    assert patterns, "the vLLM fixture's report has pattern dumps"
+    (report / "kernel.cpp").write_text("int main() { return 0; }  // a plugin's kind may write any extension: é\n")
+    (report / "NOTES").write_text("plain text, no extension\n")
+    (report / "SHOUTED.PY").write_text("x = 1\n")
+    (report / "blob.bin").write_bytes(b"\x00\x01\x02\xff")
+    (report / "latin.dat").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (report / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    types = {path.relative_to(report).as_posix(): path.suffix for path in report.rglob("*") if path.is_file() and not path.name.startswith(".")}
+    text = "text/plain; charset=utf-8"
+    expected = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+                ".json": "application/json; charset=utf-8", ".png": "image/png", ".bin": "application/octet-stream",
+                ".dat": "application/octet-stream"}
+    with in_process(report) as server:
+        for path, suffix in sorted(types.items()):
+            status, headers, body = get(server, "/" + path)
+            assert status == 200 and body == (report / path).read_bytes(), path
+            assert headers["content-type"] == expected.get(suffix.lower(), text), path
+            assert headers["x-content-type-options"] == "nosniff", path
+        assert {types[p] for p in types} >= {".py", ".txt", ".json", ".md", ".log", ".jsonl", ".html", ".js", ".css"}
+        for path in patterns:
+            assert get(server, "/" + path, "HEAD")[1]["content-type"] == text, path
 
 
 # -- where it listens ---------------------------------------------------------------------------------
@@ -475,6 +672,38 @@ def test_a_browser_loads_the_index_and_a_compile_page_through_the_server(report,
             # the one thing missing: the browser's own request for /favicon.ico (a report has none)
             assert set(not_found) <= {"/favicon.ico"}, not_found
             assert [e for e in errors if "status of 404" not in e] == [], errors
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+def test_a_browser_on_a_rebound_name_or_another_site_reads_nothing(report):
+    """The two ways a web page reaches a loopback server through the user's browser: a name of the
+    attacker's resolved to 127.0.0.1 (DNS rebinding: 421), and `<script src>` of the report's search
+    index from the attacker's own origin (Cross-Origin-Resource-Policy: blocked)."""
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    attacker = report.parent / "attacker"
+    attacker.mkdir()
+    (attacker / "index.html").write_text("<p>attacker</p>")
+    (attacker / ".tlparse-py-report").write_text("")
+    with in_process(report) as server, in_process(attacker) as other, playwright_api.sync_playwright() as p:
+        port = server.server_address[1]
+        args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--host-resolver-rules=MAP rebind.attacker.example 127.0.0.1"]
+        browser = p.chromium.launch(executable_path=chromium, args=args, headless=True)
+        try:
+            page = browser.new_page()
+            response = page.goto(f"http://rebind.attacker.example:{port}/summary.json")
+            assert response is not None and response.status == 421 and "compiles" not in page.content()
+            page.goto(f"http://localhost:{other.server_address[1]}/")  # another site than 127.0.0.1
+            shard = next((report / "static" / "search").glob("*.js")).name
+            page.evaluate("""url => new Promise(done => { const s = document.createElement('script');
+                s.src = url; s.onload = s.onerror = () => done(); document.head.appendChild(s); })""",
+                          f"http://127.0.0.1:{port}/static/search/{shard}")
+            assert page.evaluate("typeof window.TLPARSE_SEARCH") == "undefined"
         finally:
             browser.close()
 

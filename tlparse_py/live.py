@@ -109,7 +109,6 @@ class LiveReport:
 
     def read(self, final: bool = False) -> set[CompileId | None]:
         """Read what was appended (everything, when `final`); the compile ids that logged something.
-
         Raises LogReset when the log is no longer the one read so far."""
         touched: set[CompileId | None] = set()
         for record in self.tail.read(final):
@@ -131,8 +130,7 @@ class LiveReport:
         """The log's size now (what is still to be read, with `bytes_read`)."""
         return self.tail.size_now()
 
-    def compiled(self) -> bool:
-        """Whether a compile was read so far."""
+    def compiled(self) -> bool:  # whether a compile was read so far
         return bool(self.analysis.compiles())
 
     # -- a live update ---------------------------------------------------------------------------
@@ -243,7 +241,8 @@ class LiveReport:
             forget_compiles(self.analysis)  # built whole, as a one-shot run builds them
             self.analysis.trie.inserted = self.analysis.unknown_stacks.inserted = None
             self.analysis.source = self.source()
-            self.pipeline.finish([self.log])
+            self.pipeline.logs_read += [self.tail.as_read] if self.tail.as_read is not None else []  # what the last read read
+            self.pipeline.finish()
         finally:
             self.pipeline.highlighter.close()
         self.writer.finish_live()

@@ -26,6 +26,7 @@ from .limits import PAGED_START_ONLY
 from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .options import Options
 from .paths import provenance_page_url
+from .reading.gunzip import LogAsRead
 from .reading.inputs import LeftOut
 from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .report.highlight import Highlighter, highlight_workers
@@ -34,9 +35,9 @@ from .report.markdown import summary_markdown
 from .report.views.vllm import USUAL_INDEX, vllm_page
 from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, write_compile_directory
 from .report.render import STATIC_DIR, render_page
-from .report.search import build_index
+from .report.search import IndexParts, build_index, page_pieces
 from .report.views.common import Inputs, Page, label
-from .report.views.compile import PageRef, compile_page, page_refs
+from .report.views.compile import PageRef, compile_outline, compile_page, page_refs
 from .report.views.index import failures_page, index_page
 from .report.views.pages import PAGE_VIEWS, Builder, provenance_page
 from .report.views.sections import PageBuilder, shown_as
@@ -67,6 +68,8 @@ class Pipeline:
         self.collected = frozenset(name for name, declared in kinds.KINDS.items() if declared.collected)
         self.inputs = Inputs(analysis, options, self.outputs.global_files)  # what the views read, once reading is done
         self.jobs = PageJobs(self.inputs, writer, self.label)
+        self.index_parts = IndexParts()  # what the compile pages give the search index
+        self.logs_read: list[LogAsRead] = []  # what was read of each log, from which file: what raw.log copies
 
     # -- per record --------------------------------------------------------------------------
 
@@ -156,14 +159,15 @@ class Pipeline:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def finish(self, logs: list[Path]) -> None:
+    def finish(self) -> None:
         self.writer.settle()  # the files written beside the reading: all there, before pages read them and forks
+        self.outputs.pending.flush()  # the pages asked for: in their spool file, before a forked child reads it
         self.chromium.close()
         if self.chromium.bytes_written <= EVENTS_SCRIPT_LIMIT:
             self.writer.write(EVENTS_SCRIPT, events_script(self.writer.read("chromium_events.json") or b"[]"))
         self.analysis.note_cache_marks()
         self.raw.write(self.writer, self.analysis.strings.as_list())
-        self.writer.copy_logs(logs, "raw.log", self.options.limits)
+        self.writer.copy_logs(self.logs_read, "raw.log", self.options.limits)
         write_compile_directory(self.writer, self.analysis)
         write_static(self.writer)
         # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (README, "Limits")
@@ -174,15 +178,17 @@ class Pipeline:
         self.highlighter.drain()
         self.analysis.compiles()  # every page asks: once, before the page builder forks
         self.jobs.on_fork = [self._private_handles]
-        # the search index is built beside the pages (first thing in the forked page builder, if forked)
+        # the compile page jobs gather the search index's pieces (a forked page builder hands its own
+        # over at its end); the index is built from them once every page is written
         build = Builder(self.inputs, self.payloads.get, self.highlighter)
-        problem = self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(page_refs(self.analysis), builder),
-                                beside=lambda: self._write_search_index(builder))
+        self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(page_refs(self.analysis), builder),
+                      gathered=(self.index_parts.encode, self.index_parts.add_encoded))
+        problem = self._write_search_index(builder)
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
             self.analysis.stats.add("fail_parser")
             self.analysis.diagnostics.add(self.label, 0, "could not build the search index", problem, HINTS["fail_parser"])
         if self.options.provenance:
-            self._write_provenance_pages(keys, build)
+            write_provenance_pages(self.jobs, keys, build)
         self.writer.write("failures_and_restarts.html", render_page(failures_page(self.inputs)))
         summary = self.analysis.summary()
         write_indexes(self.writer, self.inputs, summary)
@@ -193,11 +199,11 @@ class Pipeline:
     def _write_search_index(self, builder: PageBuilder) -> str | None:
         """The search box's index (search.py); after write_static, so the report's manifest replaces the default one.
 
-        Maybe run in a forked child (PageJobs.run), so it notes nothing in the analysis: it returns
-        why the index could not be built, if it could not, for the parent to note.
+        Returns why the index could not be built, if it could not, for `finish` to note.
         """
         try:
-            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder, total_bytes=int(self.options.search_mb * 1e6))
+            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder, parts=self.index_parts,
+                                total_bytes=int(self.options.search_mb * 1e6))
         except OSError:
             raise
         except Exception as exc:
@@ -218,36 +224,39 @@ class Pipeline:
         pending = self.outputs.pending
 
         def job(index: int) -> Job:
-            def make() -> Page:
-                page = pending.get(index)
-                return PAGE_VIEWS[page.view](build, page)
+            def run() -> None:
+                page = pending.get(index)  # read back (unpickled) once a page
+                self.jobs.page(page.url, page.url, lambda: PAGE_VIEWS[page.view](build, page))
 
-            return lambda: self.jobs.page(pending.get(index).url, pending.get(index).url, make)
+            return run
 
         return [job(index) for index in range(len(pending))]
 
     def _compile_page_jobs(self, pages: list[PageRef], builder: PageBuilder) -> list[Job]:
         def job(position: int, page: PageRef) -> Job:
             def make() -> Page:
-                return compile_page(self.inputs, pages, position, self.spool.records(page.key), builder)
+                records = self.spool.records(page.key)
+                outline = compile_outline(self.analysis, page, records, builder)
+                self.index_parts.add(position, page_pieces(self.analysis, outline))  # the search index's, from the same outline
+                return compile_page(self.inputs, pages, position, records, builder, outline)
 
             return lambda: self.jobs.page(page.url, page.label, make)
 
         return [job(position, page) for position, page in enumerate(pages)]
 
-    def _write_provenance_pages(self, keys: list[CompileId | None], build: Builder) -> None:
-        """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
-        for key in keys:
-            url = provenance_page_url(key)
-            try:
-                page = provenance_page(build, key)
-                self.inputs.provenance_pages.append((key, url, page.has_data))
-                self.writer.write(url, render_page(page))
-            except OSError:
-                raise
-            except Exception as exc:
-                self.inputs.provenance_pages.append((key, url, False))
-                self.jobs.failed(url, f"provenance of {label(key)}", exc)
+def write_provenance_pages(jobs: PageJobs, keys: list[CompileId | None], build: Builder) -> None:
+    """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""
+    for key in keys:
+        url = provenance_page_url(key)
+        try:
+            page = provenance_page(build, key)
+            jobs.inputs.provenance_pages.append((key, url, page.has_data))
+            jobs.writer.write(url, render_page(page))
+        except OSError:
+            raise
+        except Exception as exc:
+            jobs.inputs.provenance_pages.append((key, url, False))
+            jobs.failed(url, f"provenance of {label(key)}", exc)
 
 
 def write_indexes(writer: FolderWriter, inputs: Inputs, summary: Summary) -> None:
@@ -272,15 +281,23 @@ Progress = Callable[[int, int], None]
 def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], None] | None, progress: Progress | None) -> None:
     """Every record of the logs (usually one) through the pipeline.
 
-    Several logs share one string table: draft_export's capture file uses file-name ids that only
-    the main log of the same process defines.
+    A string table belongs to the process that wrote it: the logs of one process share it
+    (draft_export's capture file uses file-name ids that only the main log of the same process
+    defines), and each other process's strings are kept apart, keyed by its number. Processes are
+    numbered by pid, and where two processes of the logs have one pid (containers run each program
+    as pid 1: `inputs.process_of_each` tells them apart) the later one is numbered apart too
+    (`LogProcesses`), so yesterday's file ids are never read in today's table.
     """
+    from .reading.inputs import LogProcesses, process_of_each
     from .reading.records import LogReader
 
     analysis = pipeline.analysis
-    for log in logs:
+    owners: dict[int, int] = {}
+    numbers: dict[tuple[int, int], int] = {}
+    for log, process in zip(logs, process_of_each(logs) if len(logs) > 1 else [0]):
+        processes = LogProcesses(analysis.processes, process, owners, numbers) if len(logs) > 1 else analysis.processes
         reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits,
-                           scanning_child=pipeline.options.scanning_child, processes=analysis.processes)
+                           scanning_child=pipeline.options.scanning_child, processes=processes)
         reader.on_rank_detected = on_rank
         reader.on_time = pipeline.note_time  # the string-table records' times too: the log's first line is one
         for count, record in enumerate(reader.records(), start=1):
@@ -289,6 +306,8 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
                 progress(reader.scanned_bytes(), analysis.records)
         if analysis.rank is None:
             analysis.rank = reader.expected_rank
+        if reader.as_read is not None:
+            pipeline.logs_read.append(reader.as_read)
 
 
 def new_analysis(source: InputInfo, options: Options, echo: Callable[[Diagnostic], None] | None = None) -> Analysis:
@@ -331,7 +350,7 @@ def build_report(
     pipeline = Pipeline(analysis, writer, options)
     try:
         read_logs(logs, pipeline, on_rank, progress)
-        pipeline.finish(logs)
+        pipeline.finish()
     finally:
         pipeline.highlighter.close()
     return analysis

@@ -1,4 +1,5 @@
-"""SIGTERM handled like Ctrl-C: staging folders removed, worker processes stopped, exit 143.
+"""SIGTERM handled like Ctrl-C: staging folders removed, worker processes stopped, exit 143; forked
+helpers that end with the process that forked them.
 
 Without it a `kill` (a CI timeout, a job scheduler) leaves a `.out.partial-*` staging folder and
 orphaned pool, fork-server and resource-tracker processes behind.
@@ -9,7 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 EXIT_SIGTERM = 128 + signal.SIGTERM
@@ -38,9 +42,69 @@ def restore(previous: object) -> None:
             pass
 
 
+_deferring = 0  # how many `deferred()` blocks are open in the main thread
+_pending = False  # a SIGTERM arrived while one was open
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    global _pending
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the clean-up
+    if _deferring:
+        _pending = True
+        return
     raise Terminated()
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A SIGTERM arriving inside the block is raised (as Terminated) once it ends: for what must not
+    stop half-way, such as moving a finished report into place and removing the one it replaces
+    (stopped there, the old report would be left in a hidden folder beside -o)."""
+    global _deferring, _pending
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if not _deferring and _pending:
+            _pending = False
+            raise Terminated()
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child just forked from process `parent`: end it when `parent` ends, however that ends
+    (kill -9, the OOM killer), so no helper keeps writing, or keeps the output folder locked, for a
+    run that is gone. Linux: PR_SET_PDEATHSIG (SIGKILL when the thread that forked ends: each fork
+    site waits for its child in that thread). Elsewhere: a thread that watches the parent's pid."""
+    if _set_death_signal():
+        if os.getppid() != parent:  # the parent ended before the signal was set
+            os._exit(1)
+        return
+    threading.Thread(target=_watch_parent, args=(parent,), name="tlparse-py parent watch", daemon=True).start()
+
+
+def die_with_starter() -> None:
+    """`die_with_parent` for a pool's worker (an `initializer`): it ends with the process that started
+    it (a forkserver's worker: with the forkserver, which ends with the run)."""
+    die_with_parent(os.getppid())
+
+
+def _set_death_signal() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
 
 
 def descendants(pid: int | None = None) -> list[int]:

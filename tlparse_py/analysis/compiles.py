@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,15 +22,18 @@ from msgspec import structs
 
 from .._version import __version__
 from ..options import Options
-from ..model import CompileId, display_key
+from ..model import CompileId, Record, display_key
 from . import questions
 from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
 from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
+from .compile_memo import CompilesMemo
+from .compile_times import CompileTimes
 from .summary import (
     CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING,
-    STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, UNKNOWN_TIME, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
+    STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
     FrameIdentity, Summary, distinct_breaks, first_line, over_recompile_limit,
 )
+from .timeline import CompileClock, Timeline, timeline
 from .totals import Value, nested, totals_of
 from .vllm import VllmFile, VllmRun, vllm_dict
 from .wrapper import wrapper_frame
@@ -48,7 +51,7 @@ def schema_version() -> str:
 
 
 @dataclass(repr=False, eq=False)  # one per log: never compared or printed
-class Analysis(Store):
+class Analysis(CompileTimes):
     """The typed analysis of one log (or of one process's logs read together).
 
     `settings` is how the log was read, not a fact of it: export mode (-e) numbers other files and
@@ -56,6 +59,29 @@ class Analysis(Store):
 
     settings: Options = field(default_factory=Options)
     report_dir: Path | None = None  # where its report was written (a notebook's summary links there)
+    clock: CompileClock = field(default_factory=CompileClock)  # when each compile began and ended (`timeline`)
+    memo: CompilesMemo = field(default_factory=CompilesMemo, compare=False, repr=False)  # `compiles()`, built once per state
+
+    def note_start(self, compile_id: CompileId, line: int, timestamp: str = "") -> None:
+        super().note_start(compile_id, line, timestamp)
+        key = compile_id.frame_key()
+        self.clock.start(key, self.generation_at(key, line), timestamp)
+
+    def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
+        super().note_metrics(record, meta)
+        if record.compile_id is not None:
+            key = record.compile_id.frame_key()
+            self.clock.end(key, self.generation_at(key, record.lineno), record.timestamp)
+
+    def timeline(self) -> Timeline:
+        """The run on a time axis, for the index's pictures and summary.json's `timeline`
+        (`timeline.timeline`); built once per state of the store, as `compiles()`."""
+        stamp = compiles_stamp(self)
+        memo = self.__dict__.get("_timeline_memo")
+        if memo is None or memo[0] != stamp:
+            memo = self.__dict__["_timeline_memo"] = (stamp, timeline(self, self.clock, self.compiles(), len(self.processes.pids)))
+        found: Timeline = memo[1]
+        return found
 
     def _repr_html_(self) -> str | None:
         """How a notebook shows it (tlparse_py.notebook registers the view: this layer renders nothing)."""
@@ -67,12 +93,12 @@ class Analysis(Store):
         ...), once per generation its id compiled in (after `torch._dynamo.reset()` an id names a new
         compile, after the compiles logged before the reset).
 
-        Built once per state of the store (the index, the search index and summary.json all ask,
-        and a log may hold 100,000s of compiles); a new list each time, of the same summaries."""
+        Built once per state of the store, a new list each time, of equal summaries (`compile_memo`:
+        past SPOOLED_FROM compiles they are kept packed in a scratch file)."""
         stamp = compiles_stamp(self)
-        memo = self.__dict__.get("_compiles_memo")
-        if memo is not None and memo[0] == stamp:
-            return list(memo[1])
+        found = self.memo.found(stamp)
+        if found is not None:
+            return found
         frames: dict[CompileId, list[CompileId]] = {}
         compiles = []
         previous: dict[FrameIdentity, CompileSummary] = {}  # the frame's latest compile
@@ -85,17 +111,11 @@ class Analysis(Store):
                 previous[identity] = compile_
             compiles.append(compile_)
         mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
-        self.__dict__["_compiles_memo"] = (stamp, compiles)
-        return list(compiles)
+        return self.memo.keep(stamp, compiles)
 
     def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
-        stamp = compiles_stamp(self)
-        index = self.__dict__.get("_compile_index")
-        if index is None or index[0] != stamp:
-            index = self.__dict__["_compile_index"] = (stamp, {(c.key, c.generation): c for c in self.compiles()})
-        found: CompileSummary | None = index[1].get((key.frame_key(), generation))
-        return found
+        return self.memo.compile_at(compiles_stamp(self), (key.frame_key(), generation), self.compiles)
 
     def _compile(self, frame: CompileId, logged_attempts: list[CompileId], generation: int) -> CompileSummary:
         # a reused id's attempts: those logged in this generation (the first, whatever it logged, names the compile)
@@ -116,7 +136,7 @@ class Analysis(Store):
         return CompileSummary(
             key=frame,
             id=labels[0] if attempts[0] == frame else display_key(frame),
-            url=self.page_of(logged, generation),
+            url=pages[logged] if logged in pages else self.page_of(logged, generation),  # the attempt's own string, once
             generation=generation,
             attempts=labels,
             frame=compiled.name,
@@ -171,43 +191,6 @@ class Analysis(Store):
         return GraphBreak(logged.reason, logged.location, logged.explanation, logged.source, logged.function, logged.registry_id,
                           logged.hints, logged.doc_url, logged.library_location, display_key(attempt), pages.get(attempt), logged.url)
 
-    def in_generation(self, key: CompileId | None, generation: int) -> Callable[[int], bool]:
-        """Whether a fact logged at a line belongs to this generation of the compile id."""
-        return lambda line: self.generation_at(key, line) == generation
-
-    def compile_time(self, attempts: list[CompileId], metrics: list[MetricsEntry], generation: int = 0) -> CompileTime:
-        forward = next((s for m in metrics if (s := questions.seconds(m.get("entire_frame_compile_time_s"))) is not None), None)
-        mine = self.in_generation(attempts[0], generation)
-        backward_times = [
-            questions.seconds(b.get("inductor_compile_time_s")) for key in attempts for line, b in self.backward_metrics_of(key) if mine(line)
-        ]
-        known = [t for t in backward_times if t is not None]
-        backward = sum(known) if known else None
-        total = None if forward is None else forward + (backward or 0.0)
-        inside = self.backward_inside_forward(attempts[0].frame_key(), generation) if forward is not None else None
-        if forward is None and backward is None:
-            return UNKNOWN_TIME  # shared: most compiles of a log with 100,000s of them logged no time
-        return CompileTime(forward, backward, total, inside)
-
-    def backward_inside_forward(self, frame: CompileId, generation: int) -> float | None:
-        """Seconds the forward compile spent compiling the backward graph: AOTAutograd compiles it
-        at once, not lazily, when it cannot defer it (dynamic shapes); no bwd_compilation_metrics
-        is logged then, only the chromium `bw_compiler` span inside `entire_frame_compile`."""
-        microseconds = self.backward_spans.get((frame, generation))
-        return round(microseconds / 1e6, 6) if microseconds is not None else None
-
-    def backward_metrics_of(self, key: CompileId) -> list[tuple[int, dict[str, Any]]]:
-        """(log line, bwd_compilation_metrics) logged under exactly this compile id."""
-        return [(line, meta) for compile_id, line, meta in self.backward_metrics.get(key.frame_key(), []) if compile_id == key]
-
-    def logged_time(self, key: CompileId) -> CompileTime:
-        """The compile time logged under exactly this id (the attempt whose metrics hold it), in the
-        first generation that logged one: its forward, plus the lazy backward compiles logged under it."""
-        entries = self.own_metrics(key)
-        first = next((m for m in entries if questions.seconds(m.get("entire_frame_compile_time_s")) is not None), None)
-        mine = [m for m in entries if first is not None and m.generation == first.generation]
-        return self.compile_time([key], mine, first.generation) if first is not None else UNKNOWN_TIME
-
     def guard_count(self, key: CompileId | None, generation: int = 0) -> int | None:
         """The guards of the compile logged under exactly this id, in this generation (None: not logged)."""
         counts = (m.get("guard_count") for m in self.own_metrics(key) if m.generation == generation)
@@ -243,6 +226,7 @@ class Analysis(Store):
             __version__,
             vllm=vllm_run(self),
             processes=process_list(self), program=self.source.program,  # program: under `run`, how the program ended
+            timeline=self.timeline().to_list(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -288,15 +272,12 @@ def compiles_stamp(store: Store) -> tuple[int, ...]:
 def keep_compiles(analysis: Analysis, compiles: list[CompileSummary], index: dict[tuple[CompileId, int], CompileSummary]) -> None:
     """Take `compiles` (and `index`, by (frame, generation)) as `analysis.compiles()` in its store's
     present state: what `live_compiles.LiveCompiles` built by building again only what changed."""
-    stamp = compiles_stamp(analysis)
-    analysis.__dict__["_compiles_memo"] = (stamp, compiles)
-    analysis.__dict__["_compile_index"] = (stamp, index)
+    analysis.memo.take(compiles_stamp(analysis), compiles, index)
 
 
 def forget_compiles(analysis: Analysis) -> None:
     """Build `analysis.compiles()` from its store again when next asked (the final report of a live one)."""
-    analysis.__dict__.pop("_compiles_memo", None)
-    analysis.__dict__.pop("_compile_index", None)
+    analysis.memo.forget()
 
 
 def vllm_run(analysis: Store) -> VllmRun | None:
@@ -322,6 +303,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "processes": summary.processes,
         "program": summary.program.to_dict() if summary.program is not None else None,
     }
+    if summary.timeline is not None:  # since 4.2: a summary read back from an older summary.json has none
+        data["timeline"] = summary.timeline
     if summary.export is not None:
         data["export"] = summary.export
     if summary.vllm is not None:
@@ -420,7 +403,7 @@ def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:
     return CAUSE_RECOMPILE
 
 
-def _failure(fields: dict[str, Any]) -> Failure | None:
+def _failure(fields: Mapping[str, Any]) -> Failure | None:
     """The exception a compile's metrics logged: its type and reason, the user line torch says it
     failed at, and whether suppress_errors was on; None when it logged none."""
     if not fields.get("fail_type"):

@@ -28,6 +28,8 @@ from typing import Annotated, Any, Protocol
 
 from msgspec import Meta, Struct
 
+from .. import jsondepth
+
 # the compilation_metrics fields that hold a config module, and the module each is
 CONFIG_MODULES = (
     ("dynamo_config", "torch._dynamo.config"),
@@ -298,7 +300,7 @@ def _settings(text: str) -> dict[str, Any] | None:
     """A logged config text's settings; None when it is not a JSON object (torch logs "Inductor
     Config cannot be pickled" and the like when it could not write one)."""
     try:
-        value = json.loads(text)
+        value = jsondepth.loads_text(text)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

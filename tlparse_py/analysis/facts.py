@@ -16,6 +16,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from .. import jsondepth
 from ..patterns import lazy
 from ..model import CompileId
 from .stacks import is_user_code
@@ -34,7 +35,7 @@ _NOT_READ = object()
 def _load(text: str) -> Any:
     """JSON from an artifact, or `_NOT_READ`: too deep a nesting is bad input like any other."""
     try:
-        return json.loads(text)
+        return jsondepth.loads_text(text)
     except (ValueError, RecursionError):
         return _NOT_READ
 

@@ -3,18 +3,47 @@
 A compile id that wrote millions of files (an artifact logged in a loop) would otherwise keep a
 directory entry in memory per file. Pages list at most `limits.PAGE_FILES` of them; the rest are
 needed only by what lists them all (compile_directory.json, the metrics page), which read them back.
+
+A log of 100,000s of small compiles keeps a few entries each: those in memory are packed
+(`_pack`), a short bytes object each rather than a struct and its strings, and unpacked when read.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, SupportsIndex
+
+import msgspec
 
 from ..limits import PAGE_FILES
 from ..model import Artifact
 
 _TOKENS = itertools.count()
+_ENCODE = msgspec.msgpack.Encoder().encode
+_DECODE = msgspec.msgpack.Decoder(tuple).decode
+
+
+def _pack(item: Artifact) -> bytes | Artifact:
+    """An entry as a msgpack tuple of its fields, leaving out what its url says: its name when it is
+    the url's last part (None), its raw file when it is the url itself (True). One that does not
+    encode (a lone surrogate in a subgraph name) stays as it is."""
+    url = item.url
+    name = None if item.name == url.rpartition("/")[2] else item.name
+    raw = True if item.raw == url else item.raw
+    try:
+        return _ENCODE((url, name, item.number, item.suffix, item.readable_url, item.kind, item.is_link, raw, item.subgraph))
+    except (UnicodeEncodeError, TypeError, OverflowError):
+        return item
+
+
+def _unpack(packed: bytes | Artifact) -> Artifact:
+    if type(packed) is not bytes:
+        return packed  # type: ignore[return-value]
+    url, name, number, suffix, readable_url, kind, is_link, raw, subgraph = _DECODE(packed)
+    return Artifact(url, url.rpartition("/")[2] if name is None else name, number, suffix, readable_url, kind, is_link,
+                    url if raw is True else raw, subgraph)
 
 
 class _Spilled:
@@ -35,10 +64,12 @@ class _Spilled:
 class Files(list[Artifact]):
     """A list of a compile id's directory entries, in the order they were numbered.
 
-    It is the list itself up to HEAD entries (what every page shows, `limits.PAGE_FILES`); later
-    entries are pickled to the analysis' fact spool (`store.FactSpool`) in batches of BATCH, so
-    memory stays flat however many there are. Iterating, `len`, slicing and comparing see them all;
-    a slice within the first HEAD reads nothing back. It pickles (and copies) as a plain list.
+    It is the list itself up to HEAD entries (what every page shows, `limits.PAGE_FILES`), each
+    packed (`_pack`); later entries are pickled to the analysis' fact spool (`store.FactSpool`) in
+    batches of BATCH, so memory stays flat however many there are. Iterating, `len`, indexing,
+    slicing and comparing see them all, as Artifacts (a new one at each read: entries are not
+    changed once listed); a slice within the first HEAD reads nothing back. It pickles (and
+    copies) as a plain list.
     """
 
     __slots__ = ("_spill",)
@@ -53,7 +84,7 @@ class Files(list[Artifact]):
 
     def append(self, item: Artifact) -> None:
         if list.__len__(self) < self.HEAD:
-            list.append(self, item)
+            list.append(self, _pack(item))  # type: ignore[misc]
             return
         spill = self._spill
         if not isinstance(spill, _Spilled):
@@ -68,7 +99,7 @@ class Files(list[Artifact]):
         for item in items:
             self.append(item)
 
-    def __iadd__(self, items: Iterable[Artifact]) -> Files:  # type: ignore[override,misc]
+    def __iadd__(self, items: Iterable[Artifact]) -> Files:  # type: ignore[override]
         self.extend(items)
         return self
 
@@ -87,7 +118,8 @@ class Files(list[Artifact]):
         return list(self)
 
     def __iter__(self) -> Iterator[Artifact]:
-        yield from list.__iter__(self)
+        for packed in list.__iter__(self):
+            yield _unpack(packed)
         spill = self._spill
         if isinstance(spill, _Spilled):
             batches, pending = spill.batches, list(spill.pending)
@@ -100,19 +132,31 @@ class Files(list[Artifact]):
         return reversed(list(self))
 
     def __getitem__(self, index: SupportsIndex | slice) -> Any:
-        if not self.spilled():
-            return list.__getitem__(self, index)
+        head = list.__len__(self)
         if isinstance(index, slice):
             start, stop, step = index.start or 0, index.stop, index.step or 1
-            if stop is not None and 0 <= start and 0 <= stop <= list.__len__(self) and step > 0:
-                return list.__getitem__(self, index)
-        elif 0 <= index.__index__() < list.__len__(self):
-            return list.__getitem__(self, index)
+            if not self.spilled() or (stop is not None and 0 <= start and 0 <= stop <= head and step > 0):
+                return [_unpack(packed) for packed in list.__getitem__(self, index)]
+        elif -head <= index.__index__() < head and (not self.spilled() or index.__index__() >= 0):
+            return _unpack(list.__getitem__(self, index))
         return list(self)[index]
 
+    def __contains__(self, item: object) -> bool:
+        return any(entry == item for entry in self)
+
+    def index(self, item: Artifact, start: SupportsIndex = 0, stop: SupportsIndex = sys.maxsize) -> int:
+        return list(self).index(item, start, stop)
+
+    def count(self, item: Artifact) -> int:
+        return list(self).count(item)
+
+    def __add__(self, other: list[Artifact]) -> list[Artifact]:  # type: ignore[override]
+        return list(self) + list(other)
+
+    def __radd__(self, other: list[Artifact]) -> list[Artifact]:
+        return list(other) + list(self)
+
     def __eq__(self, other: object) -> bool:
-        if not self.spilled():
-            return list.__eq__(self, other)
         return list(self) == other
 
     def __ne__(self, other: object) -> bool:

@@ -7,6 +7,7 @@ Pure functions of `store.Store`; `compiles.Analysis` asks them, and every view r
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..patterns import lazy
@@ -86,7 +87,7 @@ def _name_from_pool(report: Store, key: CompileId, generation: int) -> str:
     return ""
 
 
-def headline(report: Store, key: CompileId, fields: dict[str, Any], generation: int | None = None, skipped: bool = False) -> str:
+def headline(report: Store, key: CompileId, fields: Mapping[str, Any], generation: int | None = None, skipped: bool = False) -> str:
     """Why a compile failed, restarted or recompiled, in one line, each that holds in the order it
     happened ("" when nothing went wrong): the guard that failed, when it is a recompile ("recompiled:
     ..."), then the exception it failed with (torch ran the frame eagerly when `skipped`), or why
@@ -114,7 +115,7 @@ class CompiledFrame(NamedTuple):
     library_frame: LibraryFrame | None = None
 
 
-def compiled_frame(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> CompiledFrame:
+def compiled_frame(report: Store, key: CompileId, fields: Mapping[str, Any], generation: int = 0) -> CompiledFrame:
     """The compiled frame of a compile. The start stack's innermost frame is where Dynamo began
     tracing; without it, the frame's first line from the metrics. A stack that ends in library code
     is located at the user's line that led into it, the library frame kept beside (`library.py`); one
@@ -152,7 +153,7 @@ def _through_wrapper(report: Store, key: CompileId, generation: int, stack: list
     return CompiledFrame(forward_of(module), where, wrapper_frame(wrapped.frame, wrapped.location, module))
 
 
-def frame_and_location(report: Store, key: CompileId, fields: dict[str, Any], generation: int = 0) -> tuple[str | None, str | None]:
+def frame_and_location(report: Store, key: CompileId, fields: Mapping[str, Any], generation: int = 0) -> tuple[str | None, str | None]:
     """The compiled frame's name and where its code is: its user-code location (`compiled_frame`); for a
     library frame other than torch's wrapper, the library's line (the user's line that led into it is
     every break's inside the library too: it names none of them)."""

@@ -14,6 +14,7 @@ an unnamed temporary file, which the system removes however the process ends.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -60,9 +61,21 @@ class Spool(Sequence[T], Generic[T]):
             self.append(item)
 
     def _read(self, start: int, end: int) -> bytes:
+        if getattr(self._file, "_rolled", False):
+            # on disk: read at the offset (`os.pread`), never through the file's position, which a
+            # forked page builder shares with its parent while both read (in memory, each has its own)
+            self.settle()
+            return os.pread(self._file.fileno(), end - start, start)
         self._writing = False
         self._file.seek(start)
         return self._file.read(end - start)
+
+    def settle(self) -> None:
+        """Write through what is buffered: a process forked from here on only reads the spool (a
+        buffer both processes held would be written twice, at the file position they share)."""
+        if self._writing:
+            self._file.flush()
+            self._writing = False
 
     def __len__(self) -> int:
         return len(self._ends)

@@ -18,7 +18,7 @@ import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -176,10 +176,52 @@ class Reuse(NamedTuple):
     generation: int
 
 
+_METRIC_PLACES = {name: place for place, name in enumerate(METRIC_SUMMARY_FIELDS)}
+
+
+class MetricFields(Mapping[str, Any]):
+    """A compilation_metrics record's METRIC_SUMMARY_FIELDS, read as a dict: their values in a tuple,
+    in that order. Every compile keeps one (a log may hold 100,000s), where a dict of them costs
+    several times the tuple."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, meta: Mapping[str, Any], **replaced: Any):
+        """The fields of `meta`, those named in `replaced` with the value given there."""
+        self._values = tuple(replaced[name] if name in replaced else meta.get(name) for name in METRIC_SUMMARY_FIELDS)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[_METRIC_PLACES[name]]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        place = _METRIC_PLACES.get(name)
+        return default if place is None else self._values[place]
+
+    def __contains__(self, name: object) -> bool:
+        return name in _METRIC_PLACES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(METRIC_SUMMARY_FIELDS)
+
+    def __len__(self) -> int:
+        return len(METRIC_SUMMARY_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return dict(self.items()) == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MetricFields, (dict(self.items()),))
+
+
 class MetricsEntry(msgspec.Struct):
     compile_id: CompileId | None
     url: str  # the compilation_metrics page
-    fields: dict[str, Any]
+    fields: Mapping[str, Any]  # METRIC_SUMMARY_FIELDS (a `MetricFields` once read from a log)
     generation: int = 0  # > 0: compiled after torch._dynamo.reset() (`Generations`)
     config: int | None = None  # the number of the config it logged (`Store.configs`); None: none logged
 
@@ -750,9 +792,9 @@ class Store(Questions):
 
         The page url is filled in by the builder once the page is numbered (`metrics_page_written`).
         """
-        fields = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
-        reasons = fields["restart_reasons"] if isinstance(fields["restart_reasons"], list) else []
-        fields["restart_reasons"] = [readable_restart(str(reason)) for reason in reasons]
+        logged = meta.get("restart_reasons")
+        reasons = logged if isinstance(logged, list) else []
+        fields = MetricFields(meta, restart_reasons=[readable_restart(str(reason)) for reason in reasons])
         key = record.compile_id.frame_key() if record.compile_id is not None else None
         generation = 0
         if key is not None:

@@ -918,6 +918,8 @@ class Summary(Struct):
     # the run's processes: [{process, pid, logs}] (summary.json 2.3; empty from an older one)
     processes: list[dict[str, Any]] = field(default_factory=list)
     program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (summary.json 4.1); None: unknown
+    # every compile on the run's time axis (summary.json 4.2, `timeline.Timeline.to_list`); None: not known (read back)
+    timeline: list[dict[str, Any]] | None = None
 
     @property
     def log_name(self) -> str:
@@ -1016,6 +1018,7 @@ def _load_report(data: dict[str, Any], where: str = "") -> Summary:
         vllm=_convert(data["vllm"], VllmRun, f"{where}vllm") if data.get("vllm") is not None else None,
         processes=[p for p in data.get("processes") or [] if isinstance(p, dict)],
         program=_program(data, where),
+        timeline=[t for t in data["timeline"] if isinstance(t, dict)] if isinstance(data.get("timeline"), list) else None,  # since 4.2
     )
 
 

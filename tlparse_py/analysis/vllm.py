@@ -44,6 +44,8 @@ DIFF_CONTEXT = 3  # lines of context around each change in a pass diff, as upstr
 # the Dynamo files a call lists (those logged before its first piece)
 DYNAMO_FILES = ("dynamo_side_effects", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics")
 _NUMBER = lazy(r"_\d+(?=\.[^.]+$)")
+_GRAPH_NUMBER = lazy(r"_(\d+)\.[^.]+$")  # a numbered file's number
+DIFF_PAGE = ".diff.html"
 
 
 class VllmFile(Struct, frozen=True):
@@ -170,6 +172,7 @@ class VllmLog:
         self._event: str | None = None  # a vllm_compile_event waiting for its call
         self._baseline: tuple[str, str, str] | None = None  # (name, url, text) the next pass is diffed against
         self._span_start: tuple[int, float] | None = None  # (the piece, microseconds) of an open inductor_compile
+        self._diff_pages: set[str] = set()  # the pass diff pages named as upstream names them ("folder/name")
 
     @property
     def active(self) -> bool:
@@ -227,13 +230,28 @@ class VllmLog:
         """`vllm_post_grad.<i>.<Pass>`: diffed against the graph before it, which it then becomes."""
         change = PassChange(name[len(POST_GRAD):], url, compile_id, line)
         if self._baseline is not None:
+            from ..linediff import changed_lines  # only in vLLM logs (it imports difflib)
+
             before_name, _, before_text = self._baseline
             change.baseline = before_name
-            change.added, change.removed = changed_lines(before_text, text)
+            change.added, change.removed = changed_lines(before_text.splitlines(), text.splitlines())
         call = self._call()
         (call.pieces[-1].passes if call.pieces else call.passes).append(change)
         self._baseline = (f"{POST_GRAD}{change.name}", url, text)
         return change
+
+    def diff_page_name(self, graph_url: str, name: str) -> str:
+        """The file name of the diff page of the pass dump written at `graph_url` (written right after
+        it, in the same folder). Upstream's name (`vllm_post_grad.0.FusionPass.diff.html`) names one
+        page per folder, and every piece of a compile id runs the same passes in the same folder: the
+        first page there keeps that name, each later one gets its own number before `.diff.html`
+        (the number the page spends, one after its graph's), so no piece's page replaces another's."""
+        folder, _, graph = graph_url.rpartition("/")
+        if not graph_url or f"{folder}/{name}" not in self._diff_pages:
+            self._diff_pages.add(f"{folder}/{name}")
+            return name
+        number = _GRAPH_NUMBER.search(graph)
+        return f"{name.removesuffix(DIFF_PAGE)}_{int(number.group(1)) + 1 if number else len(self._diff_pages)}{DIFF_PAGE}"
 
     def baseline_url(self) -> str | None:
         return self._baseline[1] if self._baseline is not None else None
@@ -320,19 +338,6 @@ def vllm_dict(run: VllmRun) -> dict[str, Any]:
         for change, change_data in zip(call.passes, call_data["passes"], strict=True):
             change_data["changed"] = change.changed
     return data
-
-
-def changed_lines(before: str, after: str) -> tuple[int, int]:
-    """(lines added, lines removed) from `before` to `after`."""
-    import difflib  # only for vLLM's pass-by-pass diffs
-
-    added = removed = 0
-    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes():
-        if tag in ("replace", "delete"):
-            removed += a1 - a0
-        if tag in ("replace", "insert"):
-            added += b1 - b0
-    return added, removed
 
 
 def _int(value: Any) -> int | None:

@@ -17,7 +17,7 @@ from ..analysis.totals import DIFF_GATES, check_diff
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
 from ..diff.view import gate_words
-from ..report.writer import OutputError, ReportKeptElsewhere
+from ..report.writer import OutputError, ReportKeptElsewhere, classify_output
 from .common import CliError, Input, Output, echo_err, open_browser, refuse_outputs_on_inputs
 from .request import report_url_option
 
@@ -60,6 +60,8 @@ def diff(base: Path, new: Path, out: Path, conditions: list[Condition], markdown
     OUT/index.html and OUT/diff.json.
     """
     refuse_outputs_on_inputs([Output("-o", out, folder=True), Output("--markdown", markdown_file)], _inputs(base, new))
+    if markdown_file is not None and (problem := classify_output(markdown_file).refusal()):
+        raise CliError(f"--markdown: {problem}")  # a socket...: before any work (a pipe or /dev/stdout is written in place)
     sides = []
     for role, path in (("BASE", base), ("NEW", new)):
         try:

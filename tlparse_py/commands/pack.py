@@ -16,9 +16,13 @@ __all__ = ["BUDGET_MB", "check_single_file_target", "pack", "write_single_file"]
 
 
 def check_single_file_target(target: Path) -> str | None:
-    """Why `target` cannot be written as the single file (None when it can)."""
-    if target.is_dir():
-        return f"{target} is a folder; give a file name"
+    """Why `target` cannot be written as the single file (None when it can): a folder, a socket...
+    (`writer.classify_output`); a pipe or a character device such as /dev/stdout is written in place."""
+    from ..report.writer import classify_output
+
+    problem = classify_output(target).refusal()
+    if problem:
+        return problem
     if not target.parent.is_dir():
         return f"the folder {target.parent} does not exist"
     return None

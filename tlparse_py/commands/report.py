@@ -29,8 +29,8 @@ from ..options import Options
 from ..pipeline import write_report
 from ..reading.gunzip import GunzipRefused, is_gzip
 from ..reading.inputs import ChosenInput, InputError, SeveralRanks, choose_input, kept_path, skipped_symlinks
-from ..report.markdown import append_markdown, summary_markdown
-from ..report.writer import OutputError, ReportKeptElsewhere, abort_all
+from ..report.markdown import summary_markdown
+from ..report.writer import COMMITTED, OutputError, ReportKeptElsewhere, abort_all, append_output
 from ..terminal import sanitize
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser, size
 from .gates import raise_if_gates_fail
@@ -70,6 +70,8 @@ def report(path: Path | None, **params: Any) -> None:
         # writing into it, so stop them first and remove it again
         shutdown.stop_children()
         abort_all()
+        if request.out.absolute() in COMMITTED:  # it came while the report was put in place: that was finished first
+            shutdown.exit_now(f"Terminated (SIGTERM): the report was written to {sanitize(request.out)}; its checks were not run")
         shutdown.exit_now(f"Terminated (SIGTERM): nothing was changed in {sanitize(request.out)}")
     finally:
         shutdown.restore(previous)
@@ -335,7 +337,7 @@ def _after_report(summary: Summary | RanksSummary, request: ReportRequest) -> li
     if request.markdown_file is not None:
         text = summary_markdown(summary, request.markdown_prefix(), failed, request.options.source_root)
         try:
-            append_markdown(request.markdown_file, text)  # as `>>`: a job summary keeps what earlier steps wrote
+            append_output(request.markdown_file, text)  # as `>>`: a job summary keeps what earlier steps wrote
         except OSError as exc:
             raise CliError(f"--markdown: could not write {request.markdown_file}: {exc.strerror or exc}; the report is in {out}", 1) from None
         echo_err(f"Markdown summary: {request.markdown_file}")

@@ -21,7 +21,7 @@ from msgspec import Struct
 from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
 from ..options import Options
 from ..report.render import check_source_url
-from ..report.writer import OutputError, check_target
+from ..report.writer import OutputError, check_target, classify_output
 from .common import Amount, CliError, Input, Output, refuse_outputs_on_inputs
 from .gates import HELP as GATES_HELP
 from .gates import parse_gates
@@ -250,7 +250,8 @@ class ReportRequest(Struct):
 def _check_markdown_target(markdown_file: Path | None) -> None:
     if markdown_file is None:
         return
-    if markdown_file.is_dir():
-        raise CliError(f"--markdown: {markdown_file} is a folder; give a file name")
+    refusal = classify_output(markdown_file).refusal()  # the one word on what an output path may be
+    if refusal is not None:
+        raise CliError(f"--markdown: {refusal}")
     if not markdown_file.parent.is_dir():
         raise CliError(f"--markdown: the folder {markdown_file.parent} does not exist")

@@ -5,8 +5,11 @@ program's, with or without `--` (`run -o tl python train.py -o ckpt`: the second
 
 The trace goes to a fresh folder, kept in the report as `trace/`; every log in it is read (`run` made
 it for this program, so they are all this run's: no log is left out as another run's). Once the program exits, `run` waits
-for its trace to go quiet, as `watch` does: no process whose pid the trace logs name still runs (a
-worker the program started may outlive it), and no log has grown for QUIET_S seconds. The report is written whether the
+for its trace to go quiet, as `watch` does: no process of the program's session still runs (a child
+it started and did not wait for may outlive it, and trace only later: `_session_processes`), no
+process whose pid the trace logs name still runs (one that left the session, a daemon, is known
+only once it traced), and no log has grown for QUIET_S seconds. Ctrl-C stops the wait, and what is
+there is reported. The report is written whether the
 program succeeded or not (a failed compile is what people want to see); the exit status is the
 program's own when it failed. How the program ended (its exit code, or the signal that killed it:
 the program exit) is part of the report: its index, summary.json `program`, summary.md and
@@ -163,7 +166,7 @@ def _run_live(ctx: click.Context, command: list[str], trace: Path, request: Repo
         program_running = _running(process, received)
 
         def running() -> bool:
-            return program_running() or _writers_alive(trace)
+            return program_running() or bool(_session_processes(process.pid)) or _writers_alive(trace)
 
         def first_compile() -> None:  # watch calls it once
             if not request.no_browser:
@@ -268,7 +271,8 @@ def _run_traced(command: list[str], trace: Path) -> tuple[int, int | None]:
         running = _running(process, received)
         while running():
             time.sleep(0.05)
-        _wait_until_quiet(command[0], trace, received)
+        if not any(s in STOPPING for s in received):  # stopped: no report to wait for (the trace is kept as it is)
+            _wait_until_quiet(command[0], trace, received, session=process.pid)
     stopped_by = next((s for s in received if s in STOPPING), None)
     return process.returncode, (int(stopped_by) if stopped_by is not None else None)
 
@@ -305,15 +309,16 @@ def _trace_size(trace: Path) -> int:
     return total
 
 
-def _wait_until_quiet(name: str, trace: Path, received: list[int]) -> None:
-    """Once the program exited: wait while a process that writes its trace runs, and until no log
-    has grown for QUIET_S seconds (as `watch` does); a signal stops the wait."""
+def _wait_until_quiet(name: str, trace: Path, received: list[int], session: int) -> None:
+    """Once the program exited: wait while a process of its session, or one that writes its trace,
+    runs, and until no log has grown for QUIET_S seconds (as `watch` does); a signal (Ctrl-C) stops
+    the wait, and what is there is reported."""
     from .watch import any_alive
 
     signals = len(received)
     size, quiet_since, told = _trace_size(trace), time.monotonic(), False
     while len(received) == signals:
-        writers = sorted(p for p in _trace_pids(trace) if any_alive([p]))
+        writers = sorted(set(_session_processes(session)) | {p for p in _trace_pids(trace) if any_alive([p])})
         now = time.monotonic()
         size_now = _trace_size(trace)
         if size_now != size:
@@ -323,8 +328,38 @@ def _wait_until_quiet(name: str, trace: Path, received: list[int]) -> None:
         if writers and not told:
             told = True
             shown = ", ".join(map(str, writers[:5])) + (", …" if len(writers) > 5 else "")
-            echo_err(f"{name} exited; waiting for the processes still writing its trace (pid {shown}) to finish (Ctrl-C to stop waiting)")
+            echo_err(f"{name} exited; waiting for the processes still writing its trace, or started by it and still running "
+                     f"(pid {shown}), to finish (Ctrl-C to stop waiting and report what is there)")
         time.sleep(0.1)
+
+
+def _session_processes(session: int) -> list[int]:
+    """The processes of the program's session that still run (zombies are gone): the program runs in a
+    session of its own (`_start`), so these are what it started, a child it never waited for
+    included, whether it traced yet or not. A process that left the session (setsid: a daemon) is
+    not one. Without /proc, the program's process group stands for its session."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        try:
+            os.killpg(session, 0)
+        except ProcessLookupError:
+            return []
+        except OSError:
+            pass
+        return [session]
+    found = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()  # the name, in (), may hold anything
+        except (OSError, IndexError):
+            continue  # gone since listed
+        if len(fields) > 3 and fields[0] not in (b"Z", b"X") and fields[3] == b"%d" % session:
+            found.append(int(entry))
+    return found
 
 
 @contextmanager

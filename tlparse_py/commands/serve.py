@@ -6,8 +6,18 @@ folder is resolved again on every request (`watch` replaces it with the final re
 each path: `..` (raw or percent-encoded), backslashes, NUL bytes, names starting with a dot, and
 any path that resolves (through a symlink) outside the folder are 404, as is anything that is not a
 regular file. A folder is its index.html; there are no listings. Every answer says
-`Cache-Control: no-cache` (a live report rewrites its pages in place) and
-`X-Content-Type-Options: nosniff`, with the content type of its extension.
+`Cache-Control: no-cache` (a live report rewrites its pages in place),
+`X-Content-Type-Options: nosniff` and `Cross-Origin-Resource-Policy: same-origin` (another site's
+page cannot load the report's scripts, such as the search index, into itself to read them), with the
+content type of its extension; text the browser should show (code dumps, logs, Markdown, an
+extension not known here whose start is UTF-8 text) is text/plain. Any method but GET and HEAD: 405.
+
+DNS rebinding: a web page whose name its attacker points at 127.0.0.1 would otherwise read the report
+through the user's browser. So a server on a loopback address answers only requests for a loopback
+name or address (`localhost`, `127.0.0.1`, `[::1]`..., any port: an SSH tunnel changes it) or the
+--host name; others are 421. HTTP/1.1 must send Host (400 otherwise); HTTP/1.0 may omit it (no
+browser does). On any other address, which anyone who can reach it may read, Host is not checked:
+the names the machine goes by are not known here (as Jupyter's allow_remote_access does).
 
 The server listens on 127.0.0.1 unless --host says otherwise (then anyone who can reach that
 address can read the report: a warning says so). Without --port it takes the first free port of
@@ -18,14 +28,17 @@ SIGTERM: one line, exit 143, as for the report.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import ipaddress
 import os
+import re
 import signal
 import socket
 import socketserver
 import stat
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -40,21 +53,28 @@ from .common import CliError, echo_err
 from .request import DEFAULT_HOST, ServeAt, host_option, port_option
 
 FIRST_PORT, LAST_PORT = 8000, 8099  # tried in turn without --port (tlparse's range), then any free port
+TEXT = "text/plain; charset=utf-8"  # shown by every browser, never run (nosniff)
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
-    ".json": "application/json",
-    ".txt": "text/plain; charset=utf-8",
-    ".log": "text/plain; charset=utf-8",
-    ".jsonl": "text/plain; charset=utf-8",  # raw.jsonl: read in the browser, not downloaded
-    ".md": "text/markdown; charset=utf-8",
+    ".json": "application/json; charset=utf-8",  # without a charset some browsers show its UTF-8 as Latin-1
+    ".txt": TEXT,
+    ".log": TEXT,
+    ".jsonl": TEXT,  # raw.jsonl: read in the browser, not downloaded
+    ".md": TEXT,  # text/markdown is downloaded by some browsers
+    ".py": TEXT,  # vLLM's pattern dumps (vllm_patterns.*.py)
     ".svg": "image/svg+xml",
     ".png": "image/png",
     ".ico": "image/x-icon",
     ".gz": "application/gzip",
 }
-OTHER_TYPE = "application/octet-stream"
+OTHER_TYPE = "application/octet-stream"  # an unknown extension whose start is not UTF-8 text
+SNIFF = 4096  # bytes of a file of unknown extension read to tell text from binary
+ANSWERED = ("GET", "HEAD")
+LOOPBACK_NAMES = frozenset({"localhost"})  # not `*.localhost`: some resolvers ask DNS for them
+# Host (or an absolute-form target's authority): a name, or a bracketed IPv6 address, and a port.
+AUTHORITY = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_.-]+))(?::[0-9]{0,5})?")
 CHUNK = 1 << 16
 
 
@@ -92,9 +112,10 @@ class ReportServer(ThreadingHTTPServer):
     allow_reuse_port = False  # never share a port with another server: a busy port must be found busy
     folder: Path
 
-    def __init__(self, address: tuple[str, int], family: socket.AddressFamily, folder: Path):
+    def __init__(self, address: tuple[str, int], family: socket.AddressFamily, folder: Path, host: str = ""):
         self.address_family = family
         self.folder = folder
+        self.host_names = LOOPBACK_NAMES | {_host_name(host)} - {""}  # the --host name too: `--host devbox`
         super().__init__(address, Handler)
 
     def server_bind(self) -> None:
@@ -112,10 +133,69 @@ class ReportServer(ThreadingHTTPServer):
 
     @property
     def loopback(self) -> bool:
+        return _is_loopback(str(self.server_address[0]).split("%")[0])
+
+    def answers_for(self, host: str) -> bool:
+        """Whether a request for `host` (lowercased, no port, no final dot) is answered: on loopback, a
+        loopback name or address only (a rebound DNS name is refused); elsewhere, any."""
+        return not self.loopback or host in self.host_names or _is_loopback(host)
+
+
+def _is_loopback(address: str) -> bool:
+    """`address` is a loopback IP address (::ffff:127.0.0.1 included); False for a name."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _host_name(host: str) -> str:
+    """A host name as compared: lowercased, without the final dot of a fully qualified name."""
+    host = host.lower()
+    return host[:-1] if host.endswith(".") else host
+
+
+class BadHost(ValueError):
+    """A request whose host cannot be read: several Host headers, a malformed one, or none in HTTP/1.1."""
+
+
+def absolute_form(target: str) -> tuple[str, str] | None:
+    """An absolute-form request target (`http://host:port/path?query`, RFC 9112 3.2.2) as its authority
+    and its origin-form path (`/path?query`); None for any other form. BadHost: a scheme not http(s)."""
+    if target.startswith("/") or "://" not in target:
+        return None
+    scheme, _, rest = target.partition("://")
+    if scheme.lower() not in ("http", "https"):
+        raise BadHost(target)
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    path = rest[len(authority):]
+    return authority, path if path.startswith("/") else "/" + path
+
+
+def requested_host(target: str, host_headers: list[str], version: str) -> str | None:
+    """The host a request was sent to, as `_host_name` gives it: an absolute-form target's (which
+    overrides Host), else Host's. None: HTTP/1.0 (or 0.9) without Host, which no browser sends.
+    BadHost for anything else that does not name one host."""
+    absolute = absolute_form(target)
+    if absolute is not None:
+        authority = absolute[0]
+    elif len(host_headers) == 1:
+        authority = host_headers[0].strip(" \t")
+    elif not host_headers and version in ("HTTP/1.0", "HTTP/0.9"):
+        return None
+    else:
+        raise BadHost(f"{len(host_headers)} Host headers")
+    match = AUTHORITY.fullmatch(authority)
+    if match is None:
+        raise BadHost(authority)
+    if match["ipv6"] is not None:
         try:
-            return ipaddress.ip_address(str(self.server_address[0]).split("%")[0]).is_loopback
+            return str(ipaddress.IPv6Address(match["ipv6"]))
         except ValueError:
-            return False
+            raise BadHost(authority) from None
+    return _host_name(match["name"])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -130,15 +210,42 @@ class Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._answer(body=False)
 
+    def parse_request(self) -> bool:
+        """The request line and headers read, then what this server refuses whatever the path: a request
+        for another host (DNS rebinding, 421) or without a readable one (400), and any method but GET
+        and HEAD (405, also for methods http.server has no `do_` for, which it would answer 501)."""
+        if not super().parse_request():
+            return False
+        try:
+            host = requested_host(self.path, self.headers.get_all("Host") or [], self.request_version)
+        except BadHost:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Bad request", "The request names no single, well-formed host.")
+            return False
+        if host is not None and not self.server.answers_for(host):
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "Misdirected request",
+                            "This server answers only requests for localhost or a loopback address.")
+            return False
+        absolute = absolute_form(self.path)
+        if absolute is not None:
+            self.path = absolute[1]  # its host is this server's: served as `GET /path` would be
+        if self.command not in ANSWERED:
+            self._not_allowed()
+            return False
+        if self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers:
+            self.close_connection = True  # a body is never read: it must not be taken for the next request
+        return True
+
+    def handle_expect_100(self) -> bool:
+        """No `100 Continue`: a body is never read, so none is asked for; the answer comes straight away."""
+        return True
+
     def _not_allowed(self) -> None:
         self.send_response(405)
-        self.send_header("Allow", "GET, HEAD")
+        self.send_header("Allow", ", ".join(ANSWERED))
         self.send_header("Content-Length", "0")
         self.send_header("Connection", "close")  # a request body, unread, must not be taken for the next request
         self.close_connection = True
         self.end_headers()
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
     def version_string(self) -> str:
         return self.server_version  # no Python version in the Server header
@@ -146,6 +253,7 @@ class Handler(BaseHTTPRequestHandler):
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")  # a live report rewrites its pages: always ask again
         self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")  # no <script src> from another site's page
         super().end_headers()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -166,7 +274,7 @@ class Handler(BaseHTTPRequestHandler):
         with handle:
             size = os.fstat(handle.fileno()).st_size
             self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPES.get(os.path.splitext(target)[1].lower(), OTHER_TYPE))
+            self.send_header("Content-Type", content_type(target, handle))
             self.send_header("Content-Length", str(size))
             self.end_headers()
             if not body:
@@ -180,6 +288,22 @@ class Handler(BaseHTTPRequestHandler):
                 left -= len(chunk)
             if left:  # it shrank: the length promised cannot be kept, so the connection is closed
                 self.close_connection = True
+
+
+def content_type(path: str, handle: Any) -> str:
+    """The type `path` is sent as: its extension's, else text/plain when its start is UTF-8 text with no
+    NUL (a plugin's record kind may write any extension), else application/octet-stream. `handle` is
+    left at the file's start."""
+    known = CONTENT_TYPES.get(os.path.splitext(path)[1].lower())
+    if known is not None:
+        return known
+    start = handle.read(SNIFF)
+    handle.seek(0)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(start, final=False)  # a character cut at SNIFF is fine
+    except UnicodeDecodeError:
+        return OTHER_TYPE
+    return OTHER_TYPE if b"\0" in start else TEXT
 
 
 class Redirect:
@@ -257,7 +381,7 @@ def open_server(at: ServeAt, folder: Path) -> ReportServer:
     ports = [at.port] if at.port is not None else [*range(FIRST_PORT, LAST_PORT + 1), 0]
     for port in ports:
         try:
-            return ReportServer((host, port), family, folder)
+            return ReportServer((host, port), family, folder, at.host)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE and at.port is None:
                 continue

@@ -23,6 +23,8 @@ import msgspec
 from msgspec import Struct
 import orjson
 
+from .. import jsondepth
+from ..jsondepth import OWN_FILE_DEPTH, TooDeep
 from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_input, rank_of
 from ..analysis.kinds import load_plugins
 from ..pipeline import Options, analyze_logs, source_of
@@ -67,13 +69,16 @@ def read_summary(file: Path, label: str) -> Summary | RanksSummary:
         if streamed is not None:
             return streamed
         raw = file.read_bytes()
+        loaded = _in_batches(raw)
+        if loaded is not None:
+            return loaded
+        # a multi-rank summary, or one the batches refused: read whole, for load_summary's own words
+        data = jsondepth.loads(raw, OWN_FILE_DEPTH)
     except OSError as exc:
         raise LoadError(f"cannot read {file}: {exc.strerror or exc}") from None
-    loaded = _in_batches(raw)
-    if loaded is not None:
-        return loaded
-    try:  # a multi-rank summary, or one the batches refused: read whole, for load_summary's own words
-        data = orjson.loads(raw)
+    except TooDeep:  # refused as soon as a batch is found too deep: never decoded whole, never a traceback
+        raise LoadError(f"{label}: {file.name} nests JSON deeper than {OWN_FILE_DEPTH} levels (tlparse-py writes none so deep); "
+                        "point at the trace instead") from None
     except orjson.JSONDecodeError as exc:
         raise LoadError(f"{label}: {file.name} is not valid JSON ({exc}); point at the trace instead") from None
     try:
@@ -103,11 +108,13 @@ def _streamed(handle: BinaryIO) -> Summary | None:
         version = _SCHEMA_VERSION.search(before)
         if version is None:
             return None
-        loaded = _load_compiles(orjson.loads(version.group(1)), _batches(_compile_texts(reader)))
-        head = orjson.loads(before + _COMPILES_KEY + b"]" + reader.rest())
+        loaded = _load_compiles(jsondepth.loads(version.group(1)), _batches(_compile_texts(reader)))
+        head = jsondepth.loads(before + _COMPILES_KEY + b"]" + reader.rest(), OWN_FILE_DEPTH)
         if not isinstance(head, dict) or "ranks" in head:
             return None
         summary = load_summary(head)
+    except TooDeep:
+        raise
     except (*_DECODE_ERRORS, _NotLaidOut):
         return None
     if not isinstance(summary, Summary):
@@ -191,10 +198,10 @@ def _batches(texts: Iterable[bytes]) -> Iterator[list[Any]]:
     for text in texts:
         batch.append(text)
         if len(batch) == BATCH:
-            yield orjson.loads(b"[" + b",".join(batch) + b"]")
+            yield jsondepth.loads(b"[" + b",".join(batch) + b"]", OWN_FILE_DEPTH)
             batch = []
     if batch:
-        yield orjson.loads(b"[" + b",".join(batch) + b"]")
+        yield jsondepth.loads(b"[" + b",".join(batch) + b"]", OWN_FILE_DEPTH)
 
 
 def _load_compiles(schema_version: Any, batches: Iterable[list[Any]]) -> tuple[list[CompileSummary] | SpooledCompiles, bool]:
@@ -223,16 +230,18 @@ def _in_batches(raw: bytes) -> Summary | None:
     objects made from it). None when it is not a valid single-report summary.json (the caller reads
     it whole, for the error load_summary words)."""
     try:
-        top = msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
+        top = jsondepth.split(raw, dict[str, msgspec.Raw], OWN_FILE_DEPTH)
         if "ranks" in top or "compiles" not in top:
             return None
-        entries = msgspec.json.decode(top["compiles"], type=list[msgspec.Raw])
-        head = {key: orjson.loads(bytes(value)) for key, value in top.items() if key != "compiles"}
+        entries = jsondepth.split(top["compiles"], list[msgspec.Raw], OWN_FILE_DEPTH)
+        head = {key: jsondepth.loads(bytes(value), OWN_FILE_DEPTH) for key, value in top.items() if key != "compiles"}
         summary = load_summary({**head, "compiles": []})
         if not isinstance(summary, Summary):
             return None
         texts = (bytes(entry) for entry in entries)
         summary.compiles, summary.cache_known = _load_compiles(head.get("schema_version"), _batches(texts))
+    except TooDeep:
+        raise
     except _DECODE_ERRORS:
         return None
     return summary

@@ -14,9 +14,9 @@ from ..analysis.compared import Diff
 from ..analysis.spools import Spool, as_json, batches
 from ..analysis.totals import GateFailure, GateUnchecked
 from ..pipeline import write_static
-from ..report.markdown import append_markdown, destination, path_destination
+from ..report.markdown import destination, path_destination
 from ..report.render import render_page
-from ..report.writer import ReportWriter
+from ..report.writer import ReportWriter, append_output
 from .view import diff_page, markdown
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "diff.schema.json"
@@ -89,4 +89,4 @@ def write_markdown(diff: Diff, file: Path, out: Path, violations: list[GateFailu
     else:
         page = path_destination(Path(os.path.relpath(out.absolute() / "index.html", file.absolute().parent)).as_posix())
     file.absolute().parent.mkdir(parents=True, exist_ok=True)
-    append_markdown(file, markdown(diff, page, violations, unchecked=unchecked))
+    append_output(file, markdown(diff, page, violations, unchecked=unchecked))  # /dev/stdout, a pipe: written in place

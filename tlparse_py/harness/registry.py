@@ -96,6 +96,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect=('"frame_compile_id": 1', _artifact("recompile_reasons"), "graph_break"),
     ),
     Scenario(
+        "many_small",
+        "24 small functions compiled one by one, a few recompiled: the many-small-compiles shape",
+        expect=('"frame_id": 23', '"frame_compile_id": 1', _kind("dynamo_cpp_guards_str")),
+        gzip_fixture=True,
+    ),
+    Scenario(
         "recompile",
         "shape, dtype and constant changes; automatic dynamic; recompile limit hit",
         expect=(

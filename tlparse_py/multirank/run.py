@@ -23,6 +23,7 @@ from ..reading.inputs import InputError, candidate_logs, kept_path, rank_of
 from ..model import Stats
 from ..options import Options
 from ..pipeline import build_report
+from ..shutdown import die_with_starter
 from ..analysis.compiles import Analysis
 from ..analysis.ranks import RankFacts
 from ..analysis.store import DistributedFacts, InputInfo
@@ -218,7 +219,7 @@ def _in_pool(build: Callable[[RankJob, Path], RankResult], jobs: list[RankJob], 
     """Every job in one pool of `workers` processes; the indices of those lost when a worker died
     (a dead worker breaks the whole pool: every rank not finished by then is lost with it)."""
     broken = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_starter) as pool:
         futures = [pool.submit(build, job, root) for job in jobs]
         for index, future in enumerate(futures):
             try:
@@ -239,7 +240,7 @@ def _each_alone(build: Callable[[RankJob, Path], RankResult], jobs: list[RankJob
         while queue or running:
             while queue and len(running) < workers:
                 index = queue.pop(0)
-                pool = ProcessPoolExecutor(max_workers=1)
+                pool = ProcessPoolExecutor(max_workers=1, initializer=die_with_starter)
                 running[pool.submit(build, jobs[index], root)] = (index, pool)
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:

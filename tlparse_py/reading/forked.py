@@ -16,6 +16,8 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeVar
 
+from .. import shutdown
+
 Item = TypeVar("Item")
 BATCH_BYTES = 1 << 20  # items are sent in batches of about this size: few system calls, little held
 PIPE_BUFFER = 1 << 20
@@ -36,9 +38,10 @@ def forked_items(produce: Callable[[], Iterator[Item]], size: Callable[[Item], i
     """
     read_fd, write_fd = os.pipe()
     _widen(write_fd)
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _child(produce, size, read_fd, write_fd)
+        _child(produce, size, read_fd, write_fd, parent)
     os.close(write_fd)
     done = False
     try:
@@ -72,10 +75,11 @@ def _widen(fd: int) -> None:
             continue
 
 
-def _child(produce: Callable[[], Iterator[Any]], size: Callable[[Any], int], read_fd: int, write_fd: int) -> None:
+def _child(produce: Callable[[], Iterator[Any]], size: Callable[[Any], int], read_fd: int, write_fd: int, parent: int) -> None:
     """In the forked child: run the generator, send its items, exit without any clean-up of the parent's."""
     code = 1
     try:
+        shutdown.die_with_parent(parent)  # not only at its next write into the closed pipe
         os.close(read_fd)
         # objects inherited from the parent are never scanned: a full collection would touch them
         # all, copying the parent's heap into this process page by page

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import io
+import weakref
 import zlib
 from pathlib import Path
 from typing import IO, Any
@@ -48,6 +49,76 @@ def open_log(path: Path, limits: Limits | None = None) -> IO[bytes]:
     if magic == b"\x1f\x8b":
         return BoundedGunzip(handle, path, limits or Limits())  # type: ignore[return-value]
     return handle
+
+
+# Descriptors held at once for raw.log (one per log read, until it is copied): far under the usual
+# limit of open files (1024; 256 on macOS), so a report of thousands of logs still opens the next one
+HELD_MAX = 64
+_held = [0]
+
+
+def _release(fd: int) -> None:
+    os.close(fd)
+    _held[0] -= 1
+
+
+class LogAsRead:
+    """What a reader read of one log: the file it opened and how many bytes of it were read (the
+    un-gzipped bytes of a .gz): raw.log copies exactly these (`FolderWriter.copy_logs`).
+
+    The file is held by a descriptor of its own (a dup of the reader's, closed by `close` or when
+    this is dropped), so the copy is of the very bytes read: a log appended to after reading holds
+    more than was read, and a log renamed over holds another file. Past HELD_MAX logs held, or where
+    no descriptor is left, the log is opened again by its path for the copy, and must still be the
+    file read (its device and inode): else the copy fails, naming it.
+    """
+
+    def __init__(self, path: Path, handle: IO[bytes]):
+        self.path = path
+        self.gzipped = isinstance(handle, BoundedGunzip)
+        self.length = 0  # bytes read so far (`ended` sets it from the reader's file)
+        raw = handle.raw if isinstance(handle, BoundedGunzip) else handle
+        found = os.fstat(raw.fileno())
+        self.identity = (found.st_dev, found.st_ino)
+        self._fd: int | None = None
+        if _held[0] < HELD_MAX:
+            try:
+                self._fd = os.dup(raw.fileno())
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+        if self._fd is not None:
+            _held[0] += 1
+        self._closer = weakref.finalize(self, _release, self._fd) if self._fd is not None else None
+
+    def ended(self, handle: IO[bytes]) -> None:
+        """Reading `handle` (the reader's, read to its end) is over: what it read is what raw.log copies.
+
+        A plain log's file offset is what its readers were given: a scanning child (records.py)
+        reads through the same open file, so its reads move it too."""
+        if isinstance(handle, BoundedGunzip):
+            self.length = handle.expanded
+        else:
+            self.length = os.lseek(handle.fileno(), 0, os.SEEK_CUR)
+
+    def open(self, limits: Limits) -> IO[bytes]:
+        """The log's bytes from its first, un-gzipped as they were read (the caller closes it, and
+        reads no more than `length`: a log still being written has more)."""
+        handle: IO[bytes]
+        if self._fd is not None:
+            handle = os.fdopen(os.dup(self._fd), "rb")
+            handle.seek(0)  # a duplicate shares the reader's file offset: it is past the end read
+        else:
+            handle = open_file(self.path)
+            found = os.fstat(handle.fileno())
+            if (found.st_dev, found.st_ino) != self.identity:
+                handle.close()
+                raise OSError(errno.ESTALE, "was replaced after it was read (raw.log cannot copy what was read)", str(self.path))
+        return BoundedGunzip(handle, self.path, limits) if self.gzipped else handle  # type: ignore[return-value]
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
 
 
 class BoundedGunzip(io.RawIOBase):

@@ -13,13 +13,23 @@ its logs show, and the newest run is read:
 - processes whose logs overlap in time are one run;
 - any other process is a run of its own: a program that neither overlaps another nor was started
   by one. The logs of other runs are left out, and the report says which and why (`LeftOut`).
+
+A pid is no process's own: containers run each program as pid 1. Logs of one pid are one process
+only where their string tables say so (`_one_process_each`). When is read from the records: their
+absolute times (chromium events' `ts`, compiles' `start_time`) first, glog times (no year, no
+zone) only for a log that has none, read across New Year and a change from summer time, with the
+doubt told where they cannot settle it (`_timeline`). The newest run is the one that began last;
+file times (lost by a copy) only break a tie.
 """
 
 from __future__ import annotations
 
+import calendar
 import io
+import math
 import re
 import stat
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -27,6 +37,8 @@ from typing import Any
 import orjson
 from msgspec import Struct, field
 
+from .. import jsondepth
+from ..model import Processes
 from .gunzip import GunzipRefused, open_log
 
 TRACE_PREFIX = "dedicated_log_torch_trace"
@@ -195,31 +207,45 @@ def rank_of(log: Path) -> int | None:
 
 
 def last_stamp(log: Path) -> tuple[int, ...]:
-    """The glog time of a log's last record (no year), or () when none is found.
+    """The glog time of a log's last record (no year), or () when none is found."""
+    return _ending(log)[0]
+
+
+def _ending(log: Path) -> tuple[tuple[int, ...], bytes]:
+    """The glog time of a log's last record (no year; () when none is found) and the log's last
+    bytes (up to _TIMES_BYTES: where its last absolute times are).
 
     A plain log is read from its end, a chunk at a time back to its last record; a .gz is read
     through (under the default bomb limits), keeping the last record seen."""
     try:
         handle = open_log(log)
     except OSError:
-        return ()
+        return (), b""
     with handle:
         if isinstance(handle, io.BufferedReader):
-            return _last_stamp_plain(handle)
+            return _last_stamp_plain(handle), _last_bytes(handle)
         last: tuple[int, ...] = ()
-        tail = b""
+        kept = b""
         while True:
             try:
                 chunk = handle.read(GZ_SCAN_CHUNK)
             except (GunzipRefused, EOFError, zlib.error, OSError):
-                return last
+                return last, kept
             if not chunk:
-                return last
-            buf = tail + chunk
-            found = _last_record(buf)
+                return last, kept
+            found = _last_record(kept[-_PREFIX_MAX:] + chunk)
             if found:
                 last = found
-            tail = buf[-_PREFIX_MAX:]
+            kept = (kept + chunk)[-_TIMES_BYTES:]
+
+
+def _last_bytes(handle: io.BufferedReader) -> bytes:
+    try:
+        end = handle.seek(0, io.SEEK_END)
+        handle.seek(max(0, end - _TIMES_BYTES))
+        return handle.read(_TIMES_BYTES)
+    except OSError:
+        return b""
 
 
 def _last_stamp_plain(handle: io.BufferedReader) -> tuple[int, ...]:
@@ -377,11 +403,12 @@ def choose_input(path: Path, latest: bool = False, export: bool = False, all_run
         older = [p for p in others if p in heads]
         left_out = [LeftOut(_shown_all(path, older), "--latest reads the newest log only")] if older else []
         return ChosenInput(chosen, others, note, left_out=left_out + no_records)
-    processes = _processes(path, heads)
-    runs = [processes] if all_runs else _runs(processes)
-    # the newest run: its newest file (then its latest record start) is the newest
-    run = max(runs, key=lambda r: (max(_mtime(p) for proc in r for p in proc.logs), max(heads[p].stamp for proc in r for p in proc.logs),
-                                   max(p.name for proc in r for p in proc.logs)))
+    processes, doubt, slack = _processes(path, heads)
+    runs = [processes] if all_runs else _runs(processes, slack)
+    # the newest run: the one that began last, by what its records say (`_place`); its files' times
+    # only where the records cannot tell (a copy keeps no file times: `scp -r`, `kubectl cp`)
+    run = max(runs, key=lambda r: (max((proc.begin for proc in r if proc.begin < math.inf), default=-math.inf),
+                                   max(_mtime(p) for proc in r for p in proc.logs), max(p.name for proc in r for p in proc.logs)))
     ordered = [p for proc in _in_order(run) for p in proc.logs]
     read = set(ordered)
     others = sorted((p for p in logs if p not in read), key=str)
@@ -389,7 +416,9 @@ def choose_input(path: Path, latest: bool = False, export: bool = False, all_run
         return ChosenInput(ordered[0])
     left_out = [LeftOut(_shown_all(path, [p for proc in _in_order(other) for p in proc.logs]), _why_not_read(other))
                 for other in sorted(runs, key=_run_start) if other is not run]
-    return ChosenInput(ordered[0], others, _note(path, runs, run, all_runs) + empty_note, ordered[1:], left_out + no_records, all_runs)
+    doubt_note = f"; {doubt}" if doubt else ""
+    return ChosenInput(ordered[0], others, _note(path, runs, run, all_runs) + empty_note + doubt_note, ordered[1:], left_out + no_records,
+                       all_runs)
 
 
 def _note(folder: Path, runs: list[list[_Process]], run: list[_Process], all_runs: bool) -> str:
@@ -421,7 +450,7 @@ def _why_not_read(run: list[_Process]) -> str:
                 "belongs to is not known; name the log to read it alone")
     ordered = _in_order(run)
     pids = ", ".join(_pid_shown(proc.pid) for proc in ordered)
-    span = f"{_clock(_run_start(run))} to {_clock(max(proc.end for proc in run))}"
+    span = f"{_clock(_run_start(run))} to {_clock(max(run, key=lambda proc: proc.finish).end)}"
     return (f"another run (pid{'s' if len(run) > 1 else ''} {pids}, records from {span}): its logs do not overlap this run's in "
             "time, and none of its processes is a child started by this run's program (a child is known by its first compile's "
             "stack, which starts in multiprocessing's start-up code)")
@@ -471,56 +500,64 @@ class _Process(Struct):
     child: bool = False  # its first compile's stack starts in a child's start-up code (`_CHILD_FRAMES`)
     build: str = ""  # torch's version and commit (its `torch_version` record); "" when not in its head
     end: tuple[int, ...] = ()  # the glog time of its last record; () when not known (or not needed)
+    begin: float = math.inf  # its first and last record on the folder's one timeline (`_Timeline`); not known: inf, -inf
+    finish: float = -math.inf
 
 
-def _processes(folder: Path, heads: dict[Path, LogHead]) -> list[_Process]:
+def _processes(folder: Path, heads: dict[Path, LogHead]) -> tuple[list[_Process], str, float]:
     """The folder's processes (`_by_process`); where there are several, what each one's first log
-    says of where it came from."""
+    says of where it came from, and when each began and ended (`_place`, with the doubt about
+    those times and how uncertain they are)."""
     found = []
     for group in _by_process(folder, heads):
         logs = sorted(group, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))
         where = logs[0].parent if all(p.parent == logs[0].parent for p in logs) else folder
         found.append(_Process(logs, where, heads[logs[0]].pid, min((heads[p].stamp for p in logs if heads[p].stamp), default=())))
-    if len(found) > 1:
-        for process in found:
-            process.child, process.build = _origin(process.logs[0])
-    return found
+    if len(found) < 2:
+        return found, "", 0.0
+    for process in found:
+        process.child, process.build = _origin(process.logs[0])
+    return found, *_place(found, heads)
 
 
 def _in_order(run: list[_Process]) -> list[_Process]:
     """A run's processes as they are read and numbered: its programs, then its children, each the
     earliest first (so process 0 is the program that started the others, whose strings a forked
     child uses)."""
-    return sorted(run, key=lambda p: (p.child, p.start or (99,), str(p.logs[0])))
+    return sorted(run, key=lambda p: (p.child, p.begin, str(p.logs[0])))
 
 
 def _run_start(run: list[_Process]) -> tuple[int, ...]:
-    return min((proc.start for proc in run if proc.start), default=())
+    """The glog time of the run's first record (as shown: the stamp of its earliest process)."""
+    first = min(run, key=lambda p: p.begin)
+    return first.start or min((proc.start for proc in run if proc.start), default=())
 
 
-def _runs(processes: list[_Process]) -> list[list[_Process]]:
+def _run_begin(run: list[_Process]) -> float:
+    return min(proc.begin for proc in run)
+
+
+def _runs(processes: list[_Process], slack: float = 0.0) -> list[list[_Process]]:
     """The runs of a folder's processes, found from what their logs show.
 
     A child (its first compile's stack says so) belongs to the program that started it
     (`_parent_of`), however long that program was quiet before it began; the children whose
     program is not found belong together, per folder. Those families whose time spans overlap
-    (from the first record of their earliest log to the last record of their latest) are one run,
-    within one folder; a family that began after the others had ended is a run of its own. A
-    process whose span is not known (a log whose pid could not be read) is a run of its own.
+    (from the first record of their earliest log to the last record of their latest, on the
+    folder's timeline: `_place`) are one run, within one folder; a family that began after the
+    others had ended is a run of its own. `slack`: how far apart in time two families may be and
+    still be read as one run, where the logs' times are uncertain by that much. A process whose
+    span is not known (a log whose pid could not be read) is a run of its own.
     """
     if len(processes) == 1:  # one process: no end to read (a big .gz would be read through for it)
         return [processes]
-    for process in processes:
-        ends = [stamp for stamp in map(last_stamp, process.logs) if stamp]
-        if ends and process.start and process.pid is not None:
-            process.end = max([*ends, process.start])
     known = [p for p in processes if p.end]
     families = {id(p): [p] for p in known if not p.child}
     parentless: dict[Path, list[_Process]] = {}
     for child in (p for p in known if p.child):
         parent = _parent_of(child, known)
         (families[id(parent)] if parent is not None else parentless.setdefault(child.where, [])).append(child)
-    return _overlapping([*families.values(), *parentless.values()]) + [[p] for p in processes if not p.end]
+    return _overlapping([*families.values(), *parentless.values()], slack) + [[p] for p in processes if not p.end]
 
 
 def _parent_of(child: _Process, processes: list[_Process]) -> _Process | None:
@@ -531,12 +568,12 @@ def _parent_of(child: _Process, processes: list[_Process]) -> _Process | None:
     started after the one and before the other (a parent that compiles only after its child
     ended). None: no program of the folder can be its parent (its own logged nothing)."""
     programs = [p for p in processes if not p.child and p.where == child.where and _same_build(p, child)]
-    parent = max((p for p in programs if p.start <= child.start), key=lambda p: p.start, default=None)
+    parent = max((p for p in programs if p.begin <= child.begin), key=lambda p: p.begin, default=None)
     pid = _pid_number(child.pid)
     floor = 0 if parent is None else _pid_number(parent.pid)
     if pid is None or floor is None:
         return parent
-    later = [(number, p) for p in programs if p.start > child.start and floor < (number := _pid_number(p.pid) or 0) < pid]
+    later = [(number, p) for p in programs if p.begin > child.begin and floor < (number := _pid_number(p.pid) or 0) < pid]
     return max(later, key=lambda found: found[0])[1] if later else parent
 
 
@@ -549,14 +586,15 @@ def _pid_number(pid: str | None) -> int | None:
     return int(pid) if pid is not None and pid.isdigit() and len(pid) <= 19 else None
 
 
-def _overlapping(families: list[list[_Process]]) -> list[list[_Process]]:
-    """Families joined into runs where their time spans overlap, within one folder."""
+def _overlapping(families: list[list[_Process]], slack: float = 0.0) -> list[list[_Process]]:
+    """Families joined into runs where their time spans overlap (or come within `slack` seconds),
+    within one folder."""
     runs: list[list[_Process]] = []
-    open_runs: dict[Path, tuple[tuple[int, ...], list[_Process]]] = {}  # per folder: the run being grown, and its end
-    for family in sorted(families, key=lambda f: (_run_start(f), str(f[0].logs[0]))):
-        start, end, where = _run_start(family), max(p.end for p in family), family[0].where
+    open_runs: dict[Path, tuple[float, list[_Process]]] = {}  # per folder: the run being grown, and its end
+    for family in sorted(families, key=lambda f: (_run_begin(f), str(f[0].logs[0]))):
+        start, end, where = _run_begin(family), max(p.finish for p in family), family[0].where
         current = open_runs.get(where)
-        if current is not None and start <= current[0]:
+        if current is not None and start <= current[0] + slack:
             current[1].extend(family)
             open_runs[where] = (max(current[0], end), current[1])
             continue
@@ -564,6 +602,187 @@ def _overlapping(families: list[list[_Process]]) -> list[list[_Process]]:
         runs.append(run)
         open_runs[where] = (end, run)
     return runs
+
+
+# -- when: the logs' times on one timeline -----------------------------------------------------------
+#
+# A glog time has no year and no zone, and a file's mtime is when it was last copied as often as
+# when it was written (`scp -r`, a cloud copy, `kubectl cp` keep no file times). The records say
+# when in absolute (unix) time: a chromium event's `ts` (µs) and a compile's `start_time` (s),
+# which torch writes from the first compile on. A log's first and last such time, moved by the
+# glog time between that record and its first (last) record, are when it began and ended. A log
+# with none is placed by its glog times: through the UTC offset the other logs' records show,
+# or, where no log has one, on a calendar whose year turns where the folder's times show their
+# longest pause (a run that starts on 12-31 and ends on 01-01 is one night, not one year back).
+# A log whose last glog time is up to an hour before its first went through a change from summer
+# time: glog times in that folder are uncertain by an hour, and the doubt is told.
+
+_ABSOLUTE = re.compile(rb'"(ts|start_time)": ?(\d{9,17}(?:\.\d{1,9})?)(?![\d.])')
+_UNIX_FIRST, _UNIX_LAST = 1e9, 4102444800.0  # 2001 to 2100: what a real record's absolute time can be
+_TIMES_BYTES = 64 << 10  # the head and the tail of a log looked at for absolute times
+_HOUR, _DAY = 3600.0, 86400.0
+_YEAR = 366 * _DAY  # a glog time's place in the year is taken in a leap year (02-29 is a day of it)
+_ZONE_STEP = 900.0  # UTC offsets are whole quarter hours
+_SAME_PROCESS_GAP = _HOUR  # a same-pid log with no string-table evidence is the process's only if it begins within this of its end
+
+
+class _LogTimes(Struct, frozen=True):
+    """When a log's records were written: glog times (no year) and, where its records hold one,
+    absolute unix times of its first and last record."""
+
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+    first_at: float | None = None
+    last_at: float | None = None
+
+
+def _log_times(log: Path, start: tuple[int, ...]) -> _LogTimes:
+    end, tail = _ending(log)
+    first = _absolute_times(_head_bytes(log, _TIMES_BYTES))
+    last = _absolute_times(tail)
+    # the earliest and the latest each time says (a compile's `start_time` is written at its end)
+    first_at = min(at - max(0.0, _glog_gap(start, stamp)) for stamp, at in first) if first and start else None
+    last_at = max(at + max(0.0, _glog_gap(stamp, end)) for stamp, at in last) if last and end else None
+    return _LogTimes(start, end or start, first_at, last_at if last_at is None or first_at is None or last_at >= first_at else first_at)
+
+
+def _absolute_times(buf: bytes) -> list[tuple[tuple[int, ...], float]]:
+    """(glog time of the record, unix time) of each absolute time in the records of `buf`, in order."""
+    found: list[tuple[tuple[int, ...], float]] = []
+    stamp: tuple[int, ...] = ()
+    for text in buf.split(b"\n"):
+        match = _RECORD.match(text)
+        if match:
+            stamp = tuple(int(g) for g in match.groups()[:6])
+        if not stamp or (b'"ts"' not in text and b'"start_time"' not in text):
+            continue
+        for hit in _ABSOLUTE.finditer(text):
+            value = float(hit.group(2)) / (1e6 if hit.group(1) == b"ts" else 1.0)
+            if _UNIX_FIRST <= value <= _UNIX_LAST:
+                found.append((stamp, value))
+    return found
+
+
+def _head_bytes(log: Path, size: int) -> bytes:
+    try:
+        with open_log(log) as handle:
+            return handle.read(size)
+    except (OSError, EOFError, zlib.error, GunzipRefused):
+        return b""
+
+
+def _in_year(stamp: tuple[int, ...], year: int = 2000) -> float | None:
+    """A glog time as seconds, read in `year` (as if UTC); None when it is no date."""
+    try:
+        month, day, hour, minute, second, micro = stamp[:6]
+        return calendar.timegm((year, month, day, hour, minute, second)) + micro / 1e6 if 1 <= month <= 12 and 1 <= day <= 31 else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def _glog_gap(earlier: tuple[int, ...], later: tuple[int, ...]) -> float:
+    """Seconds from one glog time to a later one of the same log: across a new year when the later's
+    date is the smaller; negative (to an hour) across a change from summer time."""
+    one, other = _in_year(earlier), _in_year(later)
+    if one is None or other is None:
+        return 0.0
+    gap = other - one
+    return gap + _YEAR if gap < -_HOUR - 1 else gap
+
+
+def _utc_offset(stamp: tuple[int, ...], at: float) -> tuple[float, int] | None:
+    """The UTC offset (whole quarter hours) and the year a glog time shows, given its unix time."""
+    year = time.gmtime(at).tm_year
+    readings = [(local - at, candidate) for candidate in (year - 1, year, year + 1) if (local := _in_year(stamp, candidate)) is not None]
+    if not readings:
+        return None
+    offset, year = min(readings, key=lambda reading: abs(reading[0]))
+    return (round(offset / _ZONE_STEP) * _ZONE_STEP, year) if abs(offset) <= _DAY else None
+
+
+def _unix_of(stamp: tuple[int, ...], offset: float, near: float) -> float | None:
+    """A glog time as unix time, read at `offset`, in the year that puts it nearest `near`."""
+    year = time.gmtime(near).tm_year
+    readings = [local - offset for candidate in (year - 1, year, year + 1) if (local := _in_year(stamp, candidate)) is not None]
+    return min(readings, key=lambda at: abs(at - near)) if readings else None
+
+
+def _calendar(stamps: list[tuple[int, ...]]) -> dict[tuple[int, ...], float]:
+    """Glog times with no absolute time anywhere in the folder, as seconds on one calendar: the year
+    turns where the times show their longest pause (the times before it, in the year's order, are
+    the next year's)."""
+    places = sorted({at for stamp in stamps if (at := _in_year(stamp)) is not None})
+    if not places:
+        return {}
+    pauses = [(later - earlier, later) for earlier, later in zip(places, places[1:])]
+    longest = max(pauses, default=(0.0, places[0]))
+    turn = longest[1] if longest[0] > places[0] + _YEAR - places[-1] else places[0]
+    return {stamp: at + (_YEAR if at < turn else 0.0) for stamp in stamps if (at := _in_year(stamp)) is not None}
+
+
+def _timeline(times: dict[Path, _LogTimes]) -> tuple[dict[Path, tuple[float, float]], str, float]:
+    """Each log's first and last record on one timeline, the doubt about it ("" when none) and how
+    uncertain (seconds) the placing of the logs with no absolute time is."""
+    anchors = [(t.start, t.first_at) for t in times.values() if t.first_at is not None]
+    anchors += [(t.end, t.last_at) for t in times.values() if t.last_at is not None]
+    zones = {found: at for stamp, at in anchors if (found := _utc_offset(stamp, at)) is not None}
+    offsets = sorted({offset for offset, _ in zones})
+    calendar_at = _calendar([s for t in times.values() for s in (t.start, t.end)]) if not anchors else {}
+    placed: dict[Path, tuple[float, float]] = {}
+    set_back = False
+    for log, t in times.items():
+        first, last = t.first_at, t.last_at
+        glog_first, glog_last = _glog_placed(t, zones, calendar_at)
+        if first is None and last is not None:
+            first = last - max(0.0, _glog_gap(t.start, t.end))
+        first = first if first is not None else glog_first
+        if last is None:
+            gap = _glog_gap(t.start, t.end)
+            set_back |= gap < 0 and t.first_at is None
+            last = first + (gap + _HOUR if gap < 0 else gap) if first is not None else glog_last
+        placed[log] = (first if first is not None else math.inf, last if last is not None else -math.inf)
+    uncertain = any(t.first_at is None and t.last_at is None for t in times.values())
+    if uncertain and len(offsets) > 1:
+        return placed, ("some logs hold no absolute time, and the others' glog times show "
+                        f"{len(offsets)} UTC offsets (a clock change, or hosts in other zones): their logs are placed within "
+                        f"{_span_words(offsets[-1] - offsets[0])} of each other"), offsets[-1] - offsets[0]
+    if set_back:
+        return placed, ("a log's glog times go back by up to an hour (a change from summer time), and glog times carry no zone: "
+                        "logs within an hour of each other are read as one run"), _HOUR
+    return placed, "", 0.0
+
+
+def _glog_placed(t: _LogTimes, zones: dict[tuple[float, int], float], calendar_at: dict[tuple[int, ...], float]) -> tuple[float | None, float | None]:
+    """A log's first and last glog times on the timeline, where it holds no absolute time of its own:
+    read at the earliest of the folder's UTC offsets (the widest reading at the latest), or on the
+    folder's calendar."""
+    if zones:
+        readings = [(_unix_of(t.start, offset, near), _unix_of(t.end, offset, near)) for (offset, _), near in zones.items()]
+        firsts = [first for first, _ in readings if first is not None]
+        lasts = [last for _, last in readings if last is not None]
+        return min(firsts, default=None), max(lasts, default=None)
+    return calendar_at.get(t.start), calendar_at.get(t.end)
+
+
+def _span_words(seconds: float) -> str:
+    return f"{seconds / _HOUR:g} hour{'s' if seconds != _HOUR else ''}"
+
+
+def _place(processes: list[_Process], heads: dict[Path, LogHead]) -> tuple[str, float]:
+    """Each process's first and last record on the folder's timeline (`begin`, `finish`) and the
+    glog time of its last record (`end`, shown); the doubt about those times ("" when none) and
+    how uncertain they are (seconds: `_runs`'s slack)."""
+    known = [p for p in processes if p.pid is not None and p.start]
+    times = {log: _log_times(log, heads[log].stamp) for p in known for log in p.logs if heads[log].stamp}
+    placed, doubt, slack = _timeline(times)
+    for process in known:
+        spans = [placed[log] for log in process.logs if log in placed]
+        process.begin = min(first for first, _ in spans)
+        process.finish = max(max(last for _, last in spans), process.begin)
+        last_log = max((log for log in process.logs if log in placed), key=lambda log: placed[log][1])
+        process.end = times[last_log].end
+    return doubt, slack
+
 
 
 def _origin(log: Path) -> tuple[bool, str]:
@@ -638,14 +857,15 @@ def _build(head: bytes) -> str:
 def _json(envelope: bytes) -> dict[str, Any]:
     """An envelope's JSON object; {} when it is not one (a line cut off at the end of the head)."""
     try:
-        found = orjson.loads(envelope)
+        found = jsondepth.loads(envelope)
     except orjson.JSONDecodeError:
         return {}
     return found if isinstance(found, dict) else {}
 
 
 def _by_process(folder: Path, heads: dict[Path, LogHead]) -> list[list[Path]]:
-    """Logs grouped by process: same pid, and in the folder itself or in one same subfolder.
+    """Logs grouped by process: same pid, and in the folder itself or in one same subfolder, and
+    one process by what their string tables show (`_one_process_each`).
 
     A subfolder's logs join the folder's own logs of their pid (TORCH_TRACE's `draft_export_capture/`);
     the same pid in two subfolders (one program each, as the harness writes) is two runs: containers
@@ -661,7 +881,92 @@ def _by_process(folder: Path, heads: dict[Path, LogHead]) -> list[list[Path]]:
         else:
             key = (head.pid, log.parent.name)
         groups.setdefault(key, []).append(log)
-    return list(groups.values())
+    return [process for group in groups.values() for process in _one_process_each(group, heads)]
+
+
+def _one_process_each(logs: list[Path], heads: dict[Path, LogHead]) -> list[list[Path]]:
+    """Logs of one pid, split into the processes that wrote them: a pid is no process's own
+    (containers run each program as pid 1, and two runs a day apart share a folder mounted in each).
+
+    Each process numbers its strings from 0 (`model.StringTable`), and never defines one index
+    twice: a log whose string table starts at 0 is a process of its own; one whose table goes on
+    from a count begun elsewhere (draft_export's capture log, TORCH_DTRACE's second log) is the
+    latest such process's before it. A log with no string in its head is the process's whose last
+    record came at most _SAME_PROCESS_GAP before its first (`_timeline`), else one of its own.
+    """
+    if len(logs) < 2:
+        return [logs]
+    counts = {log: _first_string(log) for log in logs}
+    if sum(counts[log] == 0 for log in logs) <= 1 and None not in counts.values():  # one count, the others go on from it
+        return [logs]
+    placed = _timeline({log: _log_times(log, heads[log].stamp) for log in logs})[0]
+    processes: list[list[Path]] = []
+    finish = -math.inf
+    for log in sorted(logs, key=lambda p: (placed[p][0], str(p))):
+        count, (first, last) = counts[log], placed[log]
+        goes_on = count is not None and count > 0 or count is None and first <= finish + _SAME_PROCESS_GAP
+        if processes and goes_on:
+            processes[-1].append(log)
+            finish = max(finish, last)
+        else:
+            processes.append([log])
+            finish = last
+    return processes
+
+
+def _first_string(log: Path) -> int | None:
+    """The index of the first `str` record in a log's head: 0 where its process began its string
+    table in this log, more where it goes on from a count begun in another; None: none there."""
+    for text in _head_bytes(log, _TIMES_BYTES).split(b"\n"):
+        match = _RECORD.match(text)
+        if match is None or not text.startswith(_STR_ENVELOPE, match.end() - 1):
+            continue
+        entry = _json(text[match.end() - 1 :]).get("str")
+        if isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int:
+            return entry[1]
+    return None
+
+
+def process_of_each(logs: list[Path]) -> list[int]:
+    """Which of the logs' processes wrote each log (numbered from 0, first met first), by the rule a
+    folder's logs are grouped by (`_by_process`): for a reader of several logs, whose string tables
+    are one only where the logs are one process's."""
+    heads: dict[Path, LogHead] = {}
+    for log in logs:
+        try:
+            heads[log] = first_record(log) or LogHead(None)
+        except InputError:
+            heads[log] = LogHead(None)
+    found = {log: number for number, group in enumerate(_by_process(logs[0].parent, heads)) for log in group}
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(found[log], len(numbers)) for log in logs]
+
+
+class LogProcesses(Processes):
+    """The run's processes (`model.Processes`) as the reader of one log numbers them, where the
+    logs read together may hold two processes of one pid (`_one_process_each`: containers run each
+    program as pid 1): the first to log a pid keeps its number; another gets a number of its own,
+    so its compile ids are its own and its `str` records a table of their own (`StringTable` keys
+    a process's strings by its number)."""
+
+    def __init__(self, run: Processes, process: int, owners: dict[int, int], numbers: dict[tuple[int, int], int]):
+        super().__init__()
+        self.run = run  # the table the report shows; this one only numbers
+        self.process = process  # which of the logs' processes (`process_of_each`) wrote this log
+        self.owners = owners  # pid → the process that logged it first (shared by the readers of the logs)
+        self.numbers = numbers  # (process, pid) → its number, for a pid another process had first
+
+    def index_of(self, pid: int, log: str) -> int:
+        if self.owners.setdefault(pid, self.process) == self.process:
+            return self.run.index_of(pid, log)
+        number = self.numbers.get((self.process, pid))
+        if number is None:
+            number = self.numbers[(self.process, pid)] = len(self.run.pids)
+            self.run.pids.append(pid)
+            self.run.logs.append([])
+        if log not in self.run.logs[number]:
+            self.run.logs[number].append(log)
+        return number
 
 
 def _shown(folder: Path, log: Path) -> str:

@@ -11,7 +11,6 @@ for bad input (an unreadable *file* is the caller's business).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -22,8 +21,9 @@ from typing import IO, Any
 import orjson
 
 from .forked import forked_items
+from .. import jsondepth
 from ..limits import MB, Limits
-from .gunzip import BoundedGunzip, open_log
+from .gunzip import BoundedGunzip, LogAsRead, open_log
 from .lines import TAB, LineScanner
 from ..model import (
     COMPILE_ID_KEYS,
@@ -58,13 +58,13 @@ def parse_envelope(data: bytes) -> tuple[Any, bool]:
     (json.dumps' default) and logs may hold invalid UTF-8, both of which orjson refuses.
     """
     try:
-        return orjson.loads(data), False
+        return jsondepth.loads(data), False
     except orjson.JSONDecodeError:
         pass
     text = data.decode("utf-8", "replace")
     bad_utf8 = "\ufffd" in text and b"\xef\xbf\xbd" not in data
     try:
-        return json.loads(text), bad_utf8
+        return jsondepth.loads_text(text), bad_utf8
     except (ValueError, RecursionError) as exc:
         raise ValueError(str(exc)[:200]) from None
 
@@ -117,7 +117,8 @@ class LogReader:
 
     Usage: `for record in LogReader(path, stats, diagnostics).records(): ...`. `strings` holds the
     file's intern table afterwards; `records()` yields other-rank records too (flagged), because
-    they still belong in raw.jsonl.
+    they still belong in raw.jsonl. `as_read` holds, once reading is over, the file read and how far
+    (what raw.log copies).
     """
 
     def __init__(
@@ -151,6 +152,7 @@ class LogReader:
         self.on_rank_detected: Callable[[int], None] | None = None
         self.limits = limits or Limits()
         self.max_line = self.limits.max_line
+        self.as_read: LogAsRead | None = None
 
     def scanned_bytes(self) -> int:
         """How far into the log reading is (bytes of log text)."""
@@ -164,12 +166,14 @@ class LogReader:
 
     def records(self) -> Iterator[Record]:
         with open_log(self.path, self.limits) as handle:
+            self.as_read = LogAsRead(self.path, handle)
             scanner = self._scanner = EventScanner(self.max_line)
             if self._worth_a_scanning_child(handle):
                 events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read), _event_size)
             else:
                 events = scanner.events(handle)
             yield from self.records_of(events)
+            self.as_read.ended(handle)
 
     def _worth_a_scanning_child(self, handle: IO[bytes]) -> bool:
         """A big plain log is scanned in a forked child (see `EventScanner`) when there is a core for it."""

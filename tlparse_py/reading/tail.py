@@ -29,6 +29,7 @@ from typing import IO, cast
 
 from ..model import DiagnosticLog, Record, Stats, StringTable
 from .lines import TAB
+from .gunzip import LogAsRead
 from .records import JUNK, PROBLEM, RECORD, STRING, Event, EventScanner, LogReader
 
 SEAM_BYTES = 64  # the bytes just before the read position, checked at each read: still the same log?
@@ -82,6 +83,8 @@ class LogTail:
         # record without has_payload: they are its orphans), "swallowed" (a string or a bad envelope:
         # the one-shot reader skips them), or "" (nothing special)
         self.before = ""
+        # the file last read, up to `offset`: what raw.log copies (the path may hold more, or another file, by then)
+        self.as_read: LogAsRead | None = None
 
     def read(self, final: bool = False) -> Iterator[Record]:
         """The records appended since the last read, up to the last complete one; with `final`
@@ -91,6 +94,10 @@ class LogTail:
         """
         with open_regular(self.path) as handle:
             size = self._check(handle)
+            if self.as_read is not None:
+                self.as_read.close()
+            self.as_read = LogAsRead(self.path, handle)
+            self.as_read.length = self.offset
             end = size if final else complete_end(handle, self.offset, size, self.reader.max_line)
             if end <= self.offset:
                 return
@@ -99,7 +106,7 @@ class LogTail:
             events = self._in_context(self.reader.events_of(window, end - self.offset, self.lineno, self.offset))
             yield from self.reader.records_of(events)
             self.lineno = self.reader.lines_read
-            self.offset = end
+            self.offset = self.as_read.length = end
             handle.seek(max(0, end - SEAM_BYTES))
             self.seam = handle.read(end - max(0, end - SEAM_BYTES))
             handle.seek(0)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import IO
 
 import orjson
 
+from .. import jsondepth
 from ..analysis.phases import PhaseTimer
 from ..analysis.store import Store
 from ..model import Record
@@ -37,12 +37,12 @@ class ChromiumEvents:
     def add(self, record: Record) -> None:
         payload = record.payload or b""
         try:
-            event = orjson.loads(payload)
+            event = jsondepth.loads(payload)
             # valid JSON has no raw newline inside a string: dropping them gives compact JSON as is
             text = payload.replace(b"\n", b"").replace(b"\r", b"")
         except orjson.JSONDecodeError:
             try:
-                event = json.loads(record.payload_text())
+                event = jsondepth.loads_text(record.payload_text())
                 text = orjson.dumps(event, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)  # NaN becomes null
             except (ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
                 self.problem(record, None, "chromium_event payload is not JSON (skipped)")

@@ -328,7 +328,9 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     from concurrent.futures import ProcessPoolExecutor
 
     # forkserver, not fork: see highlight_workers
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
+    from ..shutdown import die_with_starter
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"), initializer=die_with_starter)
 
 
 def _cancelled() -> type[BaseException]:

@@ -1,27 +1,62 @@
 """Page jobs: render and write pages once reading is done, in this process and a forked one.
 
 Pages are independent once reading is done, and a fork shares the whole analysis without copying
-it. A page that cannot be built is replaced by a page saying why, and counted; a child that dies
-has its share rebuilt here.
+it. The two processes take the next few jobs from a shared counter whenever they are free, so they
+finish together. A page that cannot be built is replaced by a page saying why, and counted (in job
+order, whichever process built it); a child that dies has the jobs it did not finish rebuilt here.
 """
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from .. import shutdown
 from ..model import HINTS
 from .render import Model, render_page
 from .views.common import Inputs, Page, page_base
 from .writer import FolderWriter
 
 PARALLEL_PAGES = 200  # below this many pages, a second process costs more than it saves
+CLAIM_JOBS = 8  # jobs a process takes from the shared counter at a time
 Job = Callable[[], None]
+
+
+class SharedJobs:
+    """Which jobs are taken and which are done, in memory this process and its forked child share.
+
+    A fixed half each (every other job) left one core idle at the end: the child also builds the
+    search index, and pages differ in size. Each process instead takes the next CLAIM_JOBS jobs when
+    it is free. A byte per job says it is done, so the jobs of a child that died are known."""
+
+    def __init__(self, total: int):
+        import mmap
+        import multiprocessing  # its lock is a semaphore both processes of a fork share
+
+        self.total = total
+        self.lock = multiprocessing.Lock()
+        self.shared = mmap.mmap(-1, 8 + total)  # the next job not taken, then one byte per job (1: done)
+
+    def claim(self) -> range:
+        """The next jobs this process is to run (empty: none is left)."""
+        with self.lock:
+            start = int.from_bytes(self.shared[:8], "little")
+            end = min(start + CLAIM_JOBS, self.total)
+            self.shared[:8] = end.to_bytes(8, "little")
+        return range(start, end)
+
+    def done(self, index: int) -> None:
+        self.shared[8 + index] = 1
+
+    def not_done(self) -> list[int]:
+        return [index for index in range(self.total) if not self.shared[8 + index]]
 
 
 class ErrorPage(Page, kw_only=True):
@@ -37,7 +72,10 @@ class PageJobs:
         self.inputs = inputs
         self.writer = writer
         self.label = label  # the log's name, for diagnostics
-        self.child_failures: list[tuple[str, str, str]] | None = None  # set in a forked child
+        # while jobs run in two processes: (job, url, what, detail) of the pages that could not be built,
+        # counted once both are done, in job order
+        self.failures: list[tuple[int, str, str, str]] | None = None
+        self.job = 0  # the job running now
         self.on_fork: list[Callable[[], None]] = []  # what a child must do first (private file handles)
 
     def page(self, url: str, what: str, make_model: Callable[[], Model]) -> None:
@@ -52,8 +90,8 @@ class PageJobs:
     def failed(self, url: str, what: str, exc: Exception) -> None:
         """Count and show a page we could not build, and put a page saying so in its place."""
         detail = f"{type(exc).__name__}: {exc}"
-        if self.child_failures is not None:
-            self.child_failures.append((url, what, detail))
+        if self.failures is not None:
+            self.failures.append((self.job, url, what, detail))
         else:
             self._count(what, detail)
         page = ErrorPage(**page_base(self.inputs, f"Page of {what}", root="../" * url.count("/")), what=what, detail=detail)
@@ -63,54 +101,79 @@ class PageJobs:
         self.inputs.analysis.stats.add("fail_parser")
         self.inputs.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
-    def run(self, jobs: list[Job], beside: Callable[[], str | None] | None = None) -> str | None:
-        """Run the jobs, every other one in a forked child when there are enough of them; the child
-        first runs `beside` (one long job, e.g. the search index), so that it overlaps the pages
-        this process builds (not a third process: each fork copies much of the heap it walks).
-        Returns what `beside` returned (a short text, or None)."""
+    def run(self, jobs: list[Job], gathered: tuple[Callable[[], bytes], Callable[[bytes], None]] | None = None) -> None:
+        """Run the jobs, in this process and a forked child when there are enough of them (each takes
+        the next few whenever it is free: `SharedJobs`; not a third process: each fork copies much
+        of the heap it walks). `gathered`: (encode, add) of what the jobs gather besides their pages
+        (the search index's pieces): the child's share is encoded at its end and added here."""
         if len(jobs) < PARALLEL_PAGES or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-            for job in jobs:
-                job()
-            return beside() if beside is not None else None
+            return self._run_here(jobs)
+        try:
+            shared = SharedJobs(len(jobs))
+        except OSError:  # no shared semaphore here (no /dev/shm): one process does it all
+            return self._run_here(jobs)
         sys.stdout.flush()
         sys.stderr.flush()
+
+        def share() -> None:  # the jobs this process takes, until none is left
+            while taken := shared.claim():
+                for index in taken:
+                    self.job = index
+                    jobs[index]()
+                    shared.done(index)
+
+        def child() -> str | None:
+            share()
+            # what the child gathered, as text for its JSON report (base64: a third more, where JSON's
+            # escapes would make most bytes six)
+            return base64.b64encode(gathered[0]()).decode("ascii") if gathered is not None else None
+
         # a garbage collection in the child would write to every object the two processes share,
         # copying the parent's whole heap page by page: frozen objects are left alone
         gc.freeze()
-
-        def child() -> str | None:  # the forked share (or, if the child dies, this process does it)
-            result = beside() if beside is not None else None
-            for job in jobs[1::2]:
-                job()
-            return result
-
+        self.failures = []
         try:
             pid, reader_fd = self._fork(child)
-            for job in jobs[0::2]:
-                job()
+            try:
+                share()
+            except BaseException:  # a full disk, Ctrl-C...: the child must not go on writing into
+                self._stop(pid, reader_fd)  # a staging folder about to be removed
+                raise
             ok, result, failures = self._wait(pid, reader_fd)
+            if not ok:  # the child died: what it did not finish is done here (what it gathered is lost: the
+                for index in shared.not_done():  # gatherer makes up for pieces it lacks)
+                    self.job = index
+                    jobs[index]()
+            elif gathered is not None and result is not None:
+                gathered[1](base64.b64decode(result))
+            mine, self.failures = self.failures, None
         finally:
             gc.unfreeze()
-        if not ok:  # the child died: its share is done here
-            return child()
-        for _url, what, detail in failures:
+            self.failures = None
+        for _job, _url, what, detail in sorted([tuple(f) for f in failures] + mine):
             self._count(what, detail)
-        return result
+
+    @staticmethod
+    def _run_here(jobs: list[Job]) -> None:
+        for job in jobs:
+            job()
 
     def _fork(self, work: Callable[[], Any]) -> tuple[int, int]:
         """Start `work` in a forked child; (its pid, the pipe it reports on: what `work` returned
         and the pages it could not build)."""
         reader_fd, writer_fd = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: do the work, report, exit without cleanup
             code = 1
             try:
+                shutdown.die_with_parent(parent)  # killed -9, the parent takes its child with it
                 os.close(reader_fd)
-                self.child_failures = []
+                self.failures = []
                 for prepare in self.on_fork:
                     prepare()
                 result = work()
-                os.write(writer_fd, json.dumps([result, self.child_failures]).encode())
+                os.write(writer_fd, json.dumps([result, self.failures]).encode())
                 code = 0
             finally:
                 os._exit(code)
@@ -118,7 +181,20 @@ class PageJobs:
         return pid, reader_fd
 
     @staticmethod
-    def _wait(pid: int, reader_fd: int) -> tuple[bool, Any, list[list[str]]]:
+    def _stop(pid: int, reader_fd: int) -> None:
+        """Kill the child and reap it: it wrote its last file once this returns."""
+        os.close(reader_fd)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+    @staticmethod
+    def _wait(pid: int, reader_fd: int) -> tuple[bool, Any, list[list[Any]]]:
         """(whether the child finished, what its work returned, the pages it could not build)."""
         with os.fdopen(reader_fd, "rb") as pipe:
             reported = pipe.read()

@@ -16,17 +16,13 @@ only words and links them.
 Text from the log (reasons, frame names, file names) is escaped, so it cannot make links, tables
 or HTML of its own.
 
-`append_markdown` adds a summary to a file as shell `>>` does (`--markdown FILE`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Iterable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -341,35 +337,6 @@ def _slowest(digest: ReportDigest, prefix: str) -> list[str]:
     for c in digest.slowest:
         lines.append(f"| {_ids([c], prefix)} | {_frame(c.frame, c.inside)} | {format_seconds(c.compile_time_s.total)} | {text(c.status)} |")
     return lines
-
-
-# -- appending to a file --------------------------------------------------------------------------
-
-
-def append_markdown(file: Path, markdown: str) -> None:
-    """Add `markdown` at the end of `file`, created when missing, as shell `>>` does: a CI job's
-    summary file ($GITHUB_STEP_SUMMARY) holds what earlier steps wrote, and it must survive. A
-    blank line parts it from earlier text. A symlink at `file` is replaced by a plain file, never
-    written through: a link planted where the file goes must not make us write into what it names."""
-    if file.is_symlink():
-        file.unlink()
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(file, flags, 0o666)  # the umask applies, as for any new file
-    with os.fdopen(fd, "ab") as stream:
-        stream.write((_separator(fd) + markdown).encode("utf-8"))
-
-
-def _separator(fd: int) -> str:
-    """What goes between a file's text and what is appended to it: nothing, or a newline or two,
-    so that a blank line parts them."""
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:  # a new file, or a pipe such as /dev/stdout
-        return ""
-    os.lseek(fd, max(info.st_size - 2, 0), os.SEEK_SET)  # O_APPEND: the write still goes to the end
-    tail = os.read(fd, 2)
-    if tail.endswith(b"\n\n") or tail == b"\n":
-        return ""
-    return "\n" if tail.endswith(b"\n") else "\n\n"
 
 
 # -- a multi-rank report ---------------------------------------------------------------------------

@@ -71,23 +71,31 @@ class PageSpool:
     """Pages asked for while reading, kept in a temporary file until the analysis is complete: a log
     may ask for 100,000s, each with its record's metadata."""
 
+    WRITE_BYTES = 1 << 15  # pages are gathered and written this much at a time, not one call a page
+
     def __init__(self, handle: IO[bytes]):
         self.handle = handle
         self.where = array("Q")  # (offset, size) of each page, flattened
         self.end = handle.tell()  # where the next page goes (reads leave the position at the end: read_at)
+        self.gathered = GatheredWrites(handle, self.WRITE_BYTES)  # the pages not yet written end at self.end
 
     def add(self, page: PendingPage) -> None:
         data = pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
         self.where.extend((self.end, len(data)))
-        self.handle.write(data)
+        self.gathered.write(data)
         self.end += len(data)
 
     def __len__(self) -> int:
         return len(self.where) // 2
 
+    def flush(self) -> None:
+        """Everything added, in the file: before a fork, whose child reads through a handle of its own."""
+        self.gathered.flush()
+        self.handle.flush()
+
     def get(self, index: int) -> PendingPage:
         offset, size = self.where[2 * index], self.where[2 * index + 1]
-        self.handle.flush()
+        self.flush()
         page: PendingPage = pickle.loads(read_at(self.handle, offset, size))
         return page
 
@@ -227,6 +235,7 @@ class RecordSpool:
     SIZE_BITS = 40  # an entry's place, packed in one int: offset << SIZE_BITS | size
 
     WRITE_BYTES = 1 << 15  # entries are gathered and written this much at a time, not one call a record
+    READ_BACK = 1 << 14  # bytes read at once when an id's records are read back: one call for a small compile's all
 
     def __init__(self, handle: IO[bytes], generation_of: Callable[[CompileId | None, int], int] | None = None):
         self.handle = handle
@@ -263,11 +272,16 @@ class RecordSpool:
         mask = (1 << self.SIZE_BITS) - 1
         entry = self.last.get(key)
         self.flush()
+        window, window_start = b"", 0  # the spool bytes read last: an id's records mostly lie close together
         while entry is not None:  # from the id's latest record back to its first
             offset, size = entry >> self.SIZE_BITS, entry & mask
-            block = read_at(self.handle, offset, size)
-            previous, previous_size = self.HEADER.unpack_from(block)
-            data = loads(block[self.HEADER.size :])
+            if not (window_start <= offset and offset + size <= window_start + len(window)):
+                # one read for this entry and the READ_BACK bytes before it, where its earlier ones likely are
+                window_start = max(0, offset + size - max(size, self.READ_BACK))
+                window = read_at(self.handle, window_start, offset + size - window_start)
+            start = offset - window_start
+            previous, previous_size = self.HEADER.unpack_from(window, start)
+            data = loads(window[start + self.HEADER.size : start + size])
             line, kinds = data.get("line", 0), data.get("kinds") or ["(no kind)"]
             place = (self.generation_of(key, line) if self.generation_of is not None else 0, kinds[0])
             seen[place] += 1

@@ -22,19 +22,19 @@ import base64
 import hashlib
 import heapq
 import html
+import io
 import os
 import posixpath
 import re
-import tempfile
 from collections import deque
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import unquote
 
 from msgspec import Struct, field
 
 from ..limits import SINGLE_FILE_MB
-from .writer import MARKER
+from .writer import MARKER, replace_output
 
 __all__ = ["BUDGET_MB", "PackError", "Packed", "is_report", "pack_report"]
 
@@ -142,25 +142,32 @@ def pack_report(folder: Path, target: Path, budget_mb: float = BUDGET_MB) -> Pac
     plan.discover()
     if HOME not in plan.pages:  # a link out of the folder (or not a file): never packed from elsewhere
         raise PackError(f"{folder / HOME} is not a file inside the report folder; nothing was written")
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+    written = _Counted()
+
+    def fill(fd: int) -> None:
+        written.fd = fd
+        with io.TextIOWrapper(io.BufferedWriter(written, 1 << 16), encoding="utf-8", newline="\n") as handle:
             _SingleFile(plan).write(handle)
-        os.chmod(temp, 0o666 & ~_umask())
-        os.replace(temp, target)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-    return Packed(target, len(plan.pages), target.stat().st_size, plan.used, plan.budget, plan.left_out_list())
+
+    replace_output(target, fill)  # a file: whole or not at all; /dev/stdout, a pipe: written in place
+    return Packed(target, len(plan.pages), written.count, plan.used, plan.budget, plan.left_out_list())
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+class _Counted(io.RawIOBase):
+    """Writes to a descriptor it leaves open, counting the bytes (a pipe has no size to ask for)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fd = -1
+        self.count = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        written = os.write(self.fd, data)
+        self.count += written
+        return written
 
 
 # -- the plan: which files go in ----------------------------------------------------------------

@@ -7,9 +7,9 @@ output code, never on highlighted HTML (where span boundaries would move lines).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from .. import jsondepth
 from ..patterns import lazy
 from ..analysis.kinds.registry import provenance_inputs
 from .render import script_json
@@ -127,7 +127,7 @@ def _post_to_code(post_to_kernels: Any, code_lines: dict[str, list[int]], post: 
 def line_mappings(pre: str, post: str, python_code: str, cpp_code: str, node_mappings: str) -> dict[str, Any]:
     """The six line maps the highlighter uses; `{}` when the node mappings are not JSON."""
     try:
-        nodes = json.loads(node_mappings)
+        nodes = jsondepth.loads_text(node_mappings)
     except ValueError:
         return {}
     if not isinstance(nodes, dict):

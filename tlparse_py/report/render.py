@@ -1,7 +1,10 @@
 """Templates: model data in, HTML text out. No file I/O except reading templates and their
 compiled form.
 
-The pages are Jinja templates (templates/), but a report never imports Jinja: `codegen` compiles
+The pages written once per compile id (the compile and compilation-metrics pages) are plain Python
+functions (`html/`): `render_page` calls them. The other pages are Jinja templates (templates/),
+which call the pieces of markup the Python pages share (`html.parts`, `html.shell`) as the globals
+`html` and `shell_head` / `shell_foot`. A report never imports Jinja: `codegen` compiles
 each template into a Python module that runs on `templating` alone (importing Jinja, its lexer,
 parser and compiler, was a tenth of a small report's run). An installed wheel carries them compiled
 (`compiled_templates/`, written by `compile_templates` when the wheel is built, turned into bytecode
@@ -9,7 +12,8 @@ by pip at install); a source checkout compiles a template when it first uses it 
 keeps the code in the user's cache folder. Either is used only when compiled from this very source
 (`source_key`).
 
-Autoescape is on for every template. The only trusted HTML comes from `code_html` and
+Autoescape is on for every template, and the Python pages escape every value (`html.escaping.esc`).
+The only trusted HTML comes from the pieces of `html/`, `code_html` and
 `side_by_side_html` (escaped text or Pygments output, line by line), `script_json` and the user's own `--custom-header-html`, all wrapped
 in `Markup` here and nowhere else.
 """
@@ -25,11 +29,13 @@ import posixpath
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from msgspec import Struct
 
 from ..patterns import lazy
@@ -38,10 +44,15 @@ from .._version import __version__
 from ..analysis.stacks import is_user_code
 from ..analysis.summary import STATUS_LABELS, STATUS_SEVERITY
 from ..units import format_seconds
-from .highlight import LANGUAGES, Lines
+from .highlight import Lines
+from .html import parts, shell, timeline_svg
+from .html.code import code_html
+from .html.compile_page import compile_page_html
+from .html.escaping import safe_href
+from .html.metrics_page import metrics_page_html
+from .html.parts import plural, source_link
 
 HERE = Path(__file__).resolve().parent.parent  # the package folder (tlparse_py/)
-PAGE_COLOUR_LINES = 50_000  # static/colour.js colours a text up to this line (MAX_LINES there)
 # Installed wheels carry the templates inside the package; a source checkout (and `pip install -e`)
 # keeps them at the repository root, which wins so template edits show up without reinstalling.
 TEMPLATE_DIR = next(p for p in (HERE.parent / "templates", HERE / "templates") if (p / "base.html.j2").is_file())
@@ -67,7 +78,26 @@ def _globals() -> dict[str, Any]:
         "side_by_side_html": side_by_side_html,
         "code_html": code_html,
         "source_link": source_link,
+        "shell_head": _markup(shell.shell_head),
+        "shell_foot": _markup(shell.shell_foot),
+        # the pieces of markup the Python pages share with the templates: `{{ html.stack(frames, root) }}`
+        "html": SimpleNamespace(**{name: _markup(getattr(parts, name)) for name in TEMPLATE_PARTS}),
+        # the index's pictures (`html.timeline_svg`), drawn from the analysis' timeline: `{{ pictures.timeline(timeline) }}`
+        "pictures": SimpleNamespace(timeline=_markup(timeline_svg.timeline_figure), frames=_markup(timeline_svg.frames_figure)),
     }
+
+
+TEMPLATE_PARTS = ("frame", "stack", "status", "artifact_list", "name_notes", "break_site")
+
+
+def _markup(build: Callable[..., str]) -> Callable[..., Markup]:
+    """A piece of `html/` as a template calls it: its HTML as Markup, inserted as it is."""
+
+    @functools.wraps(build)
+    def markup(*args: Any) -> Markup:
+        return Markup(build(*args))
+
+    return markup
 
 
 def _filters() -> dict[str, Any]:
@@ -87,20 +117,28 @@ class Model(Protocol):
 
 
 def render_macro(name: str, *args: Any) -> Markup:
-    """One macro of `_macros.html.j2`, alone (a fragment a page reuses)."""
+    """One macro of `_macros.html.j2`, or one piece of `html.parts` the templates call, alone (a
+    fragment a page reuses)."""
+    if name in TEMPLATE_PARTS:
+        return Markup(getattr(parts, name)(*args))
     return Markup(getattr(templates().module("_macros.html.j2"), name)(*args))
+
+
+# The pages written once per compile id, as Python functions (page model, live mark → HTML), by their
+# model's class (views.compile.CompilePage, views.pages.MetricsPage): as templates, on a log of
+# thousands of small compiles, they were nearly half the run.
+PYTHON_PAGES: dict[str, Callable[[Any, Any], str]] = {"CompilePage": compile_page_html, "MetricsPage": metrics_page_html}
 
 
 def render_page(page: Model, live: Any = None) -> str:
     """The page's HTML; `live` (a `views.live.LiveMark`): written while the log is still being read."""
+    python_page = PYTHON_PAGES.get(type(page).__name__)
+    if python_page is not None:
+        return python_page(page, live)
     context = page.context()
     if live is not None:
         context["live"] = live
     return render(page.template, context)
-
-
-def plural(count: int, word: str, words: str | None = None) -> str:
-    return word if count == 1 else (words or f"{word}s")
 
 
 def template_names() -> list[str]:
@@ -206,29 +244,14 @@ def compile_templates(folder: Path) -> None:
         (folder / f"{module_name(name)}.py").write_text(generate_module(name, source.decode(), source_key(name, source)))
 
 
-def code_html(lines: Lines, prefix: str = "") -> Markup:
-    """The `<pre class="code">` of a text: every line a block with an `#<prefix>L<n>` anchor.
-
-    Built with one join rather than a template loop, and with no per-line markup beyond the anchor
-    (line numbers are CSS counters): pages of big logs hold millions of lines.
-    """
-    body = "".join(f'<span id="{prefix}L{n}">{line}</span>' for n, line in enumerate(lines.html, start=1))
-    if lines.highlighted or lines.lang not in LANGUAGES:
-        return Markup(f'<pre class="code">{body}</pre>')
-    note = ""
-    if len(lines.html) > PAGE_COLOUR_LINES:
-        note = f'<p class="note">The page script colours this text up to line {PAGE_COLOUR_LINES:,}; the lines after it stay plain.</p>'
-    return Markup(f'{note}<pre class="code" data-colour="{lines.lang}">{body}</pre>')
-
-
 def side_by_side_html(before: Lines, after: Lines, context: int = 3) -> Markup:
     """A side-by-side diff table of two texts (their highlighted lines): hunks with `context` lines
     around each change, removed lines beside the lines that replaced them, as a code review shows them."""
-    import difflib  # only for side-by-side diffs (the diff pages)
+    from ..linediff import LineMatcher  # only for the pass diff pages (it imports difflib)
 
     old = [_plain(line) for line in before.html]
     new = [_plain(line) for line in after.html]
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    matcher = LineMatcher(old, new)  # the matcher of the counts the analysis gives the pass (near-linear on repeated lines)
     rows: list[str] = []
     for group in matcher.get_grouped_opcodes(context):
         a0, b0 = group[0][1], group[0][3]
@@ -262,18 +285,6 @@ _TAG = lazy(r"<[^>]*>")
 def _plain(line_html: str) -> str:
     """A highlighted line's text, for comparing lines (the spans differ only with the text)."""
     return _TAG.sub("", line_html)
-
-
-SAFE_SCHEMES = {"http", "https"}
-
-
-def safe_href(url: str) -> str | None:
-    """A URL from a log, if it is safe to link to (http/https only); None otherwise."""
-    try:
-        scheme = urlsplit(url.strip()).scheme.lower()
-    except ValueError:
-        return None
-    return url if scheme in SAFE_SCHEMES else None
 
 
 # Frames in these places are torch's or Python's, never the user's repository: they are not linked.
@@ -318,15 +329,6 @@ class SourceLinks(Struct, frozen=True):
         """The link for a `file.py:23` location string."""
         match = _LOCATION.fullmatch(location.strip()) if location else None
         return self.href(match.group(1), int(match.group(2))) if match else None
-
-
-def source_link(location: Any, links: SourceLinks | None) -> Markup:
-    """A `file.py:23` location, escaped, as a link into the user's repository where one is configured."""
-    text = "" if location is None else str(location)
-    href = links.href_of(text) if links is not None else None
-    if href is None:
-        return escape(text)
-    return Markup('<a class="source" href="{}" rel="noopener noreferrer">{}</a>').format(href, text)
 
 
 def script_json(value: Any) -> Markup:

@@ -1,9 +1,10 @@
 """The report's search index: what the search box of every page looks through.
 
-Built once the analysis is complete, from the same compile-page outlines the pages are built from
-(`views.compile.compile_outline`: anchors, headings and inline decisions are made there, once), the
-payload texts read back through the payload store; pure: `build_index` returns the files, the
-pipeline writes them. Pages load it from script files, not JSON (a `file://` page may not fetch):
+Built once the pages are written, from the compile-page outlines the pages were built from
+(`views.compile.compile_outline`: anchors, headings and inline decisions are made there, once; each
+page job takes its `PagePieces` from the outline it made, gathered in `IndexParts`), the payload
+texts read back through the payload store; pure: `build_index` returns the files, the pipeline
+writes them. Pages load it from script files, not JSON (a `file://` page may not fetch):
 
 - `static/search-index.js`, the manifest, read by every page: which shards exist, how many
   entries, and a note when the index was cut short. `templates/static/search-index.js` is the
@@ -31,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import msgspec
 from msgspec import Struct, field
 import orjson
 
@@ -52,7 +54,7 @@ Reader = Callable[[str], bytes | None]
 RecordsOf = Callable[[CompileId | None], list[RecordSummary]]
 
 
-class _Text(Struct):
+class _Text(Struct, array_like=True):
     """A payload text to index once every small entry is in."""
 
     priority: int
@@ -101,12 +103,43 @@ def clean(text: Any) -> str:
     return value.encode("utf-8", "replace").decode("utf-8")
 
 
+class PagePieces(Struct, array_like=True):
+    """What one compile page adds to the index, taken from the outline its page is built from (so
+    the outline is made once a page, by whichever process builds it): its small entries, and the
+    texts to index once every small entry is in (their `order` counts from 0 within the page)."""
+
+    entries: list[list[Any]]
+    texts: list[_Text]
+
+
+def page_pieces(analysis: Analysis, outline: CompileOutline) -> PagePieces:
+    return PagePieces(list(_page_entries(analysis, outline)), _page_texts(outline, 0))
+
+
+class IndexParts:
+    """The pieces of the compile pages built so far, by their place in log order (`page_refs`); the
+    parts a forked page builder gathered travel to the parent as msgpack (`encode`, `add_encoded`)."""
+
+    def __init__(self) -> None:
+        self.pieces: dict[int, PagePieces] = {}
+
+    def add(self, position: int, pieces: PagePieces) -> None:
+        self.pieces[position] = pieces
+
+    def encode(self) -> bytes:
+        return msgspec.msgpack.encode(self.pieces)
+
+    def add_encoded(self, data: bytes) -> None:
+        self.pieces.update(msgspec.msgpack.decode(data, type=dict[int, PagePieces]))
+
+
 def build_index(
     analysis: Analysis,
     records_of: RecordsOf,
     read: Reader,
     builder: PageBuilder,
     *,
+    parts: IndexParts | None = None,
     total_bytes: int = TOTAL_BYTES,
     shard_bytes: int = SHARD_BYTES,
     text_chars: int = TEXT_CHARS,
@@ -114,16 +147,21 @@ def build_index(
     """The search index of a report: [(path, file content)], the manifest last.
 
     `records_of(key)`: the spooled record summaries of a compile id; `read(path)`: a payload file;
-    `builder`: the compile pages' builder, whose inline plan says where each text is shown.
+    `builder`: the compile pages' builder, whose inline plan says where each text is shown;
+    `parts`: the pieces the page jobs took from their outlines (a page missing from them, or all
+    without them, is outlined here).
     """
     shards = _Shards(total_bytes, shard_bytes)
     texts: list[_Text] = []
     small = 0
-    for outline in _outlines(analysis, records_of, builder):
-        for entry in _page_entries(analysis, outline):
+    for pieces in _pieces(analysis, records_of, builder, parts):
+        for entry in pieces.entries:
             small += 1
             shards.add(entry)
-        texts.extend(_page_texts(outline, len(texts)))
+        start = len(texts)
+        for offset, text in enumerate(pieces.texts):
+            text.order = start + offset
+        texts.extend(pieces.texts)
     for entry in _vllm_entries(analysis):
         small += 1
         shards.add(entry)
@@ -146,14 +184,18 @@ def build_index(
     return _files(shards, _note(shards, small, covered, len(texts), partial, total_bytes, text_chars))
 
 
-def _outlines(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder) -> Iterable[CompileOutline]:
-    """Every compile page's outline, reading each id's records once."""
+def _pieces(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder, parts: IndexParts | None) -> Iterable[PagePieces]:
+    """Every compile page's pieces in log order: from `parts`, else from its outline made here
+    (reading each id's records once)."""
     last_key: Any = object()
     records: list[RecordSummary] = []
-    for page in page_refs(analysis):
-        if page.key != last_key:
-            last_key, records = page.key, records_of(page.key)
-        yield compile_outline(analysis, page, records, builder)
+    for position, page in enumerate(page_refs(analysis)):
+        pieces = parts.pieces.get(position) if parts is not None else None
+        if pieces is None:
+            if page.key != last_key:
+                last_key, records = page.key, records_of(page.key)
+            pieces = page_pieces(analysis, compile_outline(analysis, page, records, builder))
+        yield pieces
 
 
 def _vllm_entries(analysis: Analysis) -> Iterable[list[Any]]:
@@ -263,4 +305,4 @@ def _files(shards: _Shards, note: str) -> list[tuple[str, bytes]]:
     return files
 
 
-__all__ = ["MANIFEST", "SHARD", "build_index"]
+__all__ = ["MANIFEST", "SHARD", "IndexParts", "build_index", "page_pieces"]

@@ -12,6 +12,7 @@ import errno
 import fcntl
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -20,10 +21,11 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
+from .. import shutdown
 from ..limits import Limits
-from ..reading.gunzip import is_gzip, open_log
+from ..reading.gunzip import LogAsRead
 
 
 class OutputError(Exception):
@@ -44,7 +46,12 @@ NEVER_REPLACE = (".git", ".hg", ".svn")  # a folder holding these is someone's w
 # up to this size, then go to disk: a small log makes no files, and a big one (a compile id with
 # millions of records) costs at most this much memory per scratch file, however big it grows.
 SCRATCH_IN_MEMORY = 1 << 20
+# Files written behind kept in memory for `read` (FolderWriter._keep): each at most KEPT_FILE_BYTES,
+# KEPT_BYTES in all (README, "Limits")
+KEPT_FILE_BYTES = 64 << 10
+KEPT_BYTES = 16 << 20
 _ACTIVE: set[ReportWriter] = set()  # staging folders of this process, removed by abort_all() on SIGTERM
+COMMITTED: set[Path] = set()  # the reports this process put in place (after a late SIGTERM: was it changed?)
 
 
 def looks_like_report(folder: Path) -> bool:
@@ -62,13 +69,82 @@ def looks_like_report(folder: Path) -> bool:
     return single or multi
 
 
+class OutputTarget(NamedTuple):
+    """What a path the tool is to write names now: told by `classify_output` alone, for every option
+    that writes (-o, --markdown, --single-file, pack's FILE.html, diff's -o and --markdown).
+
+    kind: "missing" (nothing there, or a symlink to nothing), "file" (a regular file), "folder",
+    "stream" (a character device, pipe or FIFO: /dev/stdout, /dev/null, `>(...)`, or a link to a
+    file this process holds open, such as /dev/stdout redirected to a file: written in place, never
+    replaced nor removed), or "other" (a socket, a block device: never written).
+    link: the path itself is a symlink (kind says what it leads to)."""
+
+    path: Path
+    kind: str
+    link: bool
+
+    @property
+    def in_place(self) -> bool:
+        """Written where it is, through the path as given (never replaced, never removed)."""
+        return self.kind == "stream"
+
+    def refusal(self) -> str | None:
+        """Why no file can be written here (None when it can), as "PATH is ...; give a file name"."""
+        if self.kind == "folder":
+            return f"{self.path} is a folder; give a file name"
+        if self.kind == "other":
+            return f"{self.path} is neither a file, a pipe nor a character device; give a file name"
+        return None
+
+
+def classify_output(path: Path) -> OutputTarget:
+    """The one place where an output path is told apart (see OutputTarget)."""
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return OutputTarget(path, "missing", False)
+    try:
+        found = os.stat(path)
+    except OSError:
+        return OutputTarget(path, "missing", link)
+    if stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode):
+        kind = "stream"
+    elif stat.S_ISDIR(found.st_mode):
+        kind = "folder"
+    elif stat.S_ISREG(found.st_mode):
+        kind = "stream" if link and _held_open(found) else "file"
+    else:
+        kind = "other"
+    return OutputTarget(path, kind, link)
+
+
+def _held_open(found: os.stat_result, besides: int = -1) -> bool:
+    """Whether this process holds the file open, on another descriptor than `besides` (its stdout
+    redirected to it: /dev/stdout, /proc/self/fd/N)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = [0, 1, 2]
+    for fd in fds:
+        if fd == besides:
+            continue
+        try:
+            held = os.fstat(fd)
+        except OSError:
+            continue
+        if (held.st_dev, held.st_ino) == (found.st_dev, found.st_ino):
+            return True
+    return False
+
+
 def check_target(out: Path, overwrite: bool) -> None:
     """Refuse unusable targets before any work starts."""
-    if out.is_symlink():
+    target = classify_output(out)
+    if target.link:
         raise OutputError(f"output path {out} is a symlink; choose another -o")
-    if out.exists() and not out.is_dir():
+    if target.kind not in ("missing", "folder"):
         raise OutputError(f"output path {out} exists and is not a folder; choose another -o")
-    if out.is_dir():
+    if target.kind == "folder":
         if not overwrite:
             raise OutputError(f"output folder {out} already exists; pass --overwrite to replace it or use -o OUTDIR")
         if not looks_like_report(out):
@@ -78,6 +154,83 @@ def check_target(out: Path, overwrite: bool) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if parent.exists() and not parent.is_dir():
         raise OutputError(f"cannot create {out}: {parent} is not a folder")
+
+
+def append_output(path: Path, text: str) -> None:
+    """Add `text` at the end of `path`, created when missing, as shell `>>` does: a CI job's
+    summary file ($GITHUB_STEP_SUMMARY) holds what earlier steps wrote, and it must survive. A
+    blank line parts it from earlier text in a plain file. A character device, pipe or FIFO (also
+    behind a symlink: /dev/stdout, as root too) is written where it is, never replaced; a symlink to
+    anything else is replaced by a plain file, never written through (a link planted where the file
+    goes must not make us write into what it names)."""
+    target = _writable(path)
+    if target.in_place:
+        fd = _open_in_place(target)
+        with os.fdopen(fd, "ab") as stream:
+            stream.write(text.encode("utf-8"))
+        return
+    if target.link:
+        os.unlink(path)  # the link, not what it names
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o666)  # the umask applies, as for any new file
+    with os.fdopen(fd, "ab") as stream:
+        stream.write((_separator(fd) + text).encode("utf-8"))
+
+
+def replace_output(path: Path, fill: Callable[[int], None]) -> None:
+    """Write the whole of `path` by `fill(fd)` (which leaves `fd` open). A plain file (or nothing,
+    or a symlink) is written beside it and renamed over it once complete: never half a file, and a
+    symlink is replaced, not written through. A character device, pipe or FIFO is written in place."""
+    target = _writable(path)
+    if target.in_place:
+        fd = _open_in_place(target)
+        try:
+            fill(fd)
+        finally:
+            os.close(fd)
+        return
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        try:
+            fill(fd)
+        finally:
+            os.close(fd)
+        os.chmod(temp, 0o666 & ~_umask())
+        os.replace(temp, path)
+    except BaseException:
+        _remove(Path(temp))
+        raise
+
+
+def _writable(path: Path) -> OutputTarget:
+    target = classify_output(path)
+    if target.refusal():
+        raise OSError(errno.EISDIR if target.kind == "folder" else errno.EINVAL, "is a folder" if target.kind == "folder" else "is not a file", str(path))
+    return target
+
+
+def _open_in_place(target: OutputTarget) -> int:
+    """The stream `target` opened where it is, to append (a file stdout is redirected to keeps
+    what was written to it; a FIFO waits for its reader, as `>>` does)."""
+    fd = os.open(target.path, os.O_WRONLY | os.O_APPEND)
+    found = os.fstat(fd)
+    if not (stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode) or (stat.S_ISREG(found.st_mode) and _held_open(found, besides=fd))):
+        os.close(fd)  # not what was classified: a file swapped in since
+        raise OSError(errno.EAGAIN, "was replaced while it was opened", str(target.path))
+    return fd
+
+
+def _separator(fd: int) -> str:
+    """What goes between a plain file's text and what is appended to it: nothing, or a newline or
+    two, so that a blank line parts them."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return ""
+    os.lseek(fd, max(info.st_size - 2, 0), os.SEEK_SET)  # O_APPEND: the write still goes to the end
+    tail = os.read(fd, 2)
+    if tail.endswith(b"\n\n") or tail == b"\n":
+        return ""
+    return "\n" if tail.endswith(b"\n") else "\n\n"
 
 
 class BehindWrites:
@@ -92,6 +245,11 @@ class BehindWrites:
 
     MAX_BEHIND_BYTES = 8 << 20
     ENTRY_BYTES = 512  # what a queued file costs besides its bytes (its path, the tuple, the bytes object)
+    # The idle thread is woken once this many files (or bytes) wait, not for each: a log of 10,000s of
+    # small compiles queues a few small files each, and a wake-up per file cost a thread switch (and a
+    # GIL hand-over) per file; `settle` and `stop` wake it for whatever waits.
+    WAKE_FILES = 64
+    WAKE_BYTES = 1 << 20
 
     def __init__(self, write: Callable[[str, bytes], None]):
         self.write = write
@@ -110,7 +268,7 @@ class BehindWrites:
             self._raise()
             self.queue.append((rel, data))
             self.queued_bytes += len(data) + self.ENTRY_BYTES
-            if self.writer_idle:
+            if self.writer_idle and (len(self.queue) >= self.WAKE_FILES or self.queued_bytes >= self.WAKE_BYTES):
                 self.condition.notify_all()
         if self.thread is None:
             self.thread = threading.Thread(target=self._run, name="tlparse-py-writes", daemon=True)
@@ -120,6 +278,7 @@ class BehindWrites:
         """Wait until every queued file is written; raise the error that stopped the writes, if any."""
         with self.condition:
             while self.queue and self.error is None:
+                self._wake()
                 self._wait()
             self._raise()
 
@@ -129,9 +288,15 @@ class BehindWrites:
             while len(self.queue) > 1:  # the file being written (the first) is finished, the rest dropped
                 self.queue.pop()
             while self.queue and self.error is None:
+                self._wake()
                 self._wait(0.1)
             self.queue.clear()
             self.queued_bytes = 0
+
+    def _wake(self) -> None:
+        """The thread, if it waits for work (called holding the condition)."""
+        if self.writer_idle:
+            self.condition.notify_all()
 
     def _wait(self, timeout: float | None = None) -> None:
         self.waiting += 1
@@ -177,15 +342,31 @@ class FolderWriter:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.bytes_written = 0
-        self._dirs: set[Path] = {self.root}
+        self._root = os.fspath(root)
+        self._dirs: set[str] = {""}  # the report's folders already made (relative; "" is the root)
         self._behind: BehindWrites | None = None
+        self._kept: dict[str, bytes] = {}  # small files written behind, kept to be read without a trip to the disk
+        self._kept_bytes = 0
 
     def write_behind(self, rel: str, data: bytes | str) -> None:
         """`write`, done by a thread while the caller goes on: for files nothing reads before
         `settle` (payloads and outputs written while the log is read). `read` settles first."""
         if self._behind is None:
             self._behind = BehindWrites(self.write)
-        self._behind.put(rel, data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+        data = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        self._keep(rel, data)
+        self._behind.put(rel, data)
+
+    def _keep(self, rel: str, data: bytes) -> None:
+        """Keep a small file written behind for `read`: the compile pages and the search index read
+        back the graphs and guards the reading wrote, 4 files a compile for a log of 10,000s of small
+        compiles. The first KEPT_BYTES of them are kept (memory stays bounded); later ones are read
+        from the disk."""
+        if rel in self._kept:
+            self._kept_bytes -= len(self._kept.pop(rel))
+        if len(data) <= KEPT_FILE_BYTES and self._kept_bytes + len(data) <= KEPT_BYTES:
+            self._kept[rel] = data
+            self._kept_bytes += len(data)
 
     def drop_behind(self) -> None:
         """Stop writing what is queued (the report is abandoned); returns once no write is under way."""
@@ -203,21 +384,32 @@ class FolderWriter:
 
     def path(self, rel: str) -> Path:
         """The staging path of a relative report path; anything that would leave the report is refused."""
+        return Path(self._place(rel))
+
+    def _place(self, rel: str) -> str:
+        """`path` as a string, its folder made: a report of 10,000s of small compiles asks this for
+        every file it writes and reads, and pathlib's joins cost more than the file's system calls."""
+        folder, _, name = rel.rpartition("/")
+        if folder not in self._dirs or name in ("", ".", "..") or "\\" in name or "\0" in name or rel[0] == "/":
+            self._check_relative(rel)
+            if folder not in self._dirs:
+                os.makedirs(f"{self._root}/{folder}", exist_ok=True)
+                self._dirs.add(folder)
+        return f"{self._root}/{rel}"
+
+    @staticmethod
+    def _check_relative(rel: str) -> None:
         parts = rel.split("/")
         if not rel or rel.startswith("/") or any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
             raise ValueError(f"unsafe report path {rel!r}")
-        target = self.root.joinpath(*parts)
-        parent = target.parent
-        if parent not in self._dirs:
-            parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(parent)
-        return target
 
     def write(self, rel: str, data: bytes | str) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        _write_file(self.path(rel), data)
+        _write_file(self._place(rel), data)
         self.bytes_written += len(data)
+        if self._kept and rel in self._kept and self._kept[rel] is not data:  # written again: the disk's is the one
+            self._kept_bytes -= len(self._kept.pop(rel))
 
     def open(self, rel: str) -> IO[bytes]:
         """A binary stream for files written piece by piece (raw.jsonl, chromium_events.json)."""
@@ -225,42 +417,47 @@ class FolderWriter:
 
     def read(self, rel: str) -> bytes | None:
         """A file already written to the report (None if it is not there)."""
+        kept = self._kept.get(rel)
+        if kept is not None:
+            return kept
         self.settle()
         try:
-            return self.path(rel).read_bytes()
+            return _read_file(self._place(rel))
         except (OSError, ValueError):
             return None
 
-    def copy_logs(self, logs: list[Path], rel: str, limits: Limits) -> None:
-        """raw.log: the logs as read (un-gzipped, concatenated), byte for byte, up to `max_raw_log`.
+    def copy_logs(self, logs: list[LogAsRead], rel: str, limits: Limits) -> None:
+        """raw.log: what the readers read of the logs (un-gzipped, concatenated), byte for byte, up to `max_raw_log`.
 
-        Each log is opened as the reader opened it (no symlink followed, gzip bounded), so raw.log
-        holds nothing the tool did not read. Beyond the cap raw.log is a short note naming the logs:
-        a copy the size of the input is rarely wanted twice.
+        Each log is copied from the file its reader read, as far as it read (`LogAsRead`), so raw.log
+        is what the report was made of: not the records a log still being written gained since, not
+        another file renamed over it. Beyond the cap raw.log is a short note naming the logs: a copy
+        the size of the input is rarely wanted twice. The logs are closed here.
         """
-        cap = limits.max_raw_log
-        plain = [log for log in logs if not is_gzip(log)]
-        if len(plain) == len(logs) and sum(_size(log) for log in logs) > cap:
-            self.write(rel, _raw_log_note(logs, limits))
-            return
+        try:
+            if sum(log.length for log in logs) > limits.max_raw_log:
+                self.write(rel, _raw_log_note([log.path for log in logs], limits))
+                return
+            self.bytes_written += self._copy_as_read(logs, rel, limits)
+        finally:
+            for log in logs:
+                log.close()
+
+    def _copy_as_read(self, logs: list[LogAsRead], rel: str, limits: Limits) -> int:
+        """`copy_logs` under the cap: the bytes written."""
         target = self.path(rel)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             written = 0
             for log in logs:
-                with open_log(log, limits) as source:
-                    written = _copy_up_to(source, fd, cap - written, target) + written
-                if written > cap:
-                    break
+                with log.open(limits) as source:
+                    written += min(_copy_up_to(source, fd, log.length, target), log.length)  # more: appended since
         except BaseException:
             os.close(fd)
             _remove(target)  # no raw.log cut short is left behind
             raise
         os.close(fd)
-        if written > cap:  # a .gz that expands past the cap
-            self.write(rel, _raw_log_note(logs, limits))
-            return
-        self.bytes_written += written
+        return written
 
     def scratch(self, in_memory: int = SCRATCH_IN_MEMORY) -> IO[bytes]:
         """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
@@ -289,15 +486,20 @@ class LiveWriter(FolderWriter):
         except OSError as exc:
             raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
         try:
+            remove_stale_staging(self.out)
             if self.out.is_dir():  # --overwrite of a report (check_target refused anything else)
-                old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-{os.getpid()}-", dir=self.out.parent))
-                os.replace(self.out, old / "report")
-                shutil.rmtree(old, ignore_errors=True)
+                with shutdown.deferred():  # a SIGTERM here must not leave the old report hidden beside
+                    old = _staging_folder(self.out, "old")
+                    os.replace(self.out, old / "report")
+                    remove_staging(old)
             os.mkdir(self.out, 0o755 & ~_umask())
             (self.out / MARKER).write_bytes(b"written by tlparse-py; --overwrite may replace this folder\n")
         except OSError as exc:
             self.release()
             raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+        except BaseException:  # a SIGTERM, deferred until the old report was removed
+            self.release()
+            raise
         super().__init__(self.out)
         self.identity = _identity(self.out)  # the folder made here: every write checks it is still the one
         self.digests: dict[str, bytes] = {}  # what each page written holds (a digest), to skip rewriting it
@@ -315,16 +517,6 @@ class LiveWriter(FolderWriter):
         if _identity(self.out) != self.identity:
             raise OSError(errno.ESTALE, "the report folder was deleted or replaced while it was written", str(self.out))
 
-    def copy_logs(self, logs: list[Path], rel: str, limits: Limits) -> None:
-        for log in logs:  # a FIFO put at the log's path must not block the final report
-            try:
-                regular = stat.S_ISREG(os.lstat(log).st_mode)
-            except OSError as exc:
-                raise OSError(exc.errno, exc.strerror, str(log)) from None
-            if not regular:
-                raise OSError(errno.EINVAL, "is not a regular file now (a FIFO, a device or a folder)", str(log))
-        super().copy_logs(logs, rel, limits)
-
     def read(self, rel: str) -> bytes | None:
         try:
             return (self.root / rel).read_bytes() if rel in self.written else None
@@ -340,12 +532,12 @@ class LiveWriter(FolderWriter):
                 (self.root / rel).unlink()
             except OSError:
                 continue
-        for folder in sorted(self._dirs - {self.root}, key=lambda p: len(p.parts), reverse=True):
+        for folder in sorted(self._dirs - {""}, key=lambda f: f.count("/"), reverse=True):  # the deepest first
             try:
-                folder.rmdir()
+                os.rmdir(f"{self._root}/{folder}")
             except OSError:
                 continue
-        self._dirs = {self.root}
+        self._dirs = {""}
         self.written.clear()
         self.digests.clear()
         self.live_pages.clear()
@@ -459,8 +651,10 @@ class ReportWriter(FolderWriter):
     """Writes files under a staging root beside `out`; `commit()` moves the finished report to `out`.
 
     Beside `out` while it works: `.NAME.lock` (one run per output folder; flock, so a killed run
-    never leaves it held) and `.NAME.partial-PID-XXXX` (the staging folder). Staging folders of
-    earlier runs whose process is gone are removed first: a killed run leaves nothing for good.
+    never leaves it held) and `.NAME.partial-PID-XXXX` (the staging folder); while it commits,
+    `.NAME.old-PID-XXXX` (the report it replaces). Once the lock is held, no other run can be
+    using such folders: those of earlier runs (killed, out of memory, the disk full) are removed
+    first, so a killed run leaves nothing for good.
     """
 
     def __init__(self, out: Path, overwrite: bool):
@@ -474,8 +668,7 @@ class ReportWriter(FolderWriter):
             raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
         try:
             remove_stale_staging(self.out)
-            root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-{os.getpid()}-", dir=self.out.parent))
-            (root / MARKER).write_bytes(b"written by tlparse-py; --overwrite may replace this folder\n")
+            root = _staging_folder(self.out, "partial")
         except OSError as exc:
             self._lock.release()
             raise OutputError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
@@ -490,11 +683,14 @@ class ReportWriter(FolderWriter):
         report is kept under a new name (ReportKeptElsewhere says where).
         """
         try:
-            if self.overwrite and self.out.is_dir() and not self.out.is_symlink() and looks_like_report(self.out):
-                self._replace_old_report()
-            else:
-                self._claim_and_rename()
-            os.chmod(self.out, 0o755 & ~_umask())
+            with shutdown.deferred():  # a SIGTERM stops the run once the report is in place, not half-way
+                there = classify_output(self.out)
+                if self.overwrite and there.kind == "folder" and not there.link and looks_like_report(self.out):
+                    self._replace_old_report()
+                else:
+                    self._claim_and_rename()
+                COMMITTED.add(self.out)
+                os.chmod(self.out, 0o755 & ~_umask())
         finally:
             self._done()
         return self.out
@@ -510,16 +706,16 @@ class ReportWriter(FolderWriter):
             self._keep_elsewhere(f"something was put in {self.out} while the report was being moved there")
 
     def _replace_old_report(self) -> None:
-        old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-{os.getpid()}-", dir=self.out.parent))
+        old = _staging_folder(self.out, "old")
         os.replace(self.out, old / "report")
         try:
             self._claim_and_rename()
         except BaseException:
             if not self.out.exists():  # put the old report back; if something took its place, it stays in `old`
                 os.replace(old / "report", self.out)
-                os.rmdir(old)
+                remove_staging(old)
             raise
-        shutil.rmtree(old, ignore_errors=True)
+        remove_staging(old)
 
     def _keep_elsewhere(self, why: str) -> None:
         for attempt in range(1000):
@@ -536,7 +732,7 @@ class ReportWriter(FolderWriter):
 
     def abort(self) -> None:
         self.drop_behind()  # no write may recreate the staging folder once it is removed
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_staging(self.root)  # gone already once committed (moved to `out`)
         self._done()
 
     def _done(self) -> None:
@@ -550,61 +746,187 @@ def abort_all() -> None:
         writer.abort()
 
 
+def _staging_folder(out: Path, role: str) -> Path:
+    """A new hidden folder beside `out` (`.NAME.ROLE-PID-XXXX`), marked as ours before anything
+    is put in it: whatever stops the run later, the next run for `out` knows it may remove it."""
+    folder = Path(tempfile.mkdtemp(prefix=f".{out.name}.{role}-{os.getpid()}-", dir=out.parent))
+    (folder / MARKER).write_bytes(b"written by tlparse-py; --overwrite may replace this folder\n")
+    return folder
+
+
+def remove_staging(folder: Path) -> None:
+    """Remove a staging folder of ours, its marker last (stopped half-way, what is left is still
+    known as ours); a SIGTERM arriving meanwhile does not stop it (the handler ignores a second)."""
+    try:
+        _remove_marked(folder)
+    except BaseException:
+        _remove_marked(folder)
+        raise
+
+
+def _remove_marked(folder: Path) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name == MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            _remove(Path(entry.path))
+    _remove(folder / MARKER)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def remove_stale_staging(out: Path) -> None:
-    """Staging folders of earlier runs for `out` whose process is gone: only ours (marker, name, pid)."""
+    """Staging folders of earlier runs for `out`, called with `out`'s lock held: no live run can be
+    using them, whatever their pid says (pids are reused, in a container most of all). Only ours
+    (the name, and our marker or nothing at all) are removed."""
     pattern = re.compile(rf"^\.{re.escape(out.name)}\.(?:partial|old)-(\d{{1,9}})-[^/]+$")
     try:
         entries = list(out.parent.iterdir())
     except OSError:
         return
+    mine = {writer.root for writer in _ACTIVE}
     for entry in entries:
-        match = pattern.match(entry.name)
-        if not match or entry.is_symlink() or not entry.is_dir() or _alive(int(match.group(1))):
+        if not pattern.match(entry.name) or entry in mine or entry.is_symlink() or not entry.is_dir():
             continue
         if (entry / MARKER).is_file() or (entry / "report" / MARKER).is_file() or not any(entry.iterdir()):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: alive
-    return True
+            remove_staging(entry)
 
 
 class _OutputLock:
     """`.NAME.lock` beside the output folder, held with flock: a second run for the same -o fails
-    at once, and a killed run's lock is released by the kernel."""
+    at once, and a killed run's lock is released by the kernel.
+
+    The lock file says which run holds it (`_holder`). Forked children close their copy of it (a
+    helper left running by a killed run would otherwise keep it locked); a lock still held though
+    the run named in it is gone is taken over: the file is unlinked and a new one locked."""
 
     def __init__(self, out: Path):
         self.path = out.with_name(f".{out.name}.lock")
+        took_over = False
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
+                if not took_over and _take_over(self.path):
+                    took_over = True
+                    continue
                 raise OutputError(f"another tlparse-py run is writing {out} ({self.path} is locked); wait for it or use another -o") from None
             if _same_file(fd, self.path):  # not a lock file a finishing run just unlinked
                 break
             os.close(fd)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.ftruncate(fd, 0)
+        os.write(fd, (json.dumps(_holder()) + "\n").encode())
         self.fd: int | None = fd
+        _LOCKS.add(self)
 
     def release(self) -> None:
         if self.fd is None:
             return
+        _LOCKS.discard(self)
         try:
             os.unlink(self.path)
         except OSError:
             pass
         os.close(self.fd)
         self.fd = None
+
+    def forget_in_child(self) -> None:
+        """In a forked child: close this process's copy of the lock (flock: the parent still holds it)."""
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
+_LOCKS: set[_OutputLock] = set()
+
+
+def _forget_locks() -> None:
+    for lock in list(_LOCKS):
+        lock.forget_in_child()
+    _LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_locks)
+
+
+def _holder(pid: int | None = None) -> dict[str, str | int]:
+    """Who holds a lock, so that another run can tell whether that run is gone: the pid, when it
+    started (pids are reused), and the machine and pid namespace it runs in (a pid means nothing
+    in another container or on another host sharing the folder)."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "started": _read(f"/proc/{pid}/stat", lambda t: t.rsplit(")", 1)[1].split()[19]),
+            "host": os.uname().nodename, "boot": _read("/proc/sys/kernel/random/boot_id", str.strip),
+            "pids": _read_link("/proc/self/ns/pid")}
+
+
+def _take_over(path: Path) -> bool:
+    """Unlink the lock file `path` when the run it names is gone (its helpers may hold it still);
+    whether it was. Done under a lock on the folder, so two runs never take over the same lock."""
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        try:
+            with open(path, "rb") as handle:
+                held = json.loads(handle.read(4096))
+            pid = int(held["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False  # being written by a starting run, or not ours: wait for it
+        if not _gone(held, pid):
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(folder)
+
+
+def _gone(held: dict, pid: int) -> bool:
+    """Whether the run described by `held` (`_holder`) surely ended."""
+    mine = _holder()
+    if any(held.get(key) != mine[key] for key in ("host", "boot", "pids")):
+        return False  # another machine, another boot or another container: its pids are not ours to judge
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass
+    if _read(f"/proc/{pid}/stat", lambda t: t.rsplit(")", 1)[1].split()[0]) == "Z":
+        return True  # killed, not yet reaped by its parent
+    return held.get("started", "") != _holder(pid)["started"]  # the pid now names another process
+
+
+def _read(path: str, parse: Callable[[str], str]) -> str:
+    try:
+        with open(path) as handle:
+            return parse(handle.read())
+    except (OSError, IndexError):
+        return ""
+
+
+def _read_link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 def _same_file(fd: int, path: Path) -> bool:
@@ -654,7 +976,13 @@ class GatheredWrites:
             self.pending.clear()
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def _read_file(path: str) -> bytes:
+    """The whole content of a file: one open, one fstat, one read for a small one."""
+    with open(path, "rb", buffering=0) as handle:
+        return handle.readall()
+
+
+def _write_file(path: str | Path, data: bytes) -> None:
     """`data` as the whole content of `path` (created or truncated); an error names `path`."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -663,7 +991,7 @@ def _write_file(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes, path: Path) -> None:
+def _write_all(fd: int, data: bytes, path: str | Path) -> None:
     view = memoryview(data)
     try:
         while view:
@@ -673,7 +1001,8 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
 
 
 def _copy_up_to(source: IO[bytes], fd: int, room: int, target: Path) -> int:
-    """Copy `source` to `fd` (the file `target`) until it ends or `room` is passed; the bytes copied (room + 1 when cut).
+    """Copy `source` to `fd` (the file `target`) until it ends or `room` bytes are copied; the bytes
+    copied, room + 1 when `source` holds more (what was copied then stops at `room`).
 
     A plain file is copied by the kernel (copy_file_range: no trip through this process, a few
     calls for a log of 100s of MB); a .gz, or a file system that cannot, a MB at a time."""
@@ -681,12 +1010,10 @@ def _copy_up_to(source: IO[bytes], fd: int, room: int, target: Path) -> int:
     if copied is not None:
         return copied
     copied = 0
-    while data := source.read(1 << 20):
-        if copied + len(data) > room:
-            return room + 1
+    while copied < room and (data := source.read(min(1 << 20, room - copied))):
         _write_all(fd, data, target)
         copied += len(data)
-    return copied
+    return room + 1 if copied == room and source.read(1) else copied
 
 
 def _copy_in_kernel(source: IO[bytes], fd: int, room: int, target: Path) -> int | None:
@@ -698,9 +1025,9 @@ def _copy_in_kernel(source: IO[bytes], fd: int, room: int, target: Path) -> int 
     except (OSError, ValueError):
         return None
     copied = 0
-    while True:
+    while copied < room:
         try:
-            count = os.copy_file_range(source_fd, fd, min(room + 1 - copied, 1 << 30), offset + copied)
+            count = os.copy_file_range(source_fd, fd, min(room - copied, 1 << 30), offset + copied)
         except OSError as exc:
             if copied == 0 and exc.errno in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF):
                 return None  # not between these files: copied the usual way
@@ -708,8 +1035,7 @@ def _copy_in_kernel(source: IO[bytes], fd: int, room: int, target: Path) -> int 
         if count == 0:
             return copied
         copied += count
-        if copied > room:
-            return room + 1
+    return room + 1 if os.pread(source_fd, 1, offset + room) else copied
 
 
 def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
@@ -718,13 +1044,6 @@ def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
         f"raw.log is not copied: the log is larger than --max-raw-log-mb ({limits.max_raw_log_mb:g} MB).\n"
         f"Read it where it is:\n{names}\n"
     ).encode("utf-8", "surrogateescape")
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _umask() -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ... import jsondepth
 from .. import facts
 from ..store import Agreement, CollectiveSchedule, ExecutionOrder, ExportFailure, LoggedBreak, RuntimeEstimate, graph_of, label_of
 from ...model import Record
@@ -40,7 +41,7 @@ def _payload_as(name: str) -> list[Output]:
     return [Output(PAYLOAD, f"{name}.txt")]
 
 
-# The metrics fields the metrics page (templates/metrics.html.j2, shared by the three metrics kinds)
+# The metrics fields the metrics page (report/html/metrics_page.py, shared by the three metrics kinds)
 # shows in a place of their own; tests/test_other_metrics.py holds this equal to the fields it names.
 METRICS_SHOWN = frozenset({
     "co_name", "co_filename", "co_firstlineno",
@@ -138,7 +139,7 @@ def dynamo_output_graph(record: Record, ctx: ParseContext) -> list[Output]:
 @kind("dynamo_guards", title="Dynamo: guards (legacy structured list)", section="guards", lang="json", label="Guards")
 def dynamo_guards(record: Record, ctx: ParseContext) -> list[Output]:
     try:
-        guards = orjson.loads(record.payload or b"")
+        guards = jsondepth.loads(record.payload or b"")
         if not isinstance(guards, list) or not all(isinstance(g, dict) and isinstance(g.get("code"), str) for g in guards):
             raise ValueError("expected a list of {code: str, ...}")
     except ValueError as exc:
@@ -296,10 +297,10 @@ for _name, _role, _title in (
 def pretty_json(payload: bytes) -> bytes:
     """Payload JSON re-indented with sorted keys (as tlparse writes it); text that is not JSON is kept as is."""
     try:
-        value = orjson.loads(payload)
+        value = jsondepth.loads(payload)
     except orjson.JSONDecodeError:
         try:
-            value = json.loads(payload.decode("utf-8", "replace"))
+            value = jsondepth.loads_text(payload.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             return payload
     try:
@@ -484,7 +485,7 @@ def partial_graph(record: Record, ctx: ParseContext, url: str) -> None:
 @named("torch_version", title="The torch version and commit that wrote the log")
 def torch_version(record: Record, ctx: ParseContext, url: str) -> None:
     try:
-        build = orjson.loads(record.payload or b"")
+        build = jsondepth.loads(record.payload or b"")
     except orjson.JSONDecodeError:
         return  # its text is still shown; the version stays unknown unless a compile's metrics name it
     if isinstance(build, dict):

@@ -11,9 +11,10 @@ from typing import Any
 
 import orjson
 
+from ... import jsondepth
 from ...model import Record
 from ..store import label_of
-from ..vllm import PIECE_SPAN, PassChange, COMPILE_EVENT, COMPILE_START, CONFIG, PATTERNS, PIECE_GRAPHS, POST_GRAD, SPLIT_GRAPH
+from ..vllm import DIFF_PAGE, PIECE_SPAN, PassChange, COMPILE_EVENT, COMPILE_START, CONFIG, PATTERNS, PIECE_GRAPHS, POST_GRAD, SPLIT_GRAPH
 from .context import ParseContext
 from .registry import PAYLOAD, PLACED, Output, declare
 
@@ -23,7 +24,7 @@ VLLM_SECTION = "other"
 def _json(record: Record, ctx: ParseContext) -> Any:
     """The record's JSON payload; None (counted, shown as damaged) when it is not JSON."""
     try:
-        return orjson.loads(record.payload or b"")
+        return jsondepth.loads(record.payload or b"")
     except orjson.JSONDecodeError as exc:
         ctx.problem(record, "fail_vllm_json", f"vLLM record {record.kinds[0] if record.kinds else ''} is not valid JSON", str(exc)[:120])
         ctx.analysis.vllm.damaged_record()
@@ -74,7 +75,7 @@ def graph_dump(record: Record, ctx: ParseContext, name: str) -> list[Output]:
     before = vllm.baseline_url()
     text = record.payload_text()
     compile_id = label_of(record.compile_id) if record.compile_id else None
-    page = Output(PLACED, f"{name}.diff.html", view="pass_diff", data={"before": before, "title": f"Pass Diff: {name[len(POST_GRAD):]}"})
+    page = Output(PLACED, f"{name}{DIFF_PAGE}", view="pass_diff", data={"before": before, "title": f"Pass Diff: {name[len(POST_GRAD):]}"})
 
     noted: list[PassChange] = []
 
@@ -82,6 +83,7 @@ def graph_dump(record: Record, ctx: ParseContext, name: str) -> list[Output]:
         change = vllm.post_grad(name, url, text, compile_id, record.lineno)
         noted.append(change)
         page.data = {**(page.data or {}), "after": url, "baseline": change.baseline, "added": change.added, "removed": change.removed}
+        page.name = vllm.diff_page_name(url, page.name)
 
     graph = Output(PAYLOAD, f"{name}.txt", on_written=written)
     if before is None:  # nothing to compare with: the pass's graph alone (what is missing is said on the summary)
@@ -98,7 +100,7 @@ def graph_dump(record: Record, ctx: ParseContext, name: str) -> list[Output]:
 def chromium_event(record: Record, ctx: ParseContext) -> None:
     """An Inductor compile span while a piece compiles: the piece's cost (only read in vLLM logs)."""
     try:
-        event = orjson.loads(record.payload or b"")
+        event = jsondepth.loads(record.payload or b"")
     except orjson.JSONDecodeError:
         return  # the chromium events file says so; nothing to time
     if isinstance(event, dict) and event.get("name") == PIECE_SPAN and isinstance(event.get("ts"), (int, float)):

@@ -199,7 +199,7 @@ def page_records(report: Analysis, page: PageRef, records: list[RecordSummary]) 
 class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """The page of one compile id in one generation: everything logged about it, in pipeline order."""
 
-    template: ClassVar[str] = "compile.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     label: str
     page: str
     anchor: str
@@ -276,13 +276,15 @@ def compile_outline(report: Analysis, page: PageRef, records: list[RecordSummary
     )
 
 
-def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder) -> CompilePage:
+def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder,
+                 outline: CompileOutline | None = None) -> CompilePage:
     """The page of `pages[position]`, with links to the compiles before and after it in log order;
-    `records`: the compile id's spooled records (of every generation)."""
+    `records`: the compile id's spooled records (of every generation); `outline`: its outline, if
+    made already (the search index takes its entries from it too)."""
     report = inputs.analysis
     page = pages[position]
     key, generation = page.key, page.generation
-    outline = compile_outline(report, page, records, builder)
+    outline = outline or compile_outline(report, page, records, builder)
     mine = report.in_generation(key, generation)
     metrics = outline.metrics
     frame_key = key.frame_key() if key is not None else None

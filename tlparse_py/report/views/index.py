@@ -22,6 +22,7 @@ from ...analysis.summary import (
     CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, FrameRecompiles, LimitHit, compiles_of_graph, failed_compiles, first_line,
     graph_break_groups, limit_hits, recompiled_frames, slowest,
 )
+from ...analysis.timeline import Timeline
 from ...analysis.totals import BY_NAME, Value, columns, nested, totals_of
 from ...model import Artifact, CompileId, DiagnosticLog, Stats, generation_label
 from ..markdown import time_span
@@ -295,6 +296,7 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     export: dict[str, Any]
     exported_programs: list[str]
     problems: list[dict[str, Any]]  # the top problems: failed compiles, frames at the recompile limit (problem_rows)
+    timeline: Timeline | None = None  # the pictures' data (`Analysis.timeline`); None: no compile to draw
     program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (a red line when it failed)
     # parts already rendered, shown instead of rendering their data: "compile_rows", "compiles", "trie"
     # (a live report's index, assembled from the rows, sections and trie nodes that did not change)
@@ -394,6 +396,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
         problems=problem_rows(failed_compiles(compiles), hits),
         fragments=fragments,
         program=summary.program,
+        timeline=report.timeline() if compiles else None,
     )
 
 

@@ -142,7 +142,7 @@ def metric_view(name: str, value: Any) -> MetricView:
 
 
 class MetricsPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
-    template: ClassVar[str] = "metrics.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     fields: str  # every field, as indented JSON
     meta: dict[str, Any]
     stack: list[FrameView]

@@ -1,0 +1,118 @@
+"""Memory per compile id (issue 46): a log of 100,000s of small compiles keeps a compact row per
+compile id, not a tree of objects.
+
+Measured with tracemalloc (Python's own allocations: the same for the same input, whatever else the
+machine does), in bytes, with bounds well above what is measured; never with wall time or RSS.
+`benchmarks/memory_compile_ids.py` measures the peak RSS of whole runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tlparse_py.analysis import compile_memo
+from tlparse_py.analysis.compiles import summary_dict
+from tlparse_py.analysis.files import Files
+from tlparse_py.analysis.store import METRIC_SUMMARY_FIELDS, FactSpool, MetricFields
+from tlparse_py.model import Artifact
+from tlparse_py.options import Options
+from tlparse_py.pipeline import analyze_logs
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "traces"
+
+
+def tiny_compiles_log(path: Path, compiles: int) -> Path:
+    """A log of `compiles` small whole compiles, one frame each (`make_logs.tiny_compile`)."""
+    spec = importlib.util.spec_from_file_location("bench_make_logs", BENCHMARKS / "make_logs.py")
+    assert spec is not None and spec.loader is not None
+    make_logs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_logs)
+    path.write_bytes(b"".join(make_logs.tiny_compile(frame) for frame in range(compiles)))
+    return path
+
+
+HELD = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from tlparse_py.options import Options
+from tlparse_py.pipeline import analyze_logs
+gc.collect()
+tracemalloc.start()
+base = tracemalloc.get_traced_memory()[0]
+analysis = analyze_logs([Path(sys.argv[1])], Options(scanning_child=False))
+analysis.compiles()
+gc.collect()
+print(tracemalloc.get_traced_memory()[0] - base)
+"""
+
+
+def held_by_analysis(log: Path) -> int:
+    """Bytes the analysis of `log` holds once read and its compiles built (what a forked page
+    builder starts from), measured in a fresh interpreter: what earlier tests left in module-level
+    caches (interned compile ids) must not count for or against it."""
+    done = subprocess.run([sys.executable, "-c", HELD, str(log)], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    return int(done.stdout.split()[-1])
+
+
+def test_the_analysis_keeps_a_compact_row_per_compile_id(tmp_path):
+    """Before: ~4.7 KB a compile id held (a metrics dict, directory entries as structs and strings,
+    every CompileSummary in memory); now ~3.3 KB (of which the reading's own state, the pipeline's
+    kind counters and the writer's folders, are outside the analysis). Both sizes are past SPOOLED_FROM."""
+    assert compile_memo.SPOOLED_FROM < 2500
+    small = held_by_analysis(tiny_compiles_log(tmp_path / "dedicated_log_torch_trace_small.log", 2500))
+    big = held_by_analysis(tiny_compiles_log(tmp_path / "dedicated_log_torch_trace_big.log", 6000))
+    per_id = (big - small) / 3500
+    assert per_id < 3800, (small, big, per_id)
+
+
+@pytest.mark.parametrize("scenario", ["recompile", "graph_break", "reset_reuse", "failure"])
+def test_compiles_kept_packed_answer_as_compiles_kept_as_objects(monkeypatch, scenario):
+    """`Analysis.compiles()` past SPOOLED_FROM keeps them in a scratch file: every answer is the same."""
+    log = sorted((FIXTURES / scenario).glob("*.log*"))[0]
+    objects = analyze_logs([log])
+    monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 0)
+    packed = analyze_logs([log])
+    assert packed.compiles() == objects.compiles()
+    assert type(packed.memo.kept).__name__ == "SpooledCompiles"
+    for compile_ in objects.compiles():
+        for key in [compile_.key, *(k for k in packed.directory if k is not None and k.frame_key() == compile_.key)]:
+            assert packed.compile_of(key, compile_.generation) == objects.compile_of(key, compile_.generation)
+        assert packed.status_of(compile_.key) == objects.status_of(compile_.key)
+    assert summary_dict(packed.summary()) == summary_dict(objects.summary())
+
+
+def test_directory_entries_are_packed_and_read_back_as_they_were_listed():
+    entries = [
+        Artifact(url="-_0_0_0/dynamo_output_graph_3.txt", name="dynamo_output_graph_3.txt", number=3, kind="dynamo_output_graph",
+                 raw="-_0_0_0/dynamo_output_graph_3.txt"),
+        Artifact(url="https://example.com/x", name="a link", number=4, kind="link", is_link=True, subgraph="sub"),
+        Artifact(url="-_0_0_0/fx_graph_cache_hit_5.json", name="other name", number=5, suffix="✅", readable_url="r.html",
+                 raw="-_0_0_0/raw_5.txt"),
+        Artifact(url="-_0_0_0/x_6.txt", name="x_6.txt", number=6, subgraph="\ud800 lone"),  # does not encode: kept as is
+    ]
+    files = Files(FactSpool(), entries)
+    assert list(files) == entries
+    assert [files[i] for i in range(-4, 4)] == entries + entries
+    assert files[1:3] == entries[1:3]
+    assert files == entries and entries[2] in files and files.index(entries[2]) == 2
+    assert files + [entries[0]] == entries + [entries[0]]
+    assert pickle.loads(pickle.dumps(files)) == entries
+    assert sum(type(packed) is bytes for packed in list.__iter__(files)) == 3
+
+
+def test_metric_fields_read_as_the_dict_of_the_summary_fields():
+    meta = {"co_name": "f", "graph_op_count": 3, "restart_reasons": ["x"], "not_summarised": 1}
+    fields = MetricFields(meta, restart_reasons=["in words"])
+    expected = {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS} | {"restart_reasons": ["in words"]}
+    assert fields == expected and dict(fields) == expected
+    assert fields["co_name"] == "f" and fields.get("not_summarised") is None and fields.get("nope", 7) == 7
+    assert "co_name" in fields and "not_summarised" not in fields
+    assert pickle.loads(pickle.dumps(fields)) == expected

@@ -1,0 +1,110 @@
+"""`Analysis.compiles()` kept once per state of the store, and read back from there.
+
+The index, the search index and summary.json all ask for the compiles, and a log may hold 100,000s
+of them: they are built once per state of the store (`CompilesMemo.stamp`). Past SPOOLED_FROM
+compiles they are kept packed in a scratch file (`spools.SpooledCompiles`), not as objects, and read
+back at each ask (a summary costs a few KB, and the forked page builder would otherwise start from a
+heap holding all of them); askers at the same time share one list read back, as they would share
+the objects in memory.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..model import CompileId
+from .spools import SpooledCompiles
+from .summary import CompileSummary
+
+SPOOLED_FROM = 2000  # compiles, from which they are kept packed in a scratch file
+
+
+class _ReadBack(list[CompileSummary]):
+    """Compiles read back from their spool (`CompilesMemo.read_back`); `shared`: the list whose
+    summaries it holds, kept alive by every list handed out."""
+
+    __slots__ = ("shared", "__weakref__")
+    shared: _ReadBack
+
+
+def kept_compiles(compiles: list[CompileSummary]) -> Sequence[CompileSummary]:
+    """How the memo keeps what was built: past SPOOLED_FROM, packed in a scratch file, written
+    through before any page builder forks (`Spool.settle`); a log whose summaries do not pack (a
+    lone surrogate in a name) keeps them as they are."""
+    if len(compiles) < SPOOLED_FROM:
+        return compiles
+    try:
+        spool = SpooledCompiles(compiles)
+    except (UnicodeEncodeError, TypeError, OverflowError):
+        return compiles
+    spool.settle()
+    return spool
+
+
+class CompilesMemo:
+    """The compiles of one state of the store (`stamp`), and where each (frame, generation) is."""
+
+    def __init__(self) -> None:
+        self.stamp: tuple[int, ...] | None = None
+        self.kept: Sequence[CompileSummary] | None = None
+        self.held: weakref.ref[_ReadBack] | None = None  # the list read back now in use, if any
+        self.places: dict[tuple[CompileId, int], CompileSummary | int] | None = None
+        self.places_stamp: tuple[int, ...] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # a cache: a copy of the analysis (a rank's, pickled) builds its own
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def found(self, stamp: tuple[int, ...]) -> list[CompileSummary] | None:
+        """The compiles kept for `stamp` (a new list), or None when they must be built."""
+        return self.read_back() if self.kept is not None and self.stamp == stamp else None
+
+    def keep(self, stamp: tuple[int, ...], compiles: list[CompileSummary]) -> list[CompileSummary]:
+        """Keep what was just built for `stamp`; a new list of them."""
+        self.stamp, self.kept, self.places, self.held = stamp, kept_compiles(compiles), None, None
+        if self.kept is not compiles:  # spooled: those just built are the ones shared while held
+            shared = _ReadBack(compiles)
+            self.held = weakref.ref(shared)
+            return self.read_back(shared)
+        return list(compiles)
+
+    def take(self, stamp: tuple[int, ...], compiles: list[CompileSummary], places: dict[tuple[CompileId, int], CompileSummary]) -> None:
+        """Take compiles (and where each is) built elsewhere for `stamp` (a live report's)."""
+        self.stamp, self.kept, self.held = stamp, compiles, None
+        self.places_stamp, self.places = stamp, dict(places)
+
+    def forget(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def read_back(self, shared: _ReadBack | None = None) -> list[CompileSummary]:
+        """A new list of the compiles kept; read back from their spool only when no list read back
+        before is still held."""
+        kept = self.kept
+        assert kept is not None
+        if isinstance(kept, list):
+            return list(kept)
+        shared = shared if shared is not None else self.held() if self.held is not None else None
+        if shared is None:
+            shared = _ReadBack(kept)
+            self.held = weakref.ref(shared)
+        found = _ReadBack(shared)
+        found.shared = shared  # alive as long as any list handed out from it
+        return found
+
+    def compile_at(self, stamp: tuple[int, ...], place: tuple[CompileId, int],
+                   compiles: Callable[[], list[CompileSummary]]) -> CompileSummary | None:
+        """The compile of (frame, generation) in the compiles of `stamp` (`compiles()` builds them)."""
+        if self.places is None or self.places_stamp != stamp:
+            listed = compiles()
+            self.places, self.places_stamp = {(c.key, c.generation): at for at, c in enumerate(listed)}, stamp
+        found = self.places.get(place)
+        if not isinstance(found, int):  # None, or the compile itself (a live report's places hold them)
+            return found
+        shared = self.held() if self.held is not None else None
+        kept = shared if shared is not None else self.kept
+        assert kept is not None
+        return kept[found]

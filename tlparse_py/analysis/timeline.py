@@ -1,0 +1,323 @@
+"""The run on a time axis: when each compile ran, in which process, what became of it and where its
+time went, and which frames took the most compile time. The data the index's pictures are drawn
+from, and summary.json's `timeline` (so that other tools can draw their own).
+
+When a compile ran is read from glog times, the only clock every record has: a compile begins at
+its first record (its `dynamo_start`) and ends at its last (its `compilation_metrics`, the last
+attempt's), both noted as the log is read (`CompileClock`). glog writes milliseconds, while the
+metrics time a compile to the microsecond: a compile lasts at least its forward time
+(`entire_frame_compile_time_s`), so a bar is never shorter than the phases drawn inside it. A
+compile that logged no `dynamo_start` (the one over the recompile limit) begins its forward time
+before its metrics; one that logged neither record has unknown times (None, never 0).
+
+Its phases are `phases.compile_time_split` of the metrics entry its forward time is read from,
+laid end to end from its start: Dynamo, then the backend (AOTAutograd), Inductor and code
+generation, as the nested totals of the metrics say. A phase whose time the log does not give has
+no start, and neither has any phase after it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from msgspec import Struct, field
+
+from ..model import CompileId
+from . import questions
+from .phases import compile_time_split
+from .store import MetricsEntry, Store
+from .summary import CACHE_RESULTS, CAUSE_RECOMPILE, CompileSummary
+
+# Past this many compiles with known times, the timeline draws buckets of compiles (per process,
+# BUCKETS of them across the axis, with their counts by outcome), not one bar each: a bar costs
+# about 200 bytes of the index, and a few thousand are more than a page's width can tell apart.
+MAX_BARS = 2000
+BUCKETS = 250
+TOP_FRAMES = 10  # the frames with the most compile time, in the chart
+# A stretch of the run with no compile is compressed when longer than this share of the run (and
+# GAP_MIN_S): a program that compiles at start-up and again an hour later shows both, not a line.
+GAP_SHARE = 0.08
+GAP_MIN_S = 1.0
+GAP_DRAWN = 0.03  # the share of the axis a compressed stretch is drawn as
+# The parts of a frame's compile time the chart stacks: the forward phases (`phases.Phase.key`), the
+# forward time the log does not split, then the lazy backward compiles
+PART_NAMES = {"dynamo": "Dynamo", "aot": "AOTAutograd", "backend": "Backend", "inductor": "Inductor",
+              "codegen": "Code generation", "unsplit": "Forward, not split by the log", "backward": "Backward compile"}
+
+
+def glog_seconds(timestamp: str) -> float | None:
+    """A record's glog time (`Record.timestamp`, ISO, the log's assumed year, no zone) as seconds on
+    one clock: only the difference of two is meant. None when it is no time."""
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+class CompileClock:
+    """When each compile (frame compile, generation) began and ended: the glog seconds of its
+    `dynamo_start` and of its last `compilation_metrics`, noted as the log is read. Two floats a
+    compile; nothing else is kept."""
+
+    __slots__ = ("began", "ended")
+
+    def __init__(self) -> None:
+        self.began: dict[tuple[CompileId, int], float] = {}
+        self.ended: dict[tuple[CompileId, int], float] = {}
+
+    def start(self, key: CompileId, generation: int, timestamp: str) -> None:
+        at = glog_seconds(timestamp)
+        if at is not None:
+            self.began.setdefault((key, generation), at)  # a later attempt's start is the same compile's
+
+    def end(self, key: CompileId, generation: int, timestamp: str) -> None:
+        at = glog_seconds(timestamp)
+        if at is not None:
+            place = (key, generation)
+            self.ended[place] = max(at, self.ended.get(place, at))  # the last attempt's metrics end it
+
+
+class PhaseSpan(Struct, frozen=True, gc=False):
+    """One phase of a compile's forward time on the run's axis (seconds from the run's first record)."""
+
+    name: str  # "Dynamo", "AOTAutograd", ... (`phases.Phase.name`)
+    key: str  # "dynamo", "aot", "backend", "inductor", "codegen"
+    start_s: float | None  # None: a phase before it has no known time
+    seconds: float | None  # None: it ran, the log does not say how long
+
+
+class CompileSpan(Struct, frozen=True, gc=False):
+    """One compile on the run's axis."""
+
+    id: str
+    generation: int
+    process: int
+    start_s: float | None  # seconds from the run's first record; None: unknown
+    end_s: float | None
+    outcome: str  # its status (`summary.STATUS_LABELS`)
+    cause: str  # first / recompile / retry
+    cache_hit: bool  # a cache lookup of it hit
+    phases: tuple[PhaseSpan, ...]
+    label: str = ""  # for the pictures (not in summary.json): `[0/1]`, its page, its frame, its time
+    url: str | None = None
+    frame: str = ""
+    seconds: float | None = None
+
+    @property
+    def recompile(self) -> bool:
+        return self.cause == CAUSE_RECOMPILE and self.outcome != "limit"
+
+    def to_dict(self) -> dict[str, Any]:
+        """summary.json's `timeline[]` item."""
+        return {"id": self.id, "generation": self.generation, "process": self.process, "start_s": self.start_s,
+                "end_s": self.end_s, "outcome": self.outcome, "cause": self.cause,
+                "phases": [{"name": p.name, "start_s": p.start_s, "seconds": p.seconds} for p in self.phases]}
+
+
+class Bucket(Struct, gc=False):
+    """Compiles of one process whose start falls in one stretch of the axis (past MAX_BARS)."""
+
+    process: int
+    start_s: float
+    end_s: float
+    outcomes: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0  # their known compile time
+
+    @property
+    def count(self) -> int:
+        return sum(self.outcomes.values())
+
+
+class Gap(Struct, frozen=True, gc=False):
+    """A stretch of the run with no compile, drawn compressed."""
+
+    start_s: float
+    end_s: float
+
+
+class Axis(Struct, frozen=True, gc=False):
+    """The run's time (0 to `end_s`) on the drawn axis (0 to `length`), long gaps compressed."""
+
+    end_s: float
+    gaps: tuple[Gap, ...] = ()
+    gap_length: float = 0.0  # the axis length each gap is drawn as
+
+    @property
+    def length(self) -> float:
+        return self.end_s - sum(g.end_s - g.start_s for g in self.gaps) + self.gap_length * len(self.gaps)
+
+    def at(self, seconds: float) -> float:
+        """Where a time of the run is on the axis."""
+        shift = 0.0
+        for gap in self.gaps:
+            if seconds <= gap.start_s:
+                break
+            if seconds < gap.end_s:  # inside a gap: spread over its drawn length
+                return seconds - shift - (seconds - gap.start_s) + self.gap_length * (seconds - gap.start_s) / (gap.end_s - gap.start_s)
+            shift += gap.end_s - gap.start_s - self.gap_length
+        return seconds - shift
+
+
+class FrameTime(Struct, gc=False):
+    """A frame's compile time over all its compiles, by part (PART_NAMES)."""
+
+    frame: str  # as compile ids write it: `0`, `p1:3`
+    name: str
+    url: str | None  # its first compile's page
+    compiles: int
+    recompiles: int
+    parts: dict[str, float] = field(default_factory=dict)  # PART_NAMES key → seconds, in PART_NAMES order
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts.values())
+
+
+class Timeline(Struct, gc=False):
+    """The index's pictures' data: every compile on the run's axis, and the frames by compile time."""
+
+    spans: list[CompileSpan]  # every compile, in log order
+    processes: list[int]  # the lanes: every process that compiled, and the first
+    axis: Axis
+    buckets: list[Bucket] | None  # None: one bar per compile (no more than MAX_BARS with known times)
+    frames: list[FrameTime]  # the TOP_FRAMES frames with the most compile time, most first
+    frames_with_time: int  # how many frames had any
+
+    @property
+    def drawn(self) -> list[CompileSpan]:
+        return [s for s in self.spans if s.start_s is not None and s.end_s is not None]
+
+    @property
+    def unknown(self) -> int:
+        """Compiles the log gives no time of: listed, not drawn."""
+        return sum(1 for s in self.spans if s.start_s is None or s.end_s is None)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """summary.json's `timeline`."""
+        return [s.to_dict() for s in self.spans]
+
+
+def timeline(store: Store, clock: CompileClock, compiles: Sequence[CompileSummary], processes: int = 1) -> Timeline:
+    """The pictures' data of a run: its compiles (`Analysis.compiles()`) on the axis of its records'
+    glog times, which `clock` noted as the log was read."""
+    origin = glog_seconds(store.first_timestamp or "")
+    last = glog_seconds(store.last_timestamp or "")
+    spans = [compile_span(store, clock, c, origin) for c in compiles]
+    end = max([last - origin if last is not None and origin is not None else 0.0]
+              + [s.end_s for s in spans if s.end_s is not None])
+    axis = compressed_axis(spans, end)
+    lanes = sorted({0, *range(processes), *(s.process for s in spans)})
+    drawn = [s for s in spans if s.start_s is not None and s.end_s is not None]
+    buckets = bucketed(drawn, axis) if len(drawn) > MAX_BARS else None
+    frames = frame_times(compiles, spans)
+    return Timeline(spans, lanes, axis, buckets, frames[:TOP_FRAMES], len(frames))
+
+
+def compile_span(store: Store, clock: CompileClock, compile_: CompileSummary, origin: float | None) -> CompileSpan:
+    """One compile on the axis (see the module's docstring for what its times are read from)."""
+    place = (compile_.key, compile_.generation)
+    entry = forward_entry(store, compile_)
+    split = compile_time_split(store, entry) if entry is not None else None
+    forward = compile_.compile_time_s.forward or 0.0
+    began, ended = clock.began.get(place), clock.ended.get(place)
+    start = end = None
+    if origin is not None and (began is not None or ended is not None):
+        start = (began if began is not None else ended - forward) - origin  # type: ignore[operator]
+        end = max(ended - origin if ended is not None else start, start + forward)
+        start, end = round(max(start, 0.0), 6), round(max(end, 0.0), 6)
+    phases: list[PhaseSpan] = []
+    at: float | None = start
+    for phase in split.phases if split is not None else ():
+        phases.append(PhaseSpan(phase.name, phase.key, round(at, 6) if at is not None else None,
+                             round(phase.seconds, 6) if phase.seconds is not None else None))
+        at = at + phase.seconds if at is not None and phase.seconds is not None else None
+    return CompileSpan(
+        compile_.id, compile_.generation, compile_.process, start, end, compile_.status, compile_.cause,
+        any(lookup.result == CACHE_RESULTS[0] for lookup in compile_.cache), tuple(phases),
+        compile_.label, compile_.url, compile_.frame or "", compile_.compile_time_s.total,
+    )
+
+
+def forward_entry(store: Store, compile_: CompileSummary) -> MetricsEntry | None:
+    """The metrics entry a compile's forward time is read from: its generation's first that logged
+    one, as `Analysis.compile_time` reads it."""
+    for entry in store.metrics.get(compile_.key, ()):
+        if entry.generation == compile_.generation and questions.seconds(entry.get("entire_frame_compile_time_s")) is not None:
+            return entry
+    return None
+
+
+def compressed_axis(spans: Iterable[CompileSpan], end: float) -> Axis:
+    """The run's axis, each stretch with no compile longer than GAP_SHARE of the run (and GAP_MIN_S)
+    compressed to GAP_DRAWN of the axis: from the start to the first compile, between two, and
+    from the last compile to the last record."""
+    busy = sorted((s.start_s, s.end_s) for s in spans if s.start_s is not None and s.end_s is not None)
+    threshold = max(GAP_MIN_S, GAP_SHARE * end)
+    gaps = []
+    reached = 0.0
+    for start, stop in [*busy, (end, end)]:
+        if start - reached > threshold:
+            gaps.append(Gap(round(reached, 6), round(start, 6)))
+        reached = max(reached, stop)
+    if not gaps:
+        return Axis(end)
+    kept = end - sum(g.end_s - g.start_s for g in gaps)
+    # each gap drawn as GAP_DRAWN of the whole axis: kept + n·g = length, g = GAP_DRAWN · length
+    share = min(GAP_DRAWN * len(gaps), 0.5)
+    gap_length = (kept * share / (1 - share)) / len(gaps) if kept > 0 else 1.0
+    return Axis(end, tuple(gaps), gap_length)
+
+
+def bucketed(spans: Sequence[CompileSpan], axis: Axis) -> list[Bucket]:
+    """Compiles gathered by process into BUCKETS equal stretches of the axis, by where they start;
+    every compile is in one, its count kept by outcome."""
+    length = axis.length or 1.0
+    found: dict[tuple[int, int], Bucket] = {}
+    for span in spans:
+        assert span.start_s is not None and span.end_s is not None
+        place = (span.process, min(int(axis.at(span.start_s) / length * BUCKETS), BUCKETS - 1))
+        bucket = found.get(place)
+        if bucket is None:
+            bucket = found[place] = Bucket(span.process, span.start_s, span.end_s)
+        bucket.start_s, bucket.end_s = min(bucket.start_s, span.start_s), max(bucket.end_s, span.end_s)
+        bucket.outcomes[span.outcome] += 1
+        bucket.seconds += span.seconds or 0.0
+    return [found[place] for place in sorted(found)]
+
+
+def frame_times(compiles: Iterable[CompileSummary], spans: Iterable[CompileSpan]) -> list[FrameTime]:
+    """Every frame with a known compile time, most first: its compiles' time by part (`parts`)."""
+    frames: dict[Any, FrameTime] = {}
+    for compile_, span in zip(compiles, spans):
+        identity = compile_.frame_identity or (compile_.key, compile_.generation)
+        frame = frames.get(identity)
+        if frame is None:
+            frame = frames[identity] = FrameTime(compile_.frame_label, compile_.frame or "", compile_.url, 0, 0)
+        frame.compiles += 1
+        frame.recompiles += compile_.is_recompile
+        frame.name = frame.name or compile_.frame or ""
+        for key, seconds in parts(compile_, span):
+            frame.parts[key] = frame.parts.get(key, 0.0) + seconds
+    timed = [f for f in frames.values() if f.parts]
+    for frame in timed:
+        frame.parts = {key: round(frame.parts[key], 6) for key in PART_NAMES if frame.parts.get(key)}
+    return sorted(timed, key=lambda f: -f.total)
+
+
+def parts(compile_: CompileSummary, span: CompileSpan) -> list[tuple[str, float]]:
+    """A compile's time by part: its forward phases the log times, the rest of its forward time
+    (`unsplit`: a phase of unknown time, or no split at all), and its lazy backward compiles. They
+    add up to its `compile_time_s.total`; none when that is unknown."""
+    times = compile_.compile_time_s
+    if times.total is None or times.forward is None:
+        return []
+    found = [(phase.key, phase.seconds) for phase in span.phases if phase.seconds]
+    unsplit = times.forward - sum(seconds for _, seconds in found)
+    if unsplit > 1e-9:
+        found.append(("unsplit", unsplit))
+    if times.backward:
+        found.append(("backward", times.backward))
+    return found
