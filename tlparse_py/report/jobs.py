@@ -8,7 +8,6 @@ order, whichever process built it); a child that dies has the jobs it did not fi
 
 from __future__ import annotations
 
-import base64
 import gc
 import json
 import os
@@ -101,7 +100,7 @@ class PageJobs:
         self.inputs.analysis.stats.add("fail_parser")
         self.inputs.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
-    def run(self, jobs: list[Job], gathered: tuple[Callable[[], bytes], Callable[[bytes], None]] | None = None) -> None:
+    def run(self, jobs: list[Job], gathered: tuple[Callable[[], bytes], Callable[[bytes | memoryview], None]] | None = None) -> None:
         """Run the jobs, in this process and a forked child when there are enough of them (each takes
         the next few whenever it is free: `SharedJobs`; not a third process: each fork copies much
         of the heap it walks). `gathered`: (encode, add) of what the jobs gather besides their pages
@@ -122,11 +121,9 @@ class PageJobs:
                     jobs[index]()
                     shared.done(index)
 
-        def child() -> str | None:
+        def child() -> bytes:
             share()
-            # what the child gathered, as text for its JSON report (base64: a third more, where JSON's
-            # escapes would make most bytes six)
-            return base64.b64encode(gathered[0]()).decode("ascii") if gathered is not None else None
+            return gathered[0]() if gathered is not None else b""  # what it gathered, as it keeps it
 
         # a garbage collection in the child would write to every object the two processes share,
         # copying the parent's whole heap page by page: frozen objects are left alone
@@ -144,8 +141,8 @@ class PageJobs:
                 for index in shared.not_done():  # gatherer makes up for pieces it lacks)
                     self.job = index
                     jobs[index]()
-            elif gathered is not None and result is not None:
-                gathered[1](base64.b64decode(result))
+            elif gathered is not None:
+                gathered[1](result)
             mine, self.failures = self.failures, None
         finally:
             gc.unfreeze()
@@ -158,9 +155,9 @@ class PageJobs:
         for job in jobs:
             job()
 
-    def _fork(self, work: Callable[[], Any]) -> tuple[int, int]:
-        """Start `work` in a forked child; (its pid, the pipe it reports on: what `work` returned
-        and the pages it could not build)."""
+    def _fork(self, work: Callable[[], bytes]) -> tuple[int, int]:
+        """Start `work` in a forked child; (its pid, the pipe it reports on: the pages it could not
+        build, as a JSON line, then the bytes `work` returned, as they are)."""
         reader_fd, writer_fd = os.pipe()
         parent = os.getpid()
         pid = os.fork()
@@ -173,7 +170,9 @@ class PageJobs:
                 for prepare in self.on_fork:
                     prepare()
                 result = work()
-                os.write(writer_fd, json.dumps([result, self.failures]).encode())
+                with os.fdopen(writer_fd, "wb") as pipe:  # every byte, however many (a write may take part)
+                    pipe.write(json.dumps(self.failures).encode() + b"\n")
+                    pipe.write(result)
                 code = 0
             finally:
                 os._exit(code)
@@ -194,15 +193,15 @@ class PageJobs:
             pass
 
     @staticmethod
-    def _wait(pid: int, reader_fd: int) -> tuple[bool, Any, list[list[Any]]]:
+    def _wait(pid: int, reader_fd: int) -> tuple[bool, memoryview, list[list[Any]]]:
         """(whether the child finished, what its work returned, the pages it could not build)."""
         with os.fdopen(reader_fd, "rb") as pipe:
+            failures = pipe.readline()
             reported = pipe.read()
         _, status = os.waitpid(pid, 0)
-        if status != 0:
-            return False, None, []
-        result, failures = json.loads(reported)
-        return True, result, failures
+        if status != 0 or not failures.endswith(b"\n"):
+            return False, memoryview(b""), []
+        return True, memoryview(reported), json.loads(failures)
 
 
 _REPLACED: list[Any] = []  # the handles private_reader replaced in a forked child: never closed there

@@ -46,10 +46,6 @@ NEVER_REPLACE = (".git", ".hg", ".svn")  # a folder holding these is someone's w
 # up to this size, then go to disk: a small log makes no files, and a big one (a compile id with
 # millions of records) costs at most this much memory per scratch file, however big it grows.
 SCRATCH_IN_MEMORY = 1 << 20
-# Files written behind kept in memory for `read` (FolderWriter._keep): each at most KEPT_FILE_BYTES,
-# KEPT_BYTES in all (README, "Limits")
-KEPT_FILE_BYTES = 64 << 10
-KEPT_BYTES = 16 << 20
 _ACTIVE: set[ReportWriter] = set()  # staging folders of this process, removed by abort_all() on SIGTERM
 COMMITTED: set[Path] = set()  # the reports this process put in place (after a late SIGTERM: was it changed?)
 
@@ -345,28 +341,13 @@ class FolderWriter:
         self._root = os.fspath(root)
         self._dirs: set[str] = {""}  # the report's folders already made (relative; "" is the root)
         self._behind: BehindWrites | None = None
-        self._kept: dict[str, bytes] = {}  # small files written behind, kept to be read without a trip to the disk
-        self._kept_bytes = 0
 
     def write_behind(self, rel: str, data: bytes | str) -> None:
         """`write`, done by a thread while the caller goes on: for files nothing reads before
         `settle` (payloads and outputs written while the log is read). `read` settles first."""
         if self._behind is None:
             self._behind = BehindWrites(self.write)
-        data = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        self._keep(rel, data)
-        self._behind.put(rel, data)
-
-    def _keep(self, rel: str, data: bytes) -> None:
-        """Keep a small file written behind for `read`: the compile pages and the search index read
-        back the graphs and guards the reading wrote, 4 files a compile for a log of 10,000s of small
-        compiles. The first KEPT_BYTES of them are kept (memory stays bounded); later ones are read
-        from the disk."""
-        if rel in self._kept:
-            self._kept_bytes -= len(self._kept.pop(rel))
-        if len(data) <= KEPT_FILE_BYTES and self._kept_bytes + len(data) <= KEPT_BYTES:
-            self._kept[rel] = data
-            self._kept_bytes += len(data)
+        self._behind.put(rel, data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
 
     def drop_behind(self) -> None:
         """Stop writing what is queued (the report is abandoned); returns once no write is under way."""
@@ -408,8 +389,6 @@ class FolderWriter:
             data = data.encode("utf-8", "surrogatepass")
         _write_file(self._place(rel), data)
         self.bytes_written += len(data)
-        if self._kept and rel in self._kept and self._kept[rel] is not data:  # written again: the disk's is the one
-            self._kept_bytes -= len(self._kept.pop(rel))
 
     def open(self, rel: str) -> IO[bytes]:
         """A binary stream for files written piece by piece (raw.jsonl, chromium_events.json)."""
@@ -417,9 +396,6 @@ class FolderWriter:
 
     def read(self, rel: str) -> bytes | None:
         """A file already written to the report (None if it is not there)."""
-        kept = self._kept.get(rel)
-        if kept is not None:
-            return kept
         self.settle()
         try:
             return _read_file(self._place(rel))
