@@ -57,3 +57,28 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
         cwd=tmp_path,
     )
     assert check.stdout.split() == [str(site / "tlparse_py" / "templates"), str(site / "tlparse_py" / "compiled_templates" / "t_index_html.py"), "False"]
+
+
+# What the wheel's build hook may import: the build-system requires (pyproject.toml) and the standard
+# library. `pip install .` builds in an isolated environment holding only those: a module the hook
+# imports that needs another dependency breaks the README's first command.
+BUILD_PROBE = r"""
+import sys, tomllib, importlib.abc
+requires = tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]
+allowed = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower().replace("-", "_") for r in requires}
+allowed |= {"markupsafe"}  # jinja2's own dependency, installed with it
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top in sys.stdlib_module_names or top in allowed or top in ("tlparse_py", "_distutils_hack"):
+            return None
+        raise ImportError(f"the wheel's build hook imports {name}, which the build-system requires do not install")
+sys.meta_path.insert(0, Refuse())
+from tlparse_py.report.render import compile_templates
+print("ok")
+"""
+
+
+def test_the_wheel_build_hook_needs_only_the_build_requirements():
+    done = subprocess.run([sys.executable, "-c", BUILD_PROBE], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
