@@ -1,7 +1,8 @@
-"""Wheels carry the templates compiled (see `tlparse_py.report.render.compile_templates`): a Python
-module per template that runs without Jinja, so an installed tlparse-py never imports Jinja nor
-compiles a template, not even on its first run (pip turns the modules into bytecode at install).
-Editable installs compile the source templates on first use and cache the code."""
+"""Wheels carry the templates compiled by Jinja (`tlparse_py.report.render.compile_templates`: Jinja's
+own `Environment.compile_templates`, a Python module per template, which pip turns into bytecode at
+install), loaded at run time by Jinja's `ModuleLoader`: an installed tlparse-py never compiles a
+template, not even on its first run. Editable installs compile the source templates on first use and
+keep the code in the user's cache folder (Jinja's bytecode cache). See report/template_env.py."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ imported = time.perf_counter()
 own = dict(spent)
 from tlparse_py import pipeline
 from tlparse_py.commands import report
-from tlparse_py.report import jobs, writer
+from tlparse_py.report import jobs, staging
 phases = {}
 def phase(owner, attr, name):
     setattr(owner, attr, timed(phases, name, getattr(owner, attr)))
@@ -70,8 +70,8 @@ phase(jobs.PageJobs, "run", "pages")
 phase(pipeline.Pipeline, "_write_search_index", "search index")
 phase(pipeline, "write_static", "static files")
 phase(pipeline, "summary_markdown", "summary.md")
-phase(writer.ReportWriter, "__init__", "output folder: staging")
-phase(writer.ReportWriter, "commit", "output folder: commit")
+phase(staging.ReportWriter, "__init__", "output folder: staging")
+phase(staging.ReportWriter, "commit", "output folder: commit")
 phase(report, "conclude", "summary lines and checks")
 sys.argv = ["tlparse-py", *sys.argv[1:]]
 def report():  # an exit hook: the script leaves by os._exit once its hooks have run

@@ -314,7 +314,7 @@ def our_command() -> list[str]:
 def install() -> str:
     """How the timed tlparse-py was installed: a wheel carries its templates compiled, a source
     checkout (or `pip install -e`) compiles them on its first run and keeps them in its cache."""
-    probe = ("from tlparse_py.report import render; print('__file__' in render.load_template('index.html.j2'), render.HERE)")
+    probe = ("from tlparse_py.report import render; print(type(render.environment().loader).__name__ == 'ModuleLoader', render.HERE)")
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False).stdout.split()
     if not found:
         return "unknown"

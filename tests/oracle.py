@@ -1,11 +1,11 @@
-"""An independent oracle: the README's "Words and totals", counted straight from the raw records.
+"""An independent oracle: the words of docs/glossary.md and the README's totals, counted straight from the raw records.
 
 Deliberately simple, and sharing no code with tlparse_py (it must not import it): each header line is
 a glog prefix and a JSON envelope, the lines after it that start with a TAB are its payload. The
 property tests (test_properties.py) hold the tool's summary.json, index, summary.md, `--fail-on` and
 `analyze()` to what this returns for a TORCH_TRACE folder whose logs are all one run.
 
-What it counts, as the glossary says:
+What it counts, as the glossary (docs/glossary.md) says:
 - a process is one log; processes are numbered the program first, then its children, each in the
   order its first record was logged, and
   every log of the folder belongs to the run (spawned children included);

@@ -139,3 +139,51 @@ def test_classes_stay_small(path):
         if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
     ]
     assert big == []
+
+
+def test_no_import_circles_even_through_type_checking_imports():
+    """Names imported only for annotations tie modules too: the page functions (`report.html`) read
+    the view models through Protocols of their own (`html.models`), never by importing `views`."""
+    graph = grimp.build_graph("tlparse_py", exclude_type_checking_imports=False, cache_dir=None)
+    for module in list(graph.modules):
+        for imported in list(graph.find_modules_directly_imported_by(module)):
+            if imported.startswith(module + "."):
+                graph.remove_import(importer=module, imported=imported)
+    assert _cycles(graph) == []
+
+
+def _declared_dependencies() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {r.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip().lower() for r in project["dependencies"]}
+    return {name.replace("-", "_") for name in names}
+
+
+def test_the_package_imports_only_the_public_modules_of_its_dependencies():
+    """A dependency's private modules (`_x`) and Jinja's submodules (its compiler, runtime, ...) change in
+    any release: the package uses Jinja through the names of `jinja2` alone, and no dependency through
+    a private module."""
+    import types
+
+    import jinja2
+
+    dependencies = _declared_dependencies()
+    assert {"jinja2", "markupsafe", "msgspec"} <= dependencies
+    jinja_modules = {name for name, value in vars(jinja2).items() if isinstance(value, types.ModuleType)}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "jinja2":
+                names = [f"jinja2.{node.attr}"]
+            for name in names:
+                parts = name.split(".")
+                if parts[0].lower() not in dependencies:
+                    continue
+                private = any(part.startswith("_") and not part.endswith("__") for part in parts)  # `__version__` is public
+                if private or (parts[0] == "jinja2" and len(parts) > 1 and parts[1] in jinja_modules):
+                    found.append(f"{path.relative_to(ROOT)}: {name}")
+    assert found == []

@@ -1,5 +1,5 @@
-"""The user's cache folder: compiled templates and Pygments results kept between runs; and the
-compiled templates a wheel carries.
+"""The user's cache folder: compiled templates (Jinja's bytecode cache) and Pygments results kept
+between runs; and the compiled templates a wheel carries (Jinja's `ModuleLoader`).
 
 A warm cache must never change a report, a broken one must never fail it, and trimming must only
 ever delete the cache's own entries.
@@ -11,11 +11,10 @@ import json
 import os
 from pathlib import Path
 
-import jinja2
 import pytest
 
 from conftest import TRACES
-from tlparse_py.report import cache, render, templating
+from tlparse_py.report import cache, render, template_env
 from tlparse_py.report.cache import HighlightCache
 from tlparse_py.report.highlight import Highlighter, pygments_css
 from tlparse_py.pipeline import Options, write_report
@@ -31,9 +30,9 @@ def files_of(out: Path) -> dict[str, bytes]:
 def own_cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv(cache.ENV, str(folder))
-    render.templates.cache_clear()
+    render.environment.cache_clear()
     yield folder
-    render.templates.cache_clear()
+    render.environment.cache_clear()
 
 
 def test_a_warm_cache_gives_the_same_report_and_is_used(tmp_path, own_cache, monkeypatch):
@@ -41,7 +40,7 @@ def test_a_warm_cache_gives_the_same_report_and_is_used(tmp_path, own_cache, mon
     cold, warm = tmp_path / "cold", tmp_path / "warm"
     write_report(log, cold, options=Options(highlight_mb=64))
     entries = list(own_cache.glob("highlight-*/*.html"))
-    assert len(entries) > 10 and list(own_cache.glob("pages-*/*.code"))
+    assert len(entries) > 10
     from tlparse_py.report import highlight
 
     def no_pygments(text, lang):
@@ -70,25 +69,25 @@ def test_no_cache_and_a_broken_cache_still_write_the_report(tmp_path, monkeypatc
     blocked.write_text("a file where the cache folder would go")
     for setting in ("", str(blocked), str(tmp_path / "fine")):
         monkeypatch.setenv(cache.ENV, setting)
-        render.templates.cache_clear()
+        render.environment.cache_clear()
         out = tmp_path / f"out{len(setting)}"
         write_report(log, out, options=Options(highlight_mb=1))
         expected = expected or files_of(out)
         assert files_of(out) == expected
-    render.templates.cache_clear()
+    render.environment.cache_clear()
     assert cache.folder("x") is not None and cache.root() == tmp_path / "fine"
     monkeypatch.setenv(cache.ENV, "")
     assert cache.root() is None and cache.folder("x") is None
 
 
 def test_corrupt_compiled_templates_are_compiled_again(tmp_path, own_cache):
-    log = next((TRACES / "inference").glob("dedicated_log*"))
+    log = next((TRACES / "vllm_piecewise").glob("dedicated_log*"))  # its index is vLLM's summary, a template
     write_report(log, tmp_path / "first")
-    compiled = list(own_cache.glob("pages-*/*.code"))
+    compiled = list(own_cache.glob("templates-*/__jinja2_*.cache"))
     assert compiled
     for path in compiled:
         path.write_bytes(path.read_bytes()[:20])  # truncated mid-file
-    render.templates.cache_clear()
+    render.environment.cache_clear()
     write_report(log, tmp_path / "second")
     assert files_of(tmp_path / "first") == files_of(tmp_path / "second")
 
@@ -121,70 +120,70 @@ def compiled(tmp_path, monkeypatch):
     folder = tmp_path / "compiled_templates"
     render.compile_templates(folder)
     monkeypatch.setattr(render, "COMPILED_DIR", folder)
-    render.templates.cache_clear()
+    render.environment.cache_clear()
     yield folder
-    render.templates.cache_clear()
+    render.environment.cache_clear()
 
 
-def no_compiling(name, source, key):
-    raise AssertionError(f"{name} compiled at run time")
-
-
-@pytest.mark.parametrize("scenario", ["training", "failure", "export_failure"])
+@pytest.mark.parametrize("scenario", ["vllm_piecewise"])  # a single log's other pages are Python: vLLM's summary is a template
 def test_compiled_templates_are_used_and_write_the_same_report(tmp_path, own_cache, compiled, monkeypatch, scenario):
     log = next((TRACES / scenario).glob("dedicated_log*"))
     with_compiled = tmp_path / "with"
-    with monkeypatch.context() as patched:
-        patched.setattr(render, "generate_module", no_compiling)
-        write_report(log, with_compiled, options=Options(export=scenario.startswith("export")))
-    assert not list(own_cache.glob("pages-*/*")), "nothing compiled at run time"
+    write_report(log, with_compiled, options=Options(export=scenario.startswith("export")))
+    assert type(render.environment().loader).__name__ == "ModuleLoader"
+    assert not list(own_cache.glob("templates-*/*")), "nothing compiled at run time"
 
     monkeypatch.setattr(render, "COMPILED_DIR", tmp_path / "none")
-    render.templates.cache_clear()
+    render.environment.cache_clear()
     from_source = tmp_path / "source"
     write_report(log, from_source, options=Options(export=scenario.startswith("export")))
-    assert list(own_cache.glob("pages-*/*.code")), "compiled from the source, and cached"
+    assert type(render.environment().loader).__name__ == "FileSystemLoader"
+    assert list(own_cache.glob("templates-*/__jinja2_*.cache")), "compiled from the source, and cached"
     assert files_of(with_compiled) == files_of(from_source)
 
 
-@pytest.mark.parametrize("stale", ["template", "compiled_from", "broken"])
+@pytest.mark.parametrize("stale", ["template", "compiled_from", "missing_key"])
 def test_stale_compiled_templates_are_not_used(tmp_path, own_cache, compiled, monkeypatch, stale):
-    """Compiled from another source (or by another code generator, or tlparse-py), or unloadable: the source wins."""
-    module = compiled / f"{render.module_name('page_error.html.j2')}.py"
-    if stale == "broken":
-        module.write_text("this is not Python\n")
-    elif stale == "template":
+    """Compiled from another source (or by another Jinja, or with other settings), or without its key: the source wins."""
+    if stale == "template":
         templates = tmp_path / "templates"
         templates.mkdir()
-        for name in render.template_names():
+        for name in template_env.template_names(render.TEMPLATE_DIR):
             text = (render.TEMPLATE_DIR / name).read_text()
-            (templates / name).write_text(text.replace("<h1>", "<h1><!-- edited -->") if name == "page_error.html.j2" else text)
+            (templates / name).write_text(text.replace("<h1>", "<h1><!-- edited -->") if name == "rank_failed.html.j2" else text)
         monkeypatch.setattr(render, "TEMPLATE_DIR", templates)
+    elif stale == "compiled_from":
+        (compiled / template_env.KEY_FILE).write_text("another key\n")
     else:
-        module.write_text(module.read_text().replace("SOURCE = '", "SOURCE = 'other "))
-    context = {"title": "t", "root": "", "source": {"path": "p"}, "compile_page": None, "detail": "boom"}
-    with monkeypatch.context() as patched:
-        patched.setattr(render, "generate_module", no_compiling)
-        with pytest.raises(AssertionError, match="page_error.html.j2 compiled at run time"):
-            render.render("page_error.html.j2", context)
-    render.templates.cache_clear()
-    page = render.render("page_error.html.j2", context)
+        (compiled / template_env.KEY_FILE).unlink()
+    context = {"title": "t", "root": "", "source": {"path": "p"}, "compile_page": None, "log": "l", "error": "boom"}
+    page = render.render("rank_failed.html.j2", context)
+    assert type(render.environment().loader).__name__ == "FileSystemLoader"
     assert ("<!-- edited -->" in page) == (stale == "template")
 
 
-@pytest.mark.parametrize("obj", [
-    {"a": 1, "items": 2, "get": 3},  # keys that shadow dict methods: the methods win, as in Jinja
-    {},
-    {"real": "key"},
-    __import__("collections").OrderedDict(a=1),
-    3,
-    "text",
-])
-@pytest.mark.parametrize("name", ["a", "items", "get", "missing", "real", "upper"])
-def test_dict_lookups_answer_as_jinja_does(obj, name):
-    jinjas = jinja2.Environment()
-    for mine, theirs in ((templating.getattr_(obj, name), jinjas.getattr(obj, name)), (templating.getitem_(obj, name), jinjas.getitem(obj, name))):
-        if isinstance(theirs, jinja2.Undefined):
-            assert isinstance(mine, templating.Undefined)
-        else:
-            assert mine == theirs
+def test_the_compiled_templates_key_covers_every_template_and_jinja(tmp_path, monkeypatch):
+    """The key changes with any template's text and with Jinja's version (its compiled code calls Jinja's runtime)."""
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    for name in template_env.template_names(render.TEMPLATE_DIR):
+        (templates / name).write_bytes((render.TEMPLATE_DIR / name).read_bytes())
+    key = template_env.templates_key(templates)
+    assert key == template_env.templates_key(render.TEMPLATE_DIR)
+    (templates / "base.html.j2").write_text((templates / "base.html.j2").read_text() + " ")
+    assert template_env.templates_key(templates) != key
+    monkeypatch.setattr(template_env.jinja2, "__version__", "0.0")
+    assert template_env.templates_key(render.TEMPLATE_DIR) != key
+
+
+def test_an_unwritable_template_cache_costs_only_a_compile(tmp_path, own_cache, monkeypatch):
+    """Jinja's bytecode cache failing to write (a full disk, a read-only folder) never fails a page."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)  # how Jinja's cache writes an entry
+    context = {"title": "t", "root": "", "source": {"path": "p"}, "compile_page": None, "log": "l", "error": "boom"}
+    assert "boom" in render.render("rank_failed.html.j2", context)
+    assert not list(own_cache.glob("templates-*/__jinja2_*.cache"))

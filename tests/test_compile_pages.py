@@ -15,8 +15,9 @@ from tlparse_py import kinds
 from tlparse_py.analysis import phases
 from tlparse_py.analysis import questions as summary
 from tlparse_py.analysis.store import MetricsEntry
-from tlparse_py.analysis.summary import graph_break_groups, recompiled_frames
+from tlparse_py.analysis.compile_groups import graph_break_groups, recompiled_frames
 from tlparse_py.analysis.tables import TensorRow, compile_tables
+from tlparse_py.limits import PAGE_RECORDS_PER_KIND
 from tlparse_py.model import CompileId
 from tlparse_py.paths import compile_page_url
 from tlparse_py.report.views import compile as compile_view
@@ -193,7 +194,7 @@ def test_pass_timings_and_guard_count_come_from_the_analysis(tmp_path, report_of
 def spooled_records(log, key):
     """The record summaries the compile page of `key` is built from (the pipeline's spool)."""
     from tlparse_py.pipeline import Options, Pipeline, new_analysis, read_logs, source_of
-    from tlparse_py.report.writer import NullWriter
+    from tlparse_py.report.folder_writer import NullWriter
 
     options = Options(workers=0)
     pipeline = Pipeline(new_analysis(source_of([log]), options), NullWriter(), options)
@@ -255,6 +256,64 @@ def test_highlight_and_inline_budgets(tmp_path, report_of):
     compile_pages = [(out / f"-_{n}_0_0" / "index.html").read_text() for n in range(3)]
     assert ["(--inline-mb)" in p for p in compile_pages] == [False, False, True]
     assert broken_links(out) == []
+
+
+def _text(n: int) -> str:
+    return f"{n:>999}"  # 1,000 bytes
+
+
+def _interleaved_log(tmp_path):
+    """Compile id 0 logs first but its texts last: the plan goes an id after another, in the order
+    ids first logged, not in the texts' log order (a budget of 2 texts shows id 0's two, not id 1's)."""
+    lines = [line({"dynamo_start": {"stack": []}, **cid(0, 0, 0)}), line({"dynamo_start": {"stack": []}, **cid(1, 0, 0)})]
+    lines += [line({"dynamo_output_graph": {}, **cid(frame, 0, 0)}, _text(n)) for frame in (1, 0) for n in range(2)]
+    return write_log(tmp_path / "interleaved.log", lines)
+
+
+def _many_texts_log(tmp_path):
+    """Compile id 0 logs 5 graphs past what its page reads (PAGE_RECORDS_PER_KIND); id 1 one graph. A
+    budget of 1,001.5 texts shows id 1's only if id 0's unread graphs are not counted."""
+    lines = [line({"dynamo_output_graph": {}, **cid(0, 0, 0)}, _text(n)) for n in range(PAGE_RECORDS_PER_KIND + 5)]
+    lines.append(line({"dynamo_output_graph": {}, **cid(1, 0, 0)}, _text(1)))
+    return write_log(tmp_path / "many.log", lines)
+
+
+LOGS = {"transformer": lambda tmp_path: fixture("transformer"), "interleaved": _interleaved_log, "many texts": _many_texts_log}
+
+
+@pytest.mark.parametrize("log, inline_mb", [("transformer", 8), ("transformer", 0.05), ("interleaved", 0.002), ("many texts", 1.0015)])
+def test_the_inline_plan_noted_while_reading_is_the_plan_of_a_pass_over_every_record(tmp_path, monkeypatch, log, inline_mb):
+    """The texts the pages show inline are chosen from those noted while reading (no second read of
+    every compile id's records): the pages must be those a pass over every id's records makes, within
+    the budget or past it, and for an id with more records than its page reads."""
+    from tlparse_py import pipeline
+    from tlparse_py.report.views.sections import PageBuilder
+
+    whole_pass = PageBuilder.plan_inline
+    noted = []
+
+    def as_noted(self, keys, records_of, texts=None):
+        noted.append(texts)
+        return whole_pass(self, keys, records_of, texts)
+
+    def read_back(self, keys, records_of, texts=None):
+        return whole_pass(self, keys, records_of, None)
+
+    source = LOGS[log](tmp_path)
+    reports = {}
+    for name, plan in (("noted", as_noted), ("read back", read_back)):
+        monkeypatch.setattr(PageBuilder, "plan_inline", plan)
+        reports[name] = tmp_path / name
+        pipeline.write_report(source, reports[name], options=pipeline.Options(inline_mb=inline_mb))
+    assert noted and noted[0] is not None and len(noted[0].lines) > 0
+    files = {name: {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} for name, out in reports.items()}
+    assert files["noted"].keys() == files["read back"].keys()
+    assert [name for name in files["noted"] if files["noted"][name] != files["read back"][name]] == []
+    pages = b"".join(data for name, data in files["noted"].items() if name.endswith("/index.html"))
+    assert (b"(--inline-mb)" in pages) == (log == "interleaved" or inline_mb < 1)  # the budget was reached where it is small
+    if log != "transformer":  # which id's texts the budget reached
+        shown = {key: (out / key / "index.html").read_text().count("(--inline-mb)") for key in ("-_0_0_0", "-_1_0_0") for out in [reports["noted"]]}
+        assert shown == ({"-_0_0_0": 0, "-_1_0_0": 2} if log == "interleaved" else {"-_0_0_0": 0, "-_1_0_0": 0})
 
 
 def test_subgraph_names_are_grouped(tmp_path, report_of):

@@ -21,6 +21,7 @@ from test_new_scenarios import kind, logs, parse
 from test_truth_round3 import run, text_of
 from test_truth_round4 import validate
 from tlparse_py.analysis.configs import ConfigChange, ConfigSnapshots, names_setting, same
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.notebook import summary_view
 
 SETTING = "torch._dynamo.config.capture_scalar_outputs"
@@ -74,7 +75,7 @@ def test_summary_json_names_the_changed_setting_on_the_compile_and_on_its_graph_
     assert brk["config_changes"] == [change]
     assert compiles["[0/0]"]["config_unusual"] == [{"setting": SETTING, "value": True, "usual": False, "usual_compiles": 3, "compiles": 4}]
     assert [compiles[c]["config_unusual"] for c in ("[0/1]", "[1/0]", "[1/1]")] == [[], [], []]
-    loaded = tlparse_py.analysis.summary.load_summary(summary)
+    loaded = load_summary(summary)
     assert [c.to_dict() for c in loaded.compiles] == summary["compiles"]  # read back as written
 
 

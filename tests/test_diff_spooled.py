@@ -19,7 +19,7 @@ import pytest
 from conftest import TRACES
 from tlparse_py.analysis import comparison, spools, totals
 from tlparse_py.analysis.spools import SpooledCompiles, SpooledFrames, SpooledRows
-from tlparse_py.analysis.summary import load_summary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.diff import load as loading
 from tlparse_py.diff.output import diff_json, write_diff
 from tlparse_py.pipeline import Options, write_report

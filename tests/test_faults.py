@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from conftest import TRACES
 from logs import cid, line
 from tlparse_py.cli import main
-from tlparse_py.report.writer import MARKER
+from tlparse_py.report.targets import MARKER
 
 
 def small_log(path: Path) -> Path:
@@ -146,12 +146,12 @@ def test_sigterm_mid_run_leaves_no_staging_and_no_processes(tmp_path):
 
 
 def test_a_file_written_behind_the_reading_that_fails_fails_the_report_and_leaves_nothing(tmp_path, monkeypatch):
-    """Payloads are written by a thread beside the reading (writer.BehindWrites): a failure there
+    """Payloads are written by a thread beside the reading (behind.BehindWrites): a failure there
     (a full disk) still ends the report with the OSError, and nothing is left beside -o."""
     import errno
 
     from tlparse_py.pipeline import write_report
-    from tlparse_py.report import writer as writer_module
+    from tlparse_py.report import folder_writer as writer_module
 
     real_write = writer_module.FolderWriter.write
 

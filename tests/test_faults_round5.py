@@ -20,7 +20,7 @@ import pytest
 
 from logs import cid, line
 from tlparse_py.report.jobs import PARALLEL_PAGES
-from tlparse_py.report.writer import MARKER, classify_output
+from tlparse_py.report.targets import MARKER, classify_output
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
@@ -135,10 +135,10 @@ jobs.PageJobs._fork = kill_after_fork
 """,
     # commit: the old report moved aside (--overwrite), the new one not yet in place
     "commit": """
-from tlparse_py.report import writer
+from tlparse_py.report import staging
 def kill(self):
     os.kill(os.getpid(), signal.SIGKILL)
-writer.ReportWriter._claim_and_rename = kill
+staging.ReportWriter._claim_and_rename = kill
 """,
 }
 
@@ -169,13 +169,13 @@ def test_a_full_disk_in_the_pages_stops_the_page_builder_and_leaves_nothing(tmp_
     on writing into (re-creating) the staging folder once the run gave up."""
     patch = SLOW_PAGE_CHILD + """
 import errno
-from tlparse_py.report import writer
-_write = writer.FolderWriter.write
+from tlparse_py.report import folder_writer
+_write = folder_writer.FolderWriter.write
 def write(self, rel, data):
     if os.getpid() == PARENT and rel.endswith("index.html") and "/" in rel:
         raise OSError(errno.ENOSPC, "No space left on device", rel)
     return _write(self, rel, data)
-writer.FolderWriter.write = write
+folder_writer.FolderWriter.write = write
 """
     out = tmp_path / "out"
     proc, forks = faulty(tmp_path, patch, many_compiles(tmp_path / "a.log"), "-o", out)
@@ -192,14 +192,14 @@ def test_sigterm_while_the_old_report_is_removed_leaves_no_old_folder(tmp_path):
     assert tool(log, "-o", out).returncode == 0
     patch = """
 import shutil
-from tlparse_py.report import writer
+from tlparse_py.report import staging
 _rmtree = shutil.rmtree
 def rmtree(path, *args, **kwargs):
     if ".old-" in str(path):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.1)  # the handler runs here, inside the removal
     return _rmtree(path, *args, **kwargs)
-writer.shutil.rmtree = rmtree
+staging.shutil.rmtree = rmtree
 """
     proc, _ = faulty(tmp_path, patch, log, "-o", out, "--overwrite")
     assert proc.returncode == 143, proc.stderr
@@ -242,7 +242,7 @@ def hold_lock(lock: Path, holder: dict) -> subprocess.Popen:
 
 
 def test_a_lock_held_for_a_dead_run_is_taken_over_and_a_live_ones_is_not(tmp_path):
-    from tlparse_py.report.writer import _holder
+    from tlparse_py.report.lock import _holder
 
     log, out, lock = small_log(tmp_path / "a.log"), tmp_path / "out", tmp_path / ".out.lock"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -398,7 +398,7 @@ def test_a_socket_is_no_output(tmp_path):
 def test_a_lock_file_in_a_forked_child_is_closed(tmp_path):
     """A child forked while a run holds the output's lock does not hold it too (helpers that
     outlive a killed run must not keep its output locked)."""
-    from tlparse_py.report.writer import ReportWriter
+    from tlparse_py.report.staging import ReportWriter
 
     writer = ReportWriter(tmp_path / "out", False)
     try:

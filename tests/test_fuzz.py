@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from logs import line
-from tlparse_py.analysis.summary import load_summary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.analysis.totals import nested, totals_of
 from tlparse_py.model import Stats
 from tlparse_py.reading.records import DiagnosticLog, EventScanner, LogReader

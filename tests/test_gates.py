@@ -19,7 +19,7 @@ from logs import cid, line, start, write_log
 
 from tlparse_py import __version__
 from tlparse_py.cli import main
-from tlparse_py.analysis.summary import load_summary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.report.markdown import summary_markdown
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"

@@ -56,8 +56,8 @@ def test_the_hot_pages_never_write_a_log_string_unescaped(tmp_path):
     assert metrics_page.count("&lt;script&gt;") >= 5  # frame, file, failure, reason, restart, op
 
 
-def test_the_hot_pages_do_not_use_the_template_engine(tmp_path, monkeypatch):
-    """Rendering them calls no compiled template: the later move of the templates leaves them alone."""
+def test_a_single_log_report_does_not_use_the_template_engine(tmp_path, monkeypatch):
+    """Its pages (the hot pages, the index, the failures page) are Python: no template is rendered."""
     used: list[str] = []
     original = render.render
 
@@ -68,20 +68,23 @@ def test_the_hot_pages_do_not_use_the_template_engine(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "render", recording)
     out = hostile_report(tmp_path)
     assert (out / "-_0_0_0" / "index.html").is_file()
-    assert not {"compile.html.j2", "metrics.html.j2"} & set(used)
-    assert "index.html.j2" in used  # the other pages still are templates
+    assert (out / "index.html").is_file() and (out / "failures_and_restarts.html").is_file()
+    assert used == []
 
 
 def test_a_template_page_and_a_python_page_share_the_shell():
-    """base.html.j2 is `shell_head` + content + `shell_foot`: the same bytes as `page_shell`."""
+    """base.html.j2 is `shell_head` + content + `shell_foot`: the same bytes as `page_shell` (and
+    `page_head` + content + `page_foot`, which the index writes in pieces)."""
     source = {"path": "/logs/<x>.log"}
     context = {"title": "T <1>", "root": "../", "source": source, "compile_id": None, "compile_page": "c/index.html",
                "usual_index": "tlparse_index.html", "failures_link": False}
-    page = render.render("page_error.html.j2", {**context, "what": "w", "detail": "d"})
+    page = render.render("rank_failed.html.j2", {**context, "log": "l", "error": "e"})
     head = shell.shell_head("T <1>", "../", source["path"], None, "tlparse_index.html", False, "c/index.html", None)
     assert page.startswith(head)
     assert page.endswith(shell.shell_foot("../", source["path"]))
     assert "(unknown)" in head and "vLLM summary" in head and "Failures &amp; restarts" not in head
+    model = type("Page", (), {**context, "source": source})()
+    assert shell.page_head(model, None) == head and shell.page_foot(model) == shell.shell_foot("../", source["path"])
 
 
 def test_a_live_page_has_its_mark_and_banner():
@@ -94,11 +97,14 @@ def test_a_live_page_has_its_mark_and_banner():
 
 
 def test_the_templates_call_the_python_pieces():
-    """A piece the templates share with the Python pages is defined once: as Python, called as `html.<name>`."""
+    """A piece the templates share with the Python pages is defined once: as Python, called as
+    `html.<name>` (a macro of that name only calls it)."""
     macros = (render.TEMPLATE_DIR / "_macros.html.j2").read_text()
     for name in render.TEMPLATE_PARTS:
-        assert not re.search(rf"{{% macro {name}\(.*?%}}\n(?!{{{{ html\.{name}\()", macros), name
-    frame = render.templates().globals["html"].frame
+        body = re.search(rf"{{% macro {name}\((.*?)\) -%}}(.*?){{%- endmacro %}}", macros, re.S)
+        assert body is None or body.group(2).strip() == f"{{{{ html.{name}({body.group(1)}) }}}}", name
+    assert re.findall(r"{% macro (\w+)\(", macros) == ["perfetto", "program_exit"]  # those the landing page still calls
+    frame = render.environment().globals["html"].frame
     view = type("FrameView", (), {"file": "<f>.py", "line": 3, "name": "n&", "loc": "", "href": None, "source_href": None})()
     assert frame(view, "") == Markup(parts.frame(view, "")) == Markup("&lt;f&gt;.py:3 in <b>n&amp;</b>")
     assert render.render_macro("frame", view, "") == frame(view, "")

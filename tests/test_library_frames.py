@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from conftest import TRACES, read_json
 from tlparse_py.analysis.compiles import _follow
 from tlparse_py.analysis.stacks import library_of, library_path
-from tlparse_py.analysis.summary import UNKNOWN_TIME, CompileSummary, LibraryFrame, Summary, load_summary
+from tlparse_py.analysis.summary import UNKNOWN_TIME, CompileSummary, LibraryFrame, Summary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.cli import main
 from tlparse_py.model import CompileId
 

@@ -31,7 +31,7 @@ from tlparse_py.options import Options
 from tlparse_py.pipeline import write_report
 from tlparse_py.report import outputs
 from tlparse_py.report.outputs import RecordSpool
-from tlparse_py.report.writer import BehindWrites
+from tlparse_py.report.behind import BehindWrites
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MB = 1 << 20
@@ -252,7 +252,7 @@ def test_a_diff_past_its_first_compiles_costs_a_few_hundred_bytes_a_compile(tmp_
 
 def test_a_diff_read_in_batches_says_what_one_read_whole_says(tmp_path, monkeypatch):
     from tlparse_py.analysis import comparison
-    from tlparse_py.analysis.summary import load_summary
+    from tlparse_py.analysis.summary_load import load_summary
     from tlparse_py.diff import load as loading
     from tlparse_py.diff.output import diff_json
 
@@ -327,7 +327,7 @@ def test_raw_log_is_copied_by_the_kernel_or_read_and_written_alike(tmp_path, mon
     import errno
     import os
 
-    from tlparse_py.report import writer
+    from tlparse_py.report import fileio
 
     source = tmp_path / "log"
     data = bytes(range(256)) * 5000
@@ -339,7 +339,7 @@ def test_raw_log_is_copied_by_the_kernel_or_read_and_written_alike(tmp_path, mon
         try:
             with open(source, "rb") as handle:
                 handle.peek(2)  # as open_log sniffs the gzip magic
-                copied = writer._copy_up_to(handle, fd, room, target)
+                copied = fileio.copy_up_to(handle, fd, room, target)
         finally:
             os.close(fd)
         return copied, target.read_bytes()

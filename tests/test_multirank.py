@@ -13,7 +13,7 @@ from conftest import SHARED, TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, start, write_log
 from tlparse_py import multirank
-from tlparse_py.analysis import ranks
+from tlparse_py.analysis import rank_answers, rank_detectors
 from tlparse_py.model import CompileId
 from tlparse_py.pipeline import Options
 from tlparse_py.cli import main
@@ -77,8 +77,8 @@ def test_compile_id_and_cache_divergence(tmp_path):
     landing, out = landing_of(tmp_path, folder)
     found = landing.comparison
     # no graph break, recompile or failure sets rank 2 apart: its missing compile has no known cause
-    assert found.compile_ids == [ranks.CompileSetDivergence(2, missing=[CompileId(None, 1, 0, 0)], extra=[],
-                                                            groups=[ranks.CauseGroup(["[1/0]"], [], None)])]
+    assert found.compile_ids == [rank_answers.CompileSetDivergence(2, missing=[CompileId(None, 1, 0, 0)], extra=[],
+                                                            groups=[rank_answers.CauseGroup(["[1/0]"], [], None)])]
     assert [(g.ranks, g.items, g.at) for g in found.cache] == [([0, 1], ["miss", "miss"], None), ([2], ["hit"], 0)]
     assert [(d.kind, d.compile_id, d.ranks, d.detail) for d in found.divergences] == [("compile_ids", "[1/0]", [2], "missing [1/0]; extra nothing")]
     [note] = found.notes
@@ -119,7 +119,7 @@ def test_runtime_estimates_deltas_and_tensor_meta(tmp_path):
     rank_log(folder, 2, compile_lines(extra=[artifact("inductor_runtime_and_tensor_meta", meta(2_000_000, [8]))]))
     landing, out = landing_of(tmp_path, folder)
     runtime = landing.comparison.runtime
-    assert runtime is not None and runtime.graphs == [ranks.RuntimeSpread("-_0_0_0", 3.0, (2, 2.0), (1, 5.0))]
+    assert runtime is not None and runtime.graphs == [rank_answers.RuntimeSpread("-_0_0_0", 3.0, (2, 2.0), (1, 5.0))]
     # runtimes differ between ranks 0 and 1 but their tensor metadata does not (tlparse would call them divergent)
     assert landing.comparison.tensor_meta == [[0, 1], [2]]
     trace = read_json(out / "chromium_trace_with_runtime.json")
@@ -133,7 +133,7 @@ def test_execution_order_analysis_unit():
     orders = {0: ["0/0", "0/1", "0/2"], 1: ["0/1", "0/0", "0/2"]}
     schedules = {(0, "0/0"): ["all_reduce"], (0, "0/1"): ["all_gather"], (1, "0/0"): ["all_reduce"], (1, "0/1"): ["broadcast"]}
     cache = {(0, "0/0"): "hit", (0, "0/1"): "miss", (1, "0/0"): "hit", (1, "0/1"): "hit"}
-    rows = ranks.analyze_execution_order(orders, schedules, cache)
+    rows = rank_detectors.analyze_execution_order(orders, schedules, cache)
     assert [(r.by_rank, r.issues) for r in rows] == [
         ({0: "0/0", 1: "0/1"}, ["schedule"]),
         ({0: "0/1", 1: "0/0"}, ["schedule", "cache"]),  # tlparse's test asks that it "includes" the cache one
@@ -165,7 +165,7 @@ def test_compiler_collectives_and_dynamic_decisions(tmp_path):
     assert [(r.compile_id, r.name, [g.ranks for g in r.groups]) for r in found.agreements] == [
         ("[0/0]", "aot_joint_graph_sync_decision_cross_ranks", [[0], [1]])
     ]
-    assert found.dynamic == [ranks.DynamicDivergence("[0/0]", [ranks.DynamicGroup([0], ["L['x'].size()[0]"]), ranks.DynamicGroup([1], [])])]
+    assert found.dynamic == [rank_answers.DynamicDivergence("[0/0]", [rank_answers.DynamicGroup([0], ["L['x'].size()[0]"]), rank_answers.DynamicGroup([1], [])])]
     index = (out / "index.html").read_text()
     assert "Ranks disagree on <code>aot_joint_graph_sync_decision_cross_ranks</code>" in index
     assert "different dynamic-shape decisions" in index

@@ -18,7 +18,8 @@ import pytest
 from conftest import TRACES
 from logs import cid, line, metrics, start, write_log
 import tlparse_py
-from tlparse_py.analysis.summary import graph_break_groups, load_summary
+from tlparse_py.analysis.compile_groups import graph_break_groups
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.analysis.totals import TOTALS, columns, nested, totals_of, value_at
 from tlparse_py.units import format_seconds
 from tlparse_py.pipeline import write_report

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
 
+import jinja2
 import pytest
 
 from conftest import HERE
 from logs import cid, line, write_log
-from tlparse_py.report.render import TEMPLATE_DIR, template_names
+from tlparse_py.report.render import TEMPLATE_DIR
+from tlparse_py.report.template_env import KEY_FILE, template_names
 
 ROOT = HERE.parent
 
@@ -20,7 +23,7 @@ def test_every_template_the_code_names_exists():
     import re
 
     used = set(re.findall(r'"([a-z_]+\.html\.j2)"', sources))
-    assert used and used <= set(template_names())
+    assert used and used <= set(template_names(TEMPLATE_DIR))
     assert (TEMPLATE_DIR / "static" / "report.css").is_file()
 
 
@@ -34,9 +37,10 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     assert build.returncode == 0, build.stderr
     wheel = next((tmp_path / "dist").glob("tlparse_py-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "tlparse_py/templates/index.html.j2" in names
+    assert "tlparse_py/templates/landing.html.j2" in names
     assert "tlparse_py/templates/static/report.css" in names
-    assert "tlparse_py/compiled_templates/t_index_html.py" in names  # hatch_build.py: no template compiles at run time
+    index = f"tlparse_py/compiled_templates/{jinja2.ModuleLoader.get_module_filename('landing.html.j2')}"
+    assert index in names and f"tlparse_py/compiled_templates/{KEY_FILE}" in names  # hatch_build.py: no template compiles at run time
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     log = write_log(tmp_path / "a.log", [line({"inductor_output_code": {}, **cid()}, "x = 1")])
@@ -51,12 +55,15 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     assert (tmp_path / "out" / "static" / "report.css").is_file()
     check = subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from tlparse_py.report import render; print(render.TEMPLATE_DIR);"
-         " print(render.load_template('index.html.j2')['__file__']); print('jinja2' in sys.modules)", str(site)],
+         " print(type(render.environment().loader).__name__); print(render.environment().get_template('landing.html.j2').filename)", str(site)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env={**os.environ, "TLPARSE_PY_CACHE_DIR": str(tmp_path / "cache")},
     )
-    assert check.stdout.split() == [str(site / "tlparse_py" / "templates"), str(site / "tlparse_py" / "compiled_templates" / "t_index_html.py"), "False"]
+    # the wheel's templates, compiled when it was built
+    assert check.stdout.split() == [str(site / "tlparse_py" / "templates"), "ModuleLoader", str(site / index)], check.stderr
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").glob("templates-*/*"))
 
 
 # What the wheel's build hook may import: the build-system requires (pyproject.toml) and the standard
@@ -74,7 +81,10 @@ class Refuse(importlib.abc.MetaPathFinder):
             return None
         raise ImportError(f"the wheel's build hook imports {name}, which the build-system requires do not install")
 sys.meta_path.insert(0, Refuse())
+import tempfile
+from pathlib import Path
 from tlparse_py.report.render import compile_templates
+compile_templates(Path(tempfile.mkdtemp()) / "compiled")
 print("ok")
 """
 

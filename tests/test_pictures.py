@@ -161,7 +161,7 @@ def test_the_frame_chart_adds_up_to_the_compile_time(reports, scenario):
     """The frames' parts add up to the compile time of their compiles, and the chart shows the
     frames with the most, most first."""
     summary = _summary(reports[scenario])
-    from tlparse_py.analysis.summary import load_summary
+    from tlparse_py.analysis.summary_load import load_summary
 
     loaded = load_summary(summary)
     frames = timeline_module.frame_times(loaded.compiles, [_span(t) for t in summary["timeline"]])

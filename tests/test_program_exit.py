@@ -20,7 +20,8 @@ import pytest
 from conftest import TRACES, read_json
 from test_summary import validate
 from tlparse_py.analysis.program import ProgramExit
-from tlparse_py.analysis.summary import Summary, load_summary
+from tlparse_py.analysis.summary import Summary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.diff.load import read_summary
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None

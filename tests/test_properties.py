@@ -21,7 +21,8 @@ minute). To search harder, run many more:
     TLPARSE_PY_PROPERTY_EXAMPLES=10000 python -m pytest -q tests/test_properties.py
 
 A disagreement found this way is shrunk by Hypothesis to a small run; once the oracle is checked
-against the README's "Words and totals", it is kept below as a hand-written regression test.
+against the glossary (docs/glossary.md) and the README's totals table, it is kept below as a
+hand-written regression test.
 
 Four readings of the glossary that earlier versions got wrong are each forced by a property of their
 own and pinned by small hand-written logs: reset() starts a new generation for every later compile of

@@ -15,7 +15,7 @@ from conftest import TRACES, read_json
 from linkcheck import broken_links
 from logs import cid, line, metrics, start
 from test_multirank import artifact, landing_of, rank_log
-from tlparse_py.analysis import facts, ranks
+from tlparse_py.analysis import facts, rank_answers
 from tlparse_py.model import CompileId
 from tlparse_py.multirank import analyse
 
@@ -350,4 +350,4 @@ def test_the_comparison_reads_typed_summaries_not_their_json(tmp_path):
     broken = [landing.results[0], msgspec.structs.replace(landing.results[1], summary=None, error="unreadable")]
     [row] = analyse(broken).comparison.compile_ids  # on a tie, the group with the lowest rank is the reference
     assert row.rank == 1 and row.missing == landing.ranks[0].facts().compile_keys and row.extra == []
-    assert ranks.figures(None) == ranks.RankFigures(0, 0, [])
+    assert rank_answers.figures(None) == rank_answers.RankFigures(0, 0, [])

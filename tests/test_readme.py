@@ -1,4 +1,8 @@
-"""The README's examples are complete: its CI workflow parses, uses commands and flags that exist, and runs as written."""
+"""The README's examples are complete: its CI workflow parses, uses commands and flags that exist, and runs as written.
+
+The README and the reference pages under docs/ are held to the same rules: every command they show
+(in a code block or a code span) uses a command, an option, a script, a file, an extra and an
+environment variable that exist, and every link to a local file or anchor resolves, relatively."""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import re
 import shlex
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
@@ -17,7 +23,9 @@ from click.testing import CliRunner
 from conftest import read_json
 from tlparse_py.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]  # the README and its reference pages
 
 
 def yaml_blocks() -> list[str]:
@@ -162,3 +170,168 @@ def test_the_ci_workflow_runs_as_the_readme_shows(tmp_path):
     diff = read_json(workspace / "tl_diff" / "diff.json")
     assert diff["metrics"]["new_graph_breaks"] == 1 and diff["metrics"]["new_recompiles"] == 0
     assert "New graph breaks (1)" in changed_md.read_text()
+
+
+
+# -- README.md and docs/*.md: commands that exist, links that resolve ------------------------------------
+
+
+class _Page(HTMLParser):
+    """A Markdown document rendered as GitHub renders it: its links, its headings' text, its code texts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.headings: list[str] = []
+        self.codes: list[str] = []
+        self._heading: list[str] | None = None
+        self._code: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag in ("a", "img") and (attributes.get("href") or attributes.get("src")) is not None:
+            self.links.append(attributes.get("href") or attributes.get("src") or "")
+        if re.fullmatch(r"h[1-6]", tag):
+            self._heading = []
+        if tag == "code":
+            self._code = []
+
+    def handle_endtag(self, tag):
+        if re.fullmatch(r"h[1-6]", tag) and self._heading is not None:
+            self.headings.append("".join(self._heading))
+            self._heading = None
+        if tag == "code" and self._code is not None:
+            self.codes.append("".join(self._code))
+            self._code = None
+
+    def handle_data(self, data):
+        for part in (self._heading, self._code):
+            if part is not None:
+                part.append(data)
+
+
+def rendered(path: Path) -> _Page:
+    import cmarkgfm
+
+    page = _Page()
+    page.feed(cmarkgfm.github_flavored_markdown_to_html(path.read_text(encoding="utf-8")))
+    return page
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives a document's headings: lower case, punctuation but `-` and `_` dropped,
+    spaces as `-`; a repeated one numbered `-1`, `-2`, ..."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in rendered(path).headings:
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        out.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+def test_the_readme_links_every_page_under_docs():
+    linked = {(README.parent / urlsplit(link).path).resolve() for link in rendered(README).links if not urlsplit(link).scheme}
+    assert len(DOCUMENTS) > 1 and [p.name for p in DOCUMENTS[1:] if p.resolve() not in linked] == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_to_a_local_file_or_anchor_resolves(document):
+    """Relative links only (the docs are read on GitHub, in a checkout and in an unpacked sdist alike):
+    each names a file or folder of the repository, and each #anchor a heading of the document it names."""
+    broken = []
+    for link in rendered(document).links:
+        parts = urlsplit(link)
+        if parts.scheme in ("http", "https", "mailto"):
+            continue
+        if parts.scheme or parts.netloc or parts.path.startswith("/"):
+            broken.append(f"{link} (not relative)")
+            continue
+        target = (document.parent / unquote(parts.path)).resolve() if parts.path else document
+        if ROOT not in target.parents and target != ROOT or not target.exists():
+            broken.append(f"{link} (no such file in the repository)")
+        elif parts.fragment and (target.suffix != ".md" or unquote(parts.fragment) not in anchors(target)):
+            broken.append(f"{link} (no such heading in {target.name})")
+    assert broken == []
+
+
+def shown_code(document: Path) -> list[str]:
+    r"""Every code text of a document (blocks and spans), with a command continued over lines (a
+    trailing `\`, or a line of options under it, as YAML's folded `run: >`) joined into one line."""
+    texts = []
+    for code in rendered(document).codes:
+        code = re.sub(r"\\\n\s*", " ", code)
+        texts.append(re.sub(r"\n\s*(?=--?[A-Za-z])", " ", code))
+    return texts
+
+
+def commands(text: str, program: str) -> list[str]:
+    """What follows each call of `program` in a code text, up to the end of its line, `&&`, `;`,
+    `|`, a shell comment, or ` -- ` (where `run`'s COMMAND starts)."""
+    calls = []
+    for match in re.finditer(rf"(?<![\w./\[-]){re.escape(program)}(?=\s|$)([^\n]*)", text):
+        calls.append(re.split(r"\s(?:&&|\||;|#|--)(?:\s|$)|;", match.group(1) + " ")[0])
+    return calls
+
+
+def flags(arguments: str) -> list[str]:
+    return re.findall(r"(?<![\w/.=-])(--?[A-Za-z][\w-]*)", arguments)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_tlparse_py_command_shown_has_the_options_it_uses(document):
+    """`tlparse-py [COMMAND] ...` as the document shows it: the command exists (none: `report`) and
+    has every option written after it (`run`'s up to its program: COMMAND's own are the program's)."""
+    runner = CliRunner()
+    helps = {name: runner.invoke(main, [name, "--help"], terminal_width=10_000).output for name in main.list_commands(None)}
+    top = runner.invoke(main, ["--help"], terminal_width=10_000).output
+    unknown = []
+    for text in shown_code(document):
+        for call in commands(text, "tlparse-py"):
+            first = call.split()[0] if call.split() else ""
+            command = first if first in helps else "report"
+            if command == "run":  # COMMAND starts at the first word that is not an option of run's
+                call = re.split(r"\s(?:python3?|torchrun|COMMAND)\b", call)[0]
+            unknown += [f"tlparse-py {command} {flag}" for flag in flags(call) if flag not in helps[command] + top]
+    assert unknown == []
+
+
+REPOSITORY_FOLDERS = "(?:tests|benchmarks|tlparse_py|docs|examples|fuzz|tools|templates)"  # a path starting so is the repository's
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_script_file_extra_and_variable_shown_exists(document):
+    """`python benchmarks/X.py --opt`, `python -m tlparse_py.harness --opt`: the script or module exists
+    and declares each option; a path into the repository names a file or folder that exists; `.[extra]`
+    is an extra of pyproject.toml; `$TLPARSE_...` is read by the code or the tests (or is the CI
+    workflow's repository variable)."""
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    sources = "\n".join(p.read_text(encoding="utf-8") for folder in ("tlparse_py", "tests") for p in (ROOT / folder).rglob("*.py"))
+    codes = shown_code(document)
+    missing = []
+    for text in codes:
+        for call in commands(text, "python") + commands(text, "python3"):
+            script = re.match(r"\s*(?:-P\s+)?(?:-m\s+(tlparse_py[\w.]*)|([\w/.-]+\.py))(.*)", call)
+            if script is None:
+                continue
+            module, path, arguments = script.groups()
+            if path is not None and not re.match(REPOSITORY_FOLDERS + "/", path):
+                continue  # the user's program (`train.py`), or beside the repository (../shared)
+            where = ROOT / path if path else ROOT / Path(*module.split("."))
+            files = [where] if where.suffix == ".py" else sorted(where.rglob("*.py"))
+            if not files or not files[0].exists():
+                missing.append(f"{path or module} (no such script or module)")
+                continue
+            declared = "\n".join(f.read_text(encoding="utf-8") for f in files)
+            missing += [f"{path or module} {flag}" for flag in flags(arguments) if flag.startswith("--") and f'"{flag}"' not in declared]
+        for path in re.findall(rf"(?<![\w./-])({REPOSITORY_FOLDERS}/[^\s`'\"(),;:\[\]]*)", text):
+            if not re.search(r"[<>{}*…]", path) and not (ROOT / path.rstrip(".")).exists():
+                missing.append(f"{path} (no such file)")
+        missing += [f"[{extra}] (no such extra)" for extra in re.findall(r"(?:^|[\s'\"])(?:\.|tlparse-py)\[(\w+)\]", text) if extra not in extras]
+    repository_variables = set(re.findall(r"vars\.(\w+)", "\n".join(codes)))
+    for variable in set(re.findall(r"\b(TLPARSE_[A-Z_]+)\b", "\n".join(codes))) - repository_variables:
+        if variable not in sources:
+            missing.append(f"${variable} (read nowhere)")
+    assert missing == []

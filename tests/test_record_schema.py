@@ -15,8 +15,9 @@ import pytest
 
 import tlparse_py
 from conftest import TRACES
-from tlparse_py.analysis import summary
-from tlparse_py.analysis.summary import CacheLookup, CompileRecord, CompileSummary, CompileTime, Failure, GraphBreak, SummaryError, load_summary
+from tlparse_py.analysis.dict_writer import dict_writer
+from tlparse_py.analysis.summary import CacheLookup, CompileRecord, CompileSummary, CompileTime, Failure, GraphBreak
+from tlparse_py.analysis.summary_load import SummaryError, load_summary
 
 SCHEMA = json.loads(resources.files("tlparse_py").joinpath("summary.schema.json").read_text())
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
@@ -129,7 +130,7 @@ def test_the_writer_follows_the_declaration():
 
     grown = Grown("[0/0]", attempts=["[0/0]"], cause="first", first_failure=Failure("E", "boom"), retries=[Failure("F")],
                   graph_breaks=[GraphBreak("r", "a.py:1", hints=("h",)).record()], cache=[CacheLookup("fx_graph", "hit")])
-    assert summary._writer(Grown)(grown) == msgspec.to_builtins(grown)
+    assert dict_writer(Grown)(grown) == msgspec.to_builtins(grown)
 
 
 def test_older_schemas_read_with_their_defaults():

@@ -22,7 +22,7 @@ from tlparse_py.pipeline import (
     write_report,
 )
 from tlparse_py.report.views.sections import PageBuilder
-from tlparse_py.report.writer import FolderWriter
+from tlparse_py.report.folder_writer import FolderWriter
 
 LOG = next((TRACES / "graph_break").glob("dedicated_log*"))
 NODE = shutil.which("node")

@@ -226,7 +226,8 @@ def test_the_limit_on_an_int_argument_is_fixed_by_a_tensor_not_mark_dynamic(repo
 def test_a_limit_fix_follows_what_the_guard_is_on():
     """A guard on a tensor's size keeps its fix, the dimension marked dynamic; one on a value Dynamo
     handed a resume function over a graph break is fixed by the break, and the value is explained."""
-    from tlparse_py.analysis.summary import UNKNOWN_TIME, CompileSummary, Failure, LimitHit
+    from tlparse_py.analysis.compile_groups import LimitHit
+    from tlparse_py.analysis.summary import UNKNOWN_TIME, CompileSummary, Failure
     from tlparse_py.model import CompileId
 
     def compile_(n: int, reasons: list[str], failure: Failure | None = None) -> CompileSummary:

@@ -21,7 +21,7 @@ from conftest import TRACES, read_json
 from logs import cid, line, write_log
 from test_new_scenarios import Rec, artifacts, kind, logs, parse
 from test_truth_round3 import cards, compiles_by_id, run, text_of
-from tlparse_py.analysis.summary import load_summary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.analysis.totals import totals_of
 from tlparse_py.cli import main
 

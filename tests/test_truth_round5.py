@@ -24,7 +24,8 @@ from test_truth_round4 import invoke, last_line, validate
 from tlparse_py.analysis.compiles import schema_version
 from tlparse_py.analysis.conditions import parse_conditions
 from tlparse_py.analysis.comparison import diff
-from tlparse_py.analysis.summary import RankEntry, RanksSummary, load_summary
+from tlparse_py.analysis.summary import RankEntry, RanksSummary
+from tlparse_py.analysis.summary_load import load_summary
 from tlparse_py.analysis.totals import BY_NAME, check_report, totals_of
 from tlparse_py.notebook import summary_html
 

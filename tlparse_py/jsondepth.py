@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 import orjson
 
-MAX_JSON_DEPTH = 200  # README, "Limits": arrays and objects nested deeper than this are not read
+MAX_JSON_DEPTH = 200  # docs/limits.md: arrays and objects nested deeper than this are not read
 # A report's own summary.json wraps logged values (at most MAX_JSON_DEPTH deep) in a few levels of its
 # own (vLLM's config: 5), so `diff` reads it up to this depth: tlparse-py never wrote a deeper one
 OWN_FILE_DEPTH = MAX_JSON_DEPTH + 16

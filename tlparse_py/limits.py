@@ -1,6 +1,6 @@
 """The bounds that keep a hostile or broken log from costing unbounded time, memory or disk.
 
-Each has a command-line flag that raises it (README, "Limits"); they travel with the build options
+Each has a command-line flag that raises it (docs/limits.md); they travel with the build options
 so rank reports built in worker processes obey the same ones.
 """
 
@@ -31,7 +31,7 @@ class Limits(Struct, frozen=True):
 
 GUNZIP_GRACE_MB = 64  # small files may have any ratio: a few MB of expansion costs nothing
 
-# Many tiny compiles (README, "Limits"): a log of 200,000 compile ids must not cost 200,000 folders
+# Many tiny compiles (docs/limits.md): a log of 200,000 compile ids must not cost 200,000 folders
 # and an index nobody can open. Compile ids that hold nothing but their `dynamo_start` record get a
 # page up to PAGED_START_ONLY of them (in log order); the rest are listed without one, and the index
 # says how many. The index lists at most INDEX_ROWS compiles and compile ids (and ids per stack-trie

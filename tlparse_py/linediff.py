@@ -10,7 +10,7 @@ matched at the ends, then the lines that occur exactly once on each side are tak
 longest run of them in the same order on both sides), and the gaps between anchors are matched the
 same way. What is left, a gap in which no line is unique (a few lines as a rule), goes to difflib;
 a gap of more than FALLBACK_CELLS line pairs without one unique line is shown replaced whole
-(README, "Limits"), which bounds the worst case. Everything else (opcodes, grouped hunks) is
+(docs/limits.md), which bounds the worst case. Everything else (opcodes, grouped hunks) is
 difflib's, from these blocks.
 """
 

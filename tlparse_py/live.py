@@ -46,7 +46,7 @@ from .report.views.vllm import vllm_page
 from .report.views.live import LiveMark, live_banner
 from .report.views.pages import PAGE_VIEWS, Builder
 from .report.views.sections import PageBuilder
-from .report.writer import LiveWriter
+from .report.live_writer import LiveWriter
 
 LIVE_STATE = "live.js"
 

@@ -30,7 +30,8 @@ from msgspec import Struct, field
 from .analysis import compiles
 from .analysis.compiles import Analysis
 from .analysis.digest import ranks_digest, report_digest
-from .analysis.summary import STATUS_LABELS, failed_compiles, graph_break_groups, recompiled_frames, slowest
+from .analysis.compile_groups import failed_compiles, graph_break_groups, recompiled_frames, slowest
+from .analysis.summary import STATUS_LABELS
 from .analysis.totals import TOTALS, columns, totals_of
 from .multirank import ranks_analysis
 from .multirank.ranks_analysis import RanksAnalysis

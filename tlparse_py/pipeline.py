@@ -22,26 +22,27 @@ from .analysis.kinds import LINK, PAYLOAD, REFORMAT, ParseContext
 from .analysis.questions import pageless_keys
 from .analysis.stacks import frames_from_json
 from .analysis.store import InputInfo
-from .limits import PAGED_START_ONLY
+from .limits import PAGE_RECORDS_PER_KIND, PAGED_START_ONLY
 from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .options import Options
 from .paths import provenance_page_url
 from .reading.gunzip import LogAsRead
-from .reading.inputs import LeftOut
+from .reading.inputs import LeftOut, file_size
 from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .report.highlight import Highlighter, highlight_workers
 from .report.jobs import Job, PageJobs, private_reader
 from .report.markdown import summary_markdown
 from .report.views.vllm import USUAL_INDEX, vllm_page
 from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, write_compile_directory
-from .report.render import STATIC_DIR, render_page
+from .report.render import STATIC_DIR, render_page, render_pieces
 from .report.search import IndexParts, build_index, page_pieces
 from .report.views.common import Inputs, Page, label
 from .report.views.compile import PageRef, compile_outline, compile_page, page_refs
 from .report.views.index import failures_page, index_page
 from .report.views.pages import PAGE_VIEWS, Builder, provenance_page
-from .report.views.sections import PageBuilder, shown_as
-from .report.writer import FolderWriter, NullWriter, ReportWriter
+from .report.views.sections import InlineTexts, PageBuilder, shown_as
+from .report.folder_writer import FolderWriter, NullWriter
+from .report.staging import ReportWriter
 
 
 # The record kinds of every compile id that logged nothing but its dynamo_start so far, shared (a
@@ -69,6 +70,7 @@ class Pipeline:
         self.inputs = Inputs(analysis, options, self.outputs.global_files)  # what the views read, once reading is done
         self.jobs = PageJobs(self.inputs, writer, self.label)
         self.index_parts = IndexParts()  # what the compile pages give the search index
+        self.inline_texts = InlineTexts(lambda key: read_in_part(analysis, key))  # the texts the compile pages show, for `PageBuilder.plan_inline`
         self.logs_read: list[LogAsRead] = []  # what was read of each log, from which file: what raw.log copies
 
     # -- per record --------------------------------------------------------------------------
@@ -102,6 +104,7 @@ class Pipeline:
         declared = shown_as(summary)
         if declared is None:
             return
+        self.inline_texts.note(key, summary)
         if declared.step is not None or declared.section == "code":
             step = declared.step
             self.analysis.note_graph(key, declared.name, step.stage if step else "", step.role if step else "",
@@ -170,30 +173,33 @@ class Pipeline:
         self.writer.copy_logs(self.logs_read, "raw.log", self.options.limits)
         write_compile_directory(self.writer, self.analysis)
         write_static(self.writer)
-        # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (README, "Limits")
+        # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (docs/limits.md)
         self.analysis.pageless = pageless_keys(self.analysis, PAGED_START_ONLY)
         keys = [key for key in self.analysis.directory if key not in self.analysis.pageless]
         builder = PageBuilder(self.payloads.get, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
-        builder.plan_inline(keys, self.spool.records)
+        builder.plan_inline(keys, self.spool.records, self.inline_texts)
         self.highlighter.drain()
         self.analysis.compiles()  # every page asks: once, before the page builder forks
         self.jobs.on_fork = [self._private_handles]
         # the compile page jobs gather the search index's pieces (a forked page builder hands its own
         # over at its end); the index is built from them once every page is written
         build = Builder(self.inputs, self.payloads.get, self.highlighter)
-        self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(page_refs(self.analysis), builder),
-                      gathered=(self.index_parts.encode, self.index_parts.add_encoded))
+        # the summaries (index, summary.json...) are written while the forked child starts on the pages,
+        # from the analysis as it stands; a page or the search index that could not be built changes
+        # what they count, and they are written again
+        written: list[object] = []
+        meanwhile = None if self.options.provenance else lambda: written.append(write_summaries(self.writer, self.inputs, self.options))
+        if not self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(page_refs(self.analysis), builder),
+                             gathered=(self.index_parts.encode, self.index_parts.add_encoded), meanwhile=meanwhile):
+            written.clear()
         problem = self._write_search_index(builder)
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
             self.analysis.stats.add("fail_parser")
             self.analysis.diagnostics.add(self.label, 0, "could not build the search index", problem, HINTS["fail_parser"])
         if self.options.provenance:
             write_provenance_pages(self.jobs, keys, build)
-        self.writer.write("failures_and_restarts.html", render_page(failures_page(self.inputs)))
-        summary = self.analysis.summary()
-        write_indexes(self.writer, self.inputs, summary)
-        self.writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-        self.writer.write("summary.md", summary_markdown(summary, source_root=self.options.source_root).encode("utf-8"))
+        if written != [summarised(self.inputs)]:
+            write_summaries(self.writer, self.inputs, self.options)
         self.spool.handle.close()
 
     def _write_search_index(self, builder: PageBuilder) -> str | None:
@@ -259,13 +265,38 @@ def write_provenance_pages(jobs: PageJobs, keys: list[CompileId | None], build: 
             jobs.failed(url, f"provenance of {label(key)}", exc)
 
 
+def read_in_part(analysis: Analysis, key: CompileId | None) -> bool:
+    """Whether a page reads only some of the id's records: more than PAGE_RECORDS_PER_KIND of a kind."""
+    counts = analysis.kinds.get(key)
+    return counts is not None and max(counts.values(), default=0) > PAGE_RECORDS_PER_KIND
+
+
+def write_summaries(writer: FolderWriter, inputs: Inputs, options: Options) -> object:
+    """The pages and files that sum the run up: the failures page, the index, summary.json and
+    summary.md. Returns what they were made from (`summarised`)."""
+    made_from = summarised(inputs)
+    writer.write("failures_and_restarts.html", render_page(failures_page(inputs)))
+    summary = inputs.analysis.summary()
+    write_indexes(writer, inputs, summary)
+    writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+    writer.write("summary.md", summary_markdown(summary, source_root=options.source_root).encode("utf-8"))
+    return made_from
+
+
+def summarised(inputs: Inputs) -> object:
+    """What building the pages changes of what the summaries say: the problems counted (a page or
+    the search index that could not be built) and the provenance pages written."""
+    return (tuple(inputs.analysis.stats.counts.items()), inputs.analysis.diagnostics.total, len(inputs.provenance_pages))
+
+
 def write_indexes(writer: FolderWriter, inputs: Inputs, summary: Summary) -> None:
-    """index.html; for a vLLM log, vLLM's summary there and the usual index beside it (as upstream)."""
+    """index.html; for a vLLM log, vLLM's summary there and the usual index beside it (as upstream).
+    The index is written as it is rendered, in pieces: at 10,000s of compiles it is 10s of MB."""
     if summary.vllm is not None:
-        writer.write(USUAL_INDEX, render_page(index_page(inputs)))
+        writer.write_pieces(USUAL_INDEX, render_pieces(index_page(inputs)))
         writer.write("index.html", render_page(vllm_page(inputs, summary.vllm)))
     else:
-        writer.write("index.html", render_page(index_page(inputs)))
+        writer.write_pieces("index.html", render_pieces(index_page(inputs)))
 
 
 def write_static(writer: FolderWriter) -> None:
@@ -324,16 +355,9 @@ def source_of(logs: list[Path], others: list[Path] | None = None, left_out: list
               every_log: bool = False) -> InputInfo:
     """What a report says it was written from: the logs read, and those of the folder left out (and
     why); `every_log`: every log of the folder was read, whichever run it is of."""
-    sizes = {p.name: _size(p) for p in logs[1:]}
-    return InputInfo(str(logs[0]), _size(logs[0]), [p.name for p in others or []], [p.name for p in logs[1:]], sizes, left_out or [],
+    sizes = {p.name: file_size(p) for p in logs[1:]}
+    return InputInfo(str(logs[0]), file_size(logs[0]), [p.name for p in others or []], [p.name for p in logs[1:]], sizes, left_out or [],
                      every_log)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def build_report(

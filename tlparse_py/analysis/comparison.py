@@ -39,7 +39,8 @@ from .pairing import (
 )
 from .roots import Roots
 from .spools import SpooledFrames
-from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary, load_summary
+from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary
+from .summary_load import load_summary
 from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of
 
 SCHEMA_VERSION = "4.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added

@@ -28,10 +28,11 @@ from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, 
 from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
 from .compile_memo import CompilesMemo
 from .compile_times import CompileTimes
+from .compile_groups import distinct_breaks
 from .summary import (
-    CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING,
-    STATUS_OK, STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
-    FrameIdentity, Summary, distinct_breaks, first_line, over_recompile_limit,
+    CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING, STATUS_OK,
+    STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
+    FrameIdentity, Summary, first_line, over_recompile_limit,
 )
 from .timeline import CompileClock, Timeline, timeline
 from .totals import Value, nested, totals_of
@@ -215,7 +216,7 @@ class Analysis(CompileTimes):
         }
 
     def summary(self) -> Summary:
-        """What summary.json holds, as typed objects (the same that `summary.load_summary` reads back)."""
+        """What summary.json holds, as typed objects (the same that `summary_load.load_summary` reads back)."""
         return Summary(
             self.compiles(),
             [{"path": path, "bytes": size, "rank": self.rank} for path, size in self.source.files()],

@@ -21,10 +21,8 @@ from msgspec import Struct, field
 
 from .roots import relative_location, user_paths
 from .stacks import split_location, user_folder
-from .summary import (
-    CompileSummary, FrameRecompiles, GraphBreakGroup, RankEntry, RanksSummary, Summary, failed_compiles, graph_break_groups,
-    recompiled_frames, slowest,
-)
+from .compile_groups import FrameRecompiles, GraphBreakGroup, failed_compiles, graph_break_groups, recompiled_frames, slowest
+from .summary import CompileSummary, RankEntry, RanksSummary, Summary
 from .totals import columns, over_ranks, totals_of
 from .vllm import USUAL_INDEX as VLLM_USUAL_INDEX
 

@@ -1,23 +1,30 @@
 """Questions asked of the store while a compile's summary is built: its name and user location, why
-it failed, restarted or recompiled, which ids get a page, and the verdict of an export.
+it failed, restarted or recompiled, which ids get a page, and the verdict of an export; and one
+log's collectives parity (its scheduler's collectives against its generated code's).
 
-Pure functions of `store.Store`; `compiles.Analysis` asks them, and every view reads its answers.
+Pure functions of `store.Store` (the parity: of the log's `store.DistributedFacts`); `compiles.Analysis`
+asks them, and every view reads its answers.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+from msgspec import Struct
 
 from ..patterns import lazy
 from ..model import CompileId, display_key
 from .export_shapes import inferred_failure
 from .export_trace import trace_failure
+from .facts import normalise_collective
 from .stacks import Frame, simplify_filename
-from .store import Store
+from .store import DistributedFacts, Store
 from .library import call_line, started_in_library
-from .summary import Failure, LibraryFrame, dynamo_names, first_line, notes_on_dynamo_names, over_recompile_limit
+from .guard_words import dynamo_names, notes_on_dynamo_names
+from .summary import Failure, LibraryFrame, first_line, over_recompile_limit
 from .wrapper import called_as_model, forward_of, is_wrapper, started_in_wrapper, wrapper_frame
 
 
@@ -260,3 +267,39 @@ def export_inferred(report: Store) -> bool:
     """Whether the log's shape facts or a failed export trace say something of an export (a verdict is
     then shown without -e)."""
     return inferred_failure(report.export_shapes) is not None or trace_failure(report.export_trace, report.page_of) is not None
+
+
+# ------------------------------------------------------------------------------------------------
+# one log's collectives: the scheduler's against the generated code's
+
+PARITY_DESCRIPTION = "Difference of # of collectives in scheduler and inductor output code and missing wait collectives"
+
+
+class ParityGraph(Struct):
+    graph: str
+    compile_id: str
+    offset: int  # collectives whose count differs between the schedule and the code
+    missing_waits: int
+
+
+class CollectivesParity(Struct):
+    description: str
+    graphs: list[ParityGraph]
+
+
+def collectives_parity(facts: DistributedFacts) -> CollectivesParity:
+    """Scheduler vs generated code, per compile: collectives that differ in count, and waits missing."""
+    last_schedule: dict[str, tuple[str, list[str]]] = {}
+    for schedule in facts.schedules:
+        last_schedule[schedule.compile_id] = (schedule.graph, schedule.ops)
+    graphs = []
+    for label, (graph, ops) in last_schedule.items():
+        if label not in facts.code_collectives:
+            continue
+        code_counts, waits = facts.code_collectives[label]
+        scheduled = Counter(n for n in (normalise_collective(op) for op in ops) if n is not None)
+        offset = sum(abs(scheduled.get(op, 0) - code_counts.get(op, 0)) for op in set(scheduled) | set(code_counts))
+        missing_waits = max(0, sum(code_counts.values()) - waits)
+        if offset or missing_waits:
+            graphs.append(ParityGraph(graph, label, offset, missing_waits))
+    return CollectivesParity(PARITY_DESCRIPTION, graphs)

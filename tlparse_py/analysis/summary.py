@@ -1,8 +1,8 @@
 """What a report found, as typed plain data: one `CompileSummary` per compile, and the words built on them.
 
-This module is the one place where the report's words are defined (the README's glossary says the
+This module is the one place where the report's words are defined (docs/glossary.md says the
 same in prose). Every view and command asks these objects, whether they were built from a log
-(`Analysis.summary()`) or loaded back from a report's `summary.json` (`load_summary`):
+(`Analysis.summary()`) or loaded back from a report's `summary.json` (`summary_load.load_summary`):
 
 - a *compile* is one frame compile (`[0/1]`) in one generation of its id, with all its attempts;
 - an *attempt* is one try at it: `[0/1]`, then `[0/1_1]` after Dynamo restarted its analysis;
@@ -43,23 +43,22 @@ same in prose). Every view and command asks these objects, whether they were bui
   every compile of the process after it is in the new generation, whether its id was used before
   or not.
 
-Unknown values are None, never guessed.
+Unknown values are None, never guessed. A summary.json is read back into these objects by
+`summary_load`; the questions asked of a run's compiles (graph breaks by kind, recompiled frames,
+the recompile limit) are in `compile_groups`, and guards in the user's words in `guard_words`.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-import sys
-import types
-import typing
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any
 
-from msgspec import UNSET, Meta, Struct, UnsetType, ValidationError, convert, field, structs
+from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 from ..model import CompileId, generation_label
 from .configs import ConfigChange, ConfigDiff, UnusualSetting
+from .dict_writer import dict_writer
 from .program import ProgramExit
 from .stacks import LIBRARY_PACKAGE, LIBRARY_STDLIB, LIBRARY_TORCH, library_of, library_path
 from .vllm import VllmRun
@@ -496,16 +495,16 @@ class CompileSummary(Struct):
         return sum(1 for lookup in self.cache if lookup.result == result)
 
     def to_dict(self) -> dict[str, Any]:
-        """What summary.json says of it: its `CompileRecord` as plain data (written by `_writer`, as
+        """What summary.json says of it: its `CompileRecord` as plain data (written by `dict_writer`, as
         fast as a dict written by hand: it runs for each of 100,000s of compiles)."""
         return _write_compile(self)
 
 
 class CompileRecord(Struct, gc=False):
     """A compile in summary.json (`compiles[]`): the one declaration of its shape. Fields are its keys,
-    in the order written; `CompileSummary.to_dict` encodes one, and `load_summary` decodes and
-    validates one (`msgspec.convert`). A default is what an older summary.json that leaves the field
-    out means; UNSET ones depend on the id (`_load_compile`). The shipped schema's
+    in the order written; `CompileSummary.to_dict` encodes one, and `summary_load.load_summary` decodes
+    and validates one (`msgspec.convert`). A default is what an older summary.json that leaves the
+    field out means; UNSET ones depend on the id (`summary_load._load_compile`). The shipped schema's
     `$defs/compile` describes the same fields (tests/test_record_schema.py holds them equal)."""
 
     id: str
@@ -529,376 +528,12 @@ class CompileRecord(Struct, gc=False):
     config_unusual: list[UnusualSetting] = field(default_factory=list)  # since 4.0
 
 
-def _writer(record: type[Struct], source: type[Struct] | None = None) -> Callable[[Any], dict[str, Any]]:
-    """A function that writes what `msgspec.to_builtins` makes of a `record` with every field set, from
-    a `source` object with attributes named as its fields (a `CompileSummary` for a `CompileRecord`).
-    Generated from the declaration, to cost no more than a dict written by hand: to_builtins costs
-    twice that, and summary.json holds 100,000s of compiles."""
-    namespace: dict[str, Any] = {}
-    names = (f"v{i}" for i in itertools.count())
-    exec(f"def write(o):\n    return {_written(record, source or record, 'o', names)}\n", namespace)  # our own field names
-    write: Callable[[Any], dict[str, Any]] = namespace["write"]
-    return write
-
-
-def _written(record: type[Struct], source: type[Struct], value: str, names: Iterator[str]) -> str:
-    """The expression of the dict `record` `value` is written as. A nested record (one, a list of
-    them, or one or None) of the same type in `record` and `source` is written inline, another by
-    its `to_dict()` (a `GraphBreak` of a `CompileSummary`, whose record is a `GraphBreakRecord`)."""
-    source_types = {info.name: info.type for info in structs.fields(source)}
-    items = []
-    for info in structs.fields(record):
-        written = f"{value}.{info.name}"
-        nested, how = _nested(info.type)
-        if nested is not None:
-            inline = _nested(source_types[info.name])[0] is nested
-            name = written if how == "one" else next(names)
-            one = _written(nested, nested, name, names) if inline else f"{name}.to_dict()"
-            if how == "list":
-                written = f"[{one} for {name} in {written}]"
-            elif how == "optional":
-                written = f"(None if ({name} := {written}) is None else {one})"
-            else:
-                written = one
-        items.append(f"{info.encode_name!r}: {written}")
-    return "{" + ", ".join(items) + "}"
-
-
-def _nested(hint: Any) -> tuple[type[Struct] | None, str]:
-    """The record a field holds, and how: "one", "list" or "optional" (`Record | None`); (None, "") for plain data."""
-    def record(kind: Any) -> type[Struct] | None:
-        return kind if isinstance(kind, type) and issubclass(kind, Struct) else None
-
-    args = typing.get_args(hint)
-    if record(hint):
-        return record(hint), "one"
-    if typing.get_origin(hint) is list and record(args[0]):
-        return record(args[0]), "list"
-    if isinstance(hint, types.UnionType) and len(args) == 2 and args[1] is type(None) and record(args[0]):
-        return record(args[0]), "optional"
-    return None, ""  # anything else (a record in a dict, `Record | UnsetType`) would be left a Struct: tests/test_record_schema.py
-
-
-_write_time = _writer(CompileTime)
-_write_break = _writer(GraphBreakRecord)
-_write_cache = _writer(CacheLookup)
-_write_failure = _writer(Failure)
-_write_library_frame = _writer(LibraryFrame)
-_write_compile = _writer(CompileRecord, CompileSummary)
-
-
-def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
-    """A compile's graph breaks, each (reason, user location) once: torch may log the same break
-    twice for one compile (pytorch/pytorch#153669), or again in a restart attempt."""
-    seen: set[tuple[str, str, str]] = set()
-    result = []
-    for brk in breaks:
-        if brk.identity not in seen:
-            seen.add(brk.identity)
-            result.append(brk)
-    return result
-
-
-class GraphBreakGroup(Struct):
-    """One kind of graph break across the run (torch's registry id, else its headline), the user's or
-    torch's own apart: the fix torch suggests for it, and every compile and user code line where it
-    happened."""
-
-    kind: str  # the registry id ("GB0025"), else the reason
-    first: GraphBreak  # its text, as first logged
-    breaks: list[tuple[CompileSummary, GraphBreak]] = field(default_factory=list)
-
-    @property
-    def reason(self) -> str:
-        return self.first.reason
-
-    @property
-    def torch_break(self) -> bool:
-        """Its breaks are torch's graph breaks (a group holds the user's or torch's, never both)."""
-        return self.first.torch_break
-
-    @property
-    def count(self) -> int:
-        return len(self.breaks)
-
-    @property
-    def compiles(self) -> list[CompileSummary]:
-        return [compile_ for compile_, _ in self.breaks]
-
-    @property
-    def sites(self) -> list[GraphBreak]:
-        """Each place it happened at (user code line, and library line inside it), once, most frequent first."""
-        counts: dict[tuple[str, str], int] = {}
-        first: dict[tuple[str, str], GraphBreak] = {}
-        for _, brk in self.breaks:
-            site = (brk.user_location, brk.library_location)
-            counts[site] = counts.get(site, 0) + 1
-            first.setdefault(site, brk)
-        return [first[site] for site in sorted(counts, key=lambda site: (-counts[site], site))]
-
-
-def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
-    """Graph breaks grouped by kind (registry id, else headline), the user's most frequent first,
-    then torch's own (a user's `torch._dynamo.graph_break()` and torch's are two groups)."""
-    groups: dict[tuple[str, bool], GraphBreakGroup] = {}
-    for compile_ in compiles:
-        for brk in compile_.graph_breaks:
-            key = (brk.kind, brk.torch_break)
-            group = groups.get(key)
-            if group is None:
-                group = groups[key] = GraphBreakGroup(brk.kind, brk)
-            group.breaks.append((compile_, brk))
-    return sorted(groups.values(), key=lambda g: (g.torch_break, -g.count, g.reason, g.kind))
-
-
-class FrameRecompiles(Struct):
-    """A frame compiled more than once, with the guard failures that made it recompile."""
-
-    identity: FrameIdentity
-    compiles: list[CompileSummary]
-
-    @property
-    def frame(self) -> str:
-        """The frame as compile ids write it: `0`, `!1/0`, `p1:0` (in a run's second process), with its generation."""
-        return self.compiles[0].frame_label
-
-    @property
-    def name(self) -> str:
-        return next((c.frame for c in self.compiles if c.frame), "")
-
-    @property
-    def via(self) -> str:
-        """The library frame the compile it is named after started in, in words (`CompileSummary.via`)."""
-        return next((c.via for c in self.compiles if c.frame), "")
-
-    @property
-    def inside(self) -> str:
-        """The library the compile it is named after started in, in words, short (`CompileSummary.inside`)."""
-        return next((c.inside for c in self.compiles if c.frame), "")
-
-    @property
-    def reasons(self) -> list[tuple[CompileSummary, str]]:
-        return [(c, reason) for c in self.compiles for reason in c.recompile_reasons]
-
-    @property
-    def first_reason(self) -> str | None:
-        """The headline of the first guard failure that made it recompile (`first_line`); None: none logged."""
-        return next((first_line(reason) for _, reason in self.reasons), None)
-
-    @property
-    def retries(self) -> list[tuple[CompileSummary, CompileSummary]]:
-        """(retry, the failed compile before it)."""
-        return [(c, before) for before, c in zip(self.compiles, self.compiles[1:]) if c.is_retry]
-
-    @property
-    def compiled(self) -> list[CompileSummary]:
-        """The times the frame compiled: its compiles but the one over the recompile limit."""
-        return [c for c in self.compiles if c.compiled]
-
-    @property
-    def over_limit(self) -> CompileSummary | None:
-        """Its compile over the recompile limit, after which it runs eagerly; None when it reached none."""
-        return next((c for c in self.compiles if c.hit_recompile_limit), None)
-
-    @property
-    def hit_limit(self) -> bool:
-        return self.over_limit is not None
-
-    @property
-    def name_notes(self) -> list[str]:
-        """What the names Dynamo made up in its recompile reasons stand for (`notes_on_dynamo_names`)."""
-        location = next((c.user_location for c in self.compiles if c.user_location), "")
-        return notes_on_dynamo_names((first_line(r) for _, r in self.reasons), self.name, location)
-
-
-def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
-    """Frames with a recompile, a retry or a compile over the recompile limit (a guard failed for it
-    too), most compiles first (log order among equals)."""
-    frames: dict[FrameIdentity, list[CompileSummary]] = {}
-    for compile_ in compiles:
-        identity = compile_.frame_identity
-        if identity is not None:
-            frames.setdefault(identity, []).append(compile_)
-    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items()
-             if any(c.is_recompile or c.is_retry or c.hit_recompile_limit for c in cs)]
-    return sorted(found, key=lambda f: -len(f.compiles))
-
-
-def failed_compiles(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
-    """The compiles that failed (`CompileSummary.failed`), in log order."""
-    return [c for c in compiles if c.failed]
-
-
-_LIMIT_TYPE = re.compile(r"Limit type: (\w+)")
-_LIMIT_VALUE = re.compile(r"\(currently set to (\d+)\)")
-_REASON_OF = re.compile(r"^\s*(?:!\d+/)?\d+/\d+: ")  # "0/1: " before a recompile reason: the cached compile whose guard failed
-_GUARD_COMMENT = re.compile(r"\s{2,}# ")  # torch's comment after a guard: the source line it guards
-_SIZE_GUARD = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)")
-# a guard on a Python value: `k == 2`, `L['self'].n == 0.5`, `___stack0 == 0.273`
-_VALUE_GUARD = re.compile(r"([A-Za-z_]\w*(?:\[[^\]]*\]|\.\w+)*) == (\S+)")
-_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-# names Dynamo makes up for what it hands a resume function after a graph break (resume_execution.py)
-_DYNAMO_NAME = re.compile(r"(?<!\w)___(?:stack|context_manager_)\d+\b")
-_RESUME_FUNCTION = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)")
-_SIZE_CHANGE = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)\. expected (\S+?), actual (\S+?)\.?$")
-
-
-def guard_failure(reason: str) -> str:
-    """A recompile reason in the user's words: the guard that failed, without the id of the cached
-    compile torch prefixes it with nor its source comment; a size guard as what changed
-    (`x.shape[0] changed 8→5`)."""
-    guard = _GUARD_COMMENT.split(_REASON_OF.sub("", first_line(reason)), 1)[0].strip()
-    size = _SIZE_CHANGE.fullmatch(guard)
-    return f"{size[1]}.shape[{size[2]}] changed {size[3]}→{size[4]}" if size else guard
-
-
-def dynamo_names(text: str) -> list[str]:
-    """The names Dynamo made up that a guard or a recompile reason mentions (`___stack0`,
-    `___context_manager_0`), each once, in order: no variable of the program has them."""
-    return list(dict.fromkeys(_DYNAMO_NAME.findall(text)))
-
-
-def dynamo_name_meaning(name: str, frame: str = "", location: str = "") -> str:
-    """What a name Dynamo made up stands for, in plain words. `frame`: the compiled function whose
-    guard names it (a resume function, `torch_dynamo_resume_in_f_at_13`); `location`: its user code line."""
-    resume = _RESUME_FUNCTION.fullmatch(frame)
-    if resume:
-        after = f"the graph break in {resume[1]} at line {resume[2]}"
-    else:
-        after = f"the graph break at {location}" if location else "a graph break"
-    if name.startswith("___context_manager_"):
-        return (f"{name}: not a variable of your program but a context manager (a with block) that was open at {after}, "
-                "which Dynamo passed to the resume function to enter it again.")
-    return (f"{name}: not a variable of your program but a value Dynamo passed to the resume function after {after}: "
-            "one your code had computed there and not used yet, such as the result of the call that broke the graph "
-            "(e.g. .item()). A guard on it compiles the resume function again for every new value; without the graph "
-            "break the value would stay inside the graph.")
-
-
-def notes_on_dynamo_names(texts: Iterable[str], frame: str, location: str, graph_break: tuple[str, str] | None = None) -> list[str]:
-    """What each name Dynamo made up that `texts` (the guards or recompile reasons of the compiled
-    function `frame`, at user code line `location`) mention stands for; then `graph_break`, (reason,
-    hint) of the break that made the resume function, when known."""
-    names = list(dict.fromkeys(name for text in texts for name in dynamo_names(text)))
-    notes = [dynamo_name_meaning(name, frame, location) for name in names]
-    if notes and graph_break is not None:
-        reason, hint = graph_break
-        notes.append(f"The graph break there: {reason}." + (f" Hint: {hint}" if hint else ""))
-    return notes
-
-
-class LimitHit(Struct):
-    """A frame that reached torch's recompile limit: the compile over it, the frame's compiles before
-    it, the guard that kept failing (their recompile reasons), and the fix."""
-
-    compile: CompileSummary  # the compile over the limit (status `limit`)
-    compiles: list[CompileSummary]  # the frame's compiles, up to and with it
-
-    @property
-    def frame(self) -> str:
-        """The frame as compile ids write it: `0`, `!1/0`, `p1:0`, with its generation."""
-        return self.compile.frame_label
-
-    @property
-    def name(self) -> str:
-        return next((c.frame for c in reversed(self.compiles) if c.frame), "")
-
-    @property
-    def via(self) -> str:
-        """The library frame the compile it is named after started in, in words (`CompileSummary.via`)."""
-        return next((c.via for c in reversed(self.compiles) if c.frame), "")
-
-    @property
-    def user_location(self) -> str:
-        return next((c.user_location for c in reversed(self.compiles) if c.user_location), "")
-
-    @property
-    def limit_type(self) -> str:
-        """The config torch checked: `recompile_limit`, or `accumulated_recompile_limit` (over all frames)."""
-        found = _LIMIT_TYPE.search(self.compile.failure.reason or "") if self.compile.failure else None
-        return found.group(1) if found else "recompile_limit"
-
-    @property
-    def limit(self) -> int | None:
-        """Its value when torch said it ("currently set to 8"); None when it did not."""
-        found = _LIMIT_VALUE.search(self.compile.failure.reason or "") if self.compile.failure else None
-        return int(found.group(1)) if found else None
-
-    @property
-    def reasons(self) -> list[tuple[CompileSummary, str]]:
-        """The recompile reasons of the frame's last compile that logged some (the one over the limit,
-        as a rule): the guard of each compile torch had cached that failed for that input."""
-        last = next((c for c in reversed(self.compiles) if c.recompile_reasons), None)
-        return [(last, first_line(r)) for r in last.recompile_reasons] if last is not None else []
-
-    @property
-    def guards(self) -> list[str]:
-        """The guards that kept failing, each once, the most frequent first: "tensor 'x' dtype mismatch"
-        (the cached compile's id, the values and torch's source comment left out)."""
-        counts: dict[str, int] = {}
-        for _, reason in self.reasons:
-            guard = _GUARD_COMMENT.split(_REASON_OF.sub("", reason), 1)[0].split(". expected", 1)[0].strip()
-            counts[guard] = counts.get(guard, 0) + 1
-        return sorted(counts, key=lambda g: -counts[g])
-
-    @property
-    def fixes(self) -> list[str]:
-        """What to do, the likeliest first, by what the guard that kept failing is on: a tensor's size
-        (mark that dimension dynamic), a value Dynamo passed on after a graph break (fix the break), a
-        Python number of the program (mark_dynamic does not apply to one: make it a tensor, or let
-        Dynamo make it dynamic); else raise the limit."""
-        now = f" (now {self.limit})" if self.limit is not None else ""
-        raise_it = (f"raise torch._dynamo.config.{self.limit_type}{now} to the number of input variants the frame sees, "
-                    "if each is worth a compile of its own")
-        sizes = list(dict.fromkeys(m.groups() for _, reason in self.reasons if (m := _SIZE_GUARD.search(reason))))
-        if sizes:
-            calls = ", ".join(f"torch._dynamo.mark_dynamic({name}, {index})" for name, index in sizes)
-            return [f"mark the dimension dynamic, so one compile serves every size: {calls} before the call", raise_it]
-        values = [m.groups() for guard in self.guards if (m := _VALUE_GUARD.fullmatch(guard))]
-        passed = list(dict.fromkeys(name for name, _ in values if dynamo_names(name)))
-        if passed:
-            return [f"fix the graph break before this resume function: {' and '.join(passed)} is a value Dynamo hands over "
-                    "the break, not a variable of yours, and a guard on it compiles again for every new value", raise_it]
-        numbers = list(dict.fromkeys(name for name, value in values if _NUMBER.fullmatch(value)))
-        if numbers:
-            named = " and ".join(numbers)
-            return [f"pass {named} as a tensor (torch.tensor({numbers[0]})): the guard is on the value of a Python number, "
-                    "not on a tensor's size, so mark_dynamic does not apply",
-                    f"if torch.compile has dynamic=False (or torch._dynamo.config.automatic_dynamic_shapes is off), drop it: "
-                    f"Dynamo then makes {named} a symbol once its value changes", raise_it]
-        return [raise_it, "if a size changes, mark the dimension dynamic: torch._dynamo.mark_dynamic(tensor, dim) before the call"]
-
-    @property
-    def name_notes(self) -> list[str]:
-        """What the names Dynamo made up in the guards that kept failing stand for (`notes_on_dynamo_names`)."""
-        return notes_on_dynamo_names(self.guards, self.name, self.user_location)
-
-
-def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
-    """Each compile over the recompile limit, in log order, with its frame's compiles before it."""
-    frames: dict[FrameIdentity, list[CompileSummary]] = {}
-    hits = []
-    for compile_ in compiles:
-        identity = compile_.frame_identity
-        before = frames.setdefault(identity, []) if identity is not None else []
-        before.append(compile_)
-        if compile_.hit_recompile_limit:
-            hits.append(LimitHit(compile_, list(before)))
-    return hits
-
-
-def compiles_of_graph(compiles: Iterable[CompileSummary], graph: CompileId) -> list[CompileSummary]:
-    """The compiles of the compiled-autograd graph `graph` names (`[!N/1/0]`, ... of its process):
-    how the backward graph its capture (`[!N/-/-]`) traced was compiled."""
-    if graph.compiled_autograd_id is None:
-        return []
-    return [c for c in compiles if c.key.compiled_autograd_id == graph.compiled_autograd_id and c.key.process == graph.process]
-
-
-def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
-    """Compiles with a known time, slowest first."""
-    timed = [c for c in compiles if c.compile_time_s.total is not None]
-    return sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))
+_write_time = dict_writer(CompileTime)
+_write_break = dict_writer(GraphBreakRecord)
+_write_cache = dict_writer(CacheLookup)
+_write_failure = dict_writer(Failure)
+_write_library_frame = dict_writer(LibraryFrame)
+_write_compile = dict_writer(CompileRecord, CompileSummary)
 
 
 class Summary(Struct):
@@ -953,165 +588,3 @@ class RanksSummary(Struct):
     def read(self) -> list[RankEntry]:
         """The ranks that could be read."""
         return [entry for entry in self.ranks if entry.summary is not None]
-
-
-# ------------------------------------------------------------------------------------------------
-# summary.json back into the same objects
-
-
-class SummaryError(ValueError):
-    """A summary.json that is not what tlparse-py writes; the message says which field."""
-
-
-def load_ranks(data: Any) -> RanksSummary:
-    """A multi-rank summary.json (parsed) as typed objects; SummaryError if it is not one."""
-    loaded = load_summary(data)
-    if not isinstance(loaded, RanksSummary):
-        raise SummaryError("it holds one report, not ranks")
-    return loaded
-
-
-def load_summary(data: Any) -> Summary | RanksSummary:
-    """A report's or a multi-rank landing's summary.json (parsed), as typed objects."""
-    if not isinstance(data, dict):
-        raise SummaryError("not a JSON object")
-    if not str(data.get("schema_version", "")).startswith(("1.", "2.", "3.", "4.")):
-        raise SummaryError("not a tlparse-py summary.json (schema 1.x to 3.x)")
-    if isinstance(data.get("ranks"), list):
-        return _load_ranks(data)
-    if isinstance(data.get("compiles"), list):
-        return _load_report(data)
-    raise SummaryError("it holds neither compiles nor ranks")
-
-
-def _load_ranks(data: dict[str, Any]) -> RanksSummary:
-    entries = []
-    for i, entry in enumerate(data["ranks"]):
-        where = f"ranks[{i}]"
-        entry = _object(entry, where)
-        summary = entry.get("summary")
-        entries.append(RankEntry(
-            _int_or_none(entry.get("rank"), f"{where}.rank"),
-            _text(entry.get("folder"), f"{where}.folder"),
-            _text_or_none(entry.get("error"), f"{where}.error"),
-            _load_report(_object(summary, f"{where}.summary"), f"{where}.summary.") if summary is not None else None,
-        ))
-    divergences = [_object(d, f"divergences[{i}]") for i, d in enumerate(_list(data.get("divergences", []), "divergences"))]
-    notes = [_object(d, f"notes[{i}]") for i, d in enumerate(_list(data.get("notes", []), "notes"))]
-    return RanksSummary(entries, divergences, _inputs(data), _generator(data), notes, _program(data))
-
-
-def _load_report(data: dict[str, Any], where: str = "") -> Summary:
-    records = _convert(data.get("compiles"), list[CompileRecord], f"{where}compiles")
-    compiles = [_load_compile(record, f"{where}compiles[{i}]") for i, record in enumerate(records)]
-    stats = _object(data.get("stats", {}), f"{where}stats")
-    export = data.get("export")
-    return Summary(
-        compiles,
-        _inputs(data),
-        _text_or_none(data.get("torch_version"), f"{where}torch_version"),
-        {str(k): v for k, v in stats.items() if isinstance(v, int)},
-        _object(data.get("run", {}), f"{where}run"),
-        _object(export, f"{where}export") if export is not None else None,
-        _generator(data),
-        cache_known=all("cache" in c for c in data["compiles"] if isinstance(c, dict)),
-        vllm=_convert(data["vllm"], VllmRun, f"{where}vllm") if data.get("vllm") is not None else None,
-        processes=[p for p in data.get("processes") or [] if isinstance(p, dict)],
-        program=_program(data, where),
-        timeline=[t for t in data["timeline"] if isinstance(t, dict)] if isinstance(data.get("timeline"), list) else None,  # since 4.2
-    )
-
-
-def _load_compile(record: CompileRecord, where: str) -> CompileSummary:
-    """A compile of summary.json (validated as a `CompileRecord`), with the defaults of older schemas."""
-    label = record.id
-    key = CompileId.parse(label)
-    if key is None:
-        raise SummaryError(f"{where}.id: {label[:60]!r} is not a compile id")
-    attempts = [label] if isinstance(record.attempts, UnsetType) else record.attempts
-    # schema 1.x wrote no cause: every later compile of a frame was counted a recompile
-    cause = (CAUSE_RECOMPILE if key.frame_compile_id else CAUSE_FIRST) if isinstance(record.cause, UnsetType) else record.cause
-    return CompileSummary(
-        key=key.frame_key(),
-        id=sys.intern(label),
-        url=record.url,
-        generation=record.generation,
-        attempts=attempts,
-        frame=record.frame,
-        user_location=record.user_location,
-        status=record.status,
-        compile_time_s=record.compile_time_s,
-        graph_breaks=[b.graph_break() for b in record.graph_breaks],
-        recompile_reasons=record.recompile_reasons,
-        cache=record.cache,
-        graph_op_count=record.graph_op_count,
-        failure=record.failure,
-        pages=[(label, record.url)],
-        cause=cause,
-        restart_reasons=record.restart_reasons,
-        library_frame=record.library_frame,
-        config_changes=record.config_changes,
-        config_unusual=record.config_unusual,
-    )
-
-
-_T = TypeVar("_T")
-
-
-def _convert(value: Any, kind: type[_T], where: str) -> _T:
-    """`value` as `kind` (a type of msgspec's), or SummaryError naming the field that is not what we write."""
-    try:
-        return convert(value, kind)
-    except ValidationError as exc:
-        message, _, path = str(exc).partition(" - at `")
-        field_ = where + path.rstrip("`").removeprefix("$")
-        raise SummaryError(f"{field_}: {message[:1].lower()}{message[1:]}") from None
-
-
-def _program(data: dict[str, Any], where: str = "") -> ProgramExit | None:
-    """The program exit (summary.json 4.1); None when it is null or absent (a report written without `run`)."""
-    value = data.get("program")
-    return _convert(value, ProgramExit, f"{where}program") if value is not None else None
-
-
-def _inputs(data: dict[str, Any]) -> list[dict[str, Any]]:
-    return [_object(i, "inputs") for i in _list(data.get("inputs", []), "inputs")]
-
-
-def _generator(data: dict[str, Any]) -> str:
-    generator = data.get("generator")
-    return str(generator.get("version", "")) if isinstance(generator, dict) else ""
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise SummaryError(f"{where}: expected an object, found {type(value).__name__}")
-    return value
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise SummaryError(f"{where}: expected a list, found {type(value).__name__}")
-    return value
-
-
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise SummaryError(f"{where}: expected text, found {type(value).__name__}")
-    return value
-
-
-def _text_or_none(value: Any, where: str) -> str | None:
-    return None if value is None else _text(value, where)
-
-
-def _int_or_none(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if type(value) is not int:
-        raise SummaryError(f"{where}: expected an integer, found {type(value).__name__}")
-    return value
-
-
-def summaries_of(ranks: Sequence[RankEntry]) -> list[Summary]:
-    return [entry.summary for entry in ranks if entry.summary is not None]

@@ -14,15 +14,18 @@ gate are checked by `check_report` and `check_diff`, in the condition language o
 a failed diff gate is data (`GateFailure`) that every view reads.
 
 A total is computed from a report's compiles (`CompileSummary`), so it is the same number whether
-the report was just built from a log or loaded back from its `summary.json`.
+the report was just built from a log or loaded back from its `summary.json`. Each also says how a
+live report keeps it while the log is still being read (`Total.live`: a count added per compile, a
+count of distinct frames, seconds added in log order), so that the live index asks the declarations
+for every total and computes none itself, nor any over every compile again.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import islice
-
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -31,7 +34,8 @@ from ..units import format_seconds
 from .compared import BreakRow, Change, Comparison, EagerRow, FailureRow, Timed, Work
 from .conditions import Condition, unknown, violated
 from .roots import Roots
-from .summary import CACHE_RESULTS, CompileSummary, RankEntry, RanksSummary, Summary, first_line, slowest
+from .compile_groups import slowest
+from .summary import CACHE_RESULTS, CompileSummary, RankEntry, RanksSummary, Summary, first_line
 
 Value = int | float | None
 Involved = list[tuple[CompileSummary, str]]  # (a compile behind the number, a detail such as "(2)")
@@ -91,6 +95,148 @@ def in_parallel(values: Sequence[Value], seconds: bool) -> Combined:
     return Combined(high, f"max {_show(high, seconds)}, median {_show(median, seconds)} per rank", " on the slowest rank")
 
 
+# -- how a total is kept while a log is still being read (a live report) -------------------------
+
+
+class Tally(Protocol):
+    """A total kept as a live report's compiles arrive and are built again: `put` is told each compile
+    at its position in log order (a position seen before is a compile built again, which replaces
+    the one there), `value` is the total over the compiles put so far. A live report asks nothing
+    else of a total (`views.live_index`)."""
+
+    def put(self, position: int, compile_: CompileSummary) -> None: ...
+
+    def value(self) -> Value: ...
+
+
+class Added(Struct, frozen=True):
+    """How a count or a sum of each compile's counts is kept: its value is the sum of each compile's
+    own (`Total.compute([c])`); a compile built again takes its old part away and adds its new one.
+    Exact for counts (integers): a float part would drift by subtracting, so a sum of seconds is kept
+    as `InOrder`."""
+
+    def tally(self, total: Total) -> Tally:
+        return _AddedTally(lambda c: total.compute([c]), total.compute([]))
+
+
+class Distinct(Struct, frozen=True):
+    """How a count of distinct things is kept (the frames compiled): how many compiles have each
+    key, a key counted while any has it; None is no key."""
+
+    key: Callable[[CompileSummary], Hashable | None]
+
+    def over(self, compiles: Iterable[CompileSummary]) -> int:
+        return len({k for c in compiles if (k := self.key(c)) is not None})
+
+    def tally(self, total: Total) -> Tally:
+        return _DistinctTally(self.key)
+
+
+class InOrder(Struct, frozen=True):
+    """How a sum of seconds is kept: each compile's known value (None: unknown, left out) added in log
+    order, rounded to `digits`; None when no compile's is known. Floats added in another order may
+    round to another last digit, so the live value is the running sum up to each position, added
+    again from the first position built again: a new compile adds one number."""
+
+    seconds: Callable[[CompileSummary], float | None]
+    digits: int = 6
+
+    def over(self, compiles: Iterable[CompileSummary]) -> Value:
+        running, known = 0.0, False
+        for c in compiles:
+            value = self.seconds(c)
+            if value is not None:
+                running, known = running + value, True  # in log order: as the live tally adds them
+        return round(running, self.digits) if known else None
+
+    def tally(self, total: Total) -> Tally:
+        return _InOrderTally(self)
+
+
+class _AddedTally:
+    def __init__(self, part: Callable[[CompileSummary], Value], nothing: Value):
+        self.part = part
+        self.parts: list[Value] = []  # position → that compile's part
+        self.sum = nothing
+
+    def put(self, position: int, compile_: CompileSummary) -> None:
+        now = self.part(compile_)
+        if position == len(self.parts):
+            self.parts.append(now)
+            self.sum = _plus(self.sum, now)
+        else:
+            self.sum = _plus(_minus(self.sum, self.parts[position]), now)
+            self.parts[position] = now
+
+    def value(self) -> Value:
+        return self.sum
+
+
+class _DistinctTally:
+    def __init__(self, key: Callable[[CompileSummary], Hashable | None]):
+        self.key = key
+        self.keys: list[Hashable | None] = []  # position → that compile's key
+        self.counts: Counter[Hashable] = Counter()  # key → the compiles that have it
+
+    def put(self, position: int, compile_: CompileSummary) -> None:
+        now = self.key(compile_)
+        if position == len(self.keys):
+            self.keys.append(None)
+        before = self.keys[position]
+        self.keys[position] = now
+        if before is not None:
+            self.counts[before] -= 1
+            if not self.counts[before]:
+                del self.counts[before]
+        if now is not None:
+            self.counts[now] += 1
+
+    def value(self) -> Value:
+        return len(self.counts)
+
+
+class _InOrderTally:
+    def __init__(self, rule: InOrder):
+        self.rule = rule
+        self.values: list[float | None] = []  # position → that compile's known value
+        self.running: list[float] = []  # position → the sum of the known values up to it, in order
+        self.known = 0  # positions with a known value
+        self.stale = 0  # `running` holds from here on a sum to add again
+
+    def put(self, position: int, compile_: CompileSummary) -> None:
+        now = self.rule.seconds(compile_)
+        if position == len(self.values):
+            self.values.append(None)
+            self.running.append(0.0)
+        elif now == self.values[position]:
+            return
+        before = self.values[position]
+        self.known += (now is not None) - (before is not None)
+        self.values[position] = now
+        self.stale = min(self.stale, position)
+
+    def value(self) -> Value:
+        running = self.running[self.stale - 1] if self.stale else 0.0
+        for position in range(self.stale, len(self.values)):
+            value = self.values[position]
+            if value is not None:
+                running += value
+            self.running[position] = running
+        self.stale = len(self.values)
+        return round(running, self.rule.digits) if self.known else None
+
+
+LiveRule = Added | Distinct | InOrder
+
+
+def _plus(a: Value, b: Value) -> Value:
+    return None if a is None or b is None else a + b
+
+
+def _minus(a: Value, b: Value) -> Value:
+    return None if a is None or b is None else a - b
+
+
 class Total(Struct, frozen=True):
     name: str  # the summary.json key and the --fail-on name; `a.b` nests b under a
     label: str  # what it counts, in a few words ("failed compiles"): diff rows and cards
@@ -102,9 +248,18 @@ class Total(Struct, frozen=True):
     seconds: bool = False  # a duration: shown in seconds, and diffed as a ratio too
     what: str = "compiles"  # what the involved compiles are, in a gate message ("slowest")
     better: str = "lower"  # which way is an improvement between two runs: "lower", "higher" or "none"
-    # the report's value is the sum of each compile's (`compute([c])`): a live report adds and takes
-    # away the compiles that changed instead of computing it over them all again (views.live_index)
-    additive: bool = True
+    # how a live report keeps it as compiles arrive and are built again, never computing it over them
+    # all (views.live_index): the sum of each compile's (`compute([c])`), unless declared otherwise
+    live: LiveRule = Added()
+
+    @property
+    def additive(self) -> bool:
+        """Its value is the sum of each compile's: added up a batch of compiles at a time (`totals_of`)."""
+        return isinstance(self.live, Added)
+
+    def tally(self) -> Tally:
+        """A fresh tally of it for a live report, kept as its declaration says (`live`)."""
+        return self.live.tally(self)
 
     def show(self, value: Value) -> str:
         return _show(value, self.seconds)
@@ -116,8 +271,11 @@ class Total(Struct, frozen=True):
 # -- how each total is computed ----------------------------------------------------------------
 
 
-def _frames(compiles: Sequence[CompileSummary]) -> int:
-    return len({c.frame_identity for c in compiles if c.frame_identity is not None})
+# a frame id reused after torch._dynamo.reset() is another frame: its identity holds the generation
+_FRAMES = Distinct(lambda c: c.frame_identity)
+# each compile's forward plus its lazy backward compile; unknown (None, never 0) when none logged one,
+# with no compile at all too (an export, AOTInductor or an excerpt compiles outside any compile id)
+_COMPILE_TIME = InOrder(lambda c: c.compile_time_s.total)
 
 
 def _first_of_each_frame(compiles: Sequence[CompileSummary]) -> Involved:
@@ -125,13 +283,6 @@ def _first_of_each_frame(compiles: Sequence[CompileSummary]) -> Involved:
     for c in compiles:
         firsts.setdefault(c.frame_identity if c.frame_identity is not None else c.key, c)
     return [(c, "") for c in firsts.values()]
-
-
-def _compile_time(compiles: Sequence[CompileSummary]) -> Value:
-    """The sum of the times the compiles logged; unknown (None, never 0) when none logged one, with no
-    compile at all too (an export, AOTInductor or an excerpt compiles outside any compile id)."""
-    times = [c.compile_time_s.total for c in compiles if c.compile_time_s.total is not None]
-    return round(sum(times), 6) if times else None
 
 
 def _slowest(compiles: Sequence[CompileSummary]) -> Involved:
@@ -165,7 +316,7 @@ TOTALS: tuple[Total, ...] = (
     Total("compiles", "compiles", "compiles", "compiles: a frame compile with all its attempts, once per generation of its id",
           compute=len, involved=lambda cs: [(c, "") for c in cs], over_ranks=per_rank, better="none"),
     Total("frames", "frames", "frames", "compiled functions (a frame id reused after torch._dynamo.reset() is another frame)",
-          compute=_frames, involved=_first_of_each_frame, over_ranks=per_rank, better="none", additive=False),
+          compute=_FRAMES.over, involved=_first_of_each_frame, over_ranks=per_rank, better="none", live=_FRAMES),
     Total("graph_breaks", "graph breaks", "graph breaks", "graph breaks, each (reason, user location) once per compile; "
           "not torch's own (torch_graph_breaks)",
           compute=lambda cs: sum(len(c.user_breaks) for c in cs), involved=_breaks_where, over_ranks=per_rank),
@@ -196,7 +347,7 @@ TOTALS: tuple[Total, ...] = (
           compute=lambda cs: sum(1 for c in cs if c.hit_recompile_limit),
           involved=lambda cs: [(c, f"({c.frame})" if c.frame else "") for c in cs if c.hit_recompile_limit], over_ranks=per_rank),
     Total("compile_time_s", "compile time", "compile time", "seconds of compile time: each compile's forward plus its lazy backward compile",
-          compute=_compile_time, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest", additive=False),
+          compute=_COMPILE_TIME.over, involved=_slowest, over_ranks=in_parallel, seconds=True, what="slowest", live=_COMPILE_TIME),
     *(_cache(result) for result in CACHE_RESULTS),
 )
 BY_NAME = {total.name: total for total in TOTALS}
@@ -218,6 +369,11 @@ def totals_of(compiles: Sequence[CompileSummary]) -> dict[str, Value]:
             if total.additive:
                 sums[total.name] = (sums[total.name] or 0) + (total.compute(batch) or 0)
     return {total.name: sums[total.name] if total.additive else total.compute(compiles) for total in TOTALS}
+
+
+def live_tallies() -> dict[str, Tally]:
+    """A fresh tally of every total, by name, for a live report (`Total.live`)."""
+    return {total.name: total.tally() for total in TOTALS}
 
 
 def nested(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -251,6 +407,19 @@ def columns() -> list[tuple[str, list[Total]]]:
 def over_ranks(per_rank_values: Sequence[dict[str, Value]]) -> dict[str, Combined]:
     """Each total over several ranks' totals, combined as its declaration says."""
     return {total.name: total.combine([values.get(total.name) for values in per_rank_values]) for total in TOTALS}
+
+
+def totals_line(summary: Summary | RanksSummary) -> str:
+    """Every declared total in one line, as the terminal's `Report:` line says it: `compiles 5, frames
+    5, graph breaks 3, ..., compile time 17.08 s`; over ranks, each combined as its declaration says
+    (`compiles 5–9 per rank, ..., compile time max 11.19 s, median 8.53 s per rank, ...`)."""
+    if isinstance(summary, Summary):
+        values = totals_of(summary.compiles)
+        shown = {total.name: total.show(values[total.name]) for total in TOTALS}
+    else:
+        combined = over_ranks([totals_of(entry.summary.compiles) for entry in summary.read if entry.summary is not None])
+        shown = {name: c.text for name, c in combined.items()}
+    return ", ".join(f"{column} {' / '.join(shown[total.name] for total in group)}" for column, group in columns())
 
 
 # -- checking a report's totals ----------------------------------------------------------------

@@ -117,10 +117,3 @@ def open_browser(out: Path) -> None:
         webbrowser.open((out / "index.html").absolute().as_uri())
     except Exception:  # no browser is not an error: the report is written
         pass
-
-
-def size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -17,7 +17,7 @@ from ..analysis.totals import DIFF_GATES, check_diff
 from ..diff.load import LoadError, load
 from ..diff.output import write_diff, write_markdown
 from ..diff.view import gate_words
-from ..report.writer import OutputError, ReportKeptElsewhere, classify_output
+from ..report.targets import OutputError, ReportKeptElsewhere, classify_output
 from .common import CliError, Input, Output, echo_err, open_browser, refuse_outputs_on_inputs
 from .request import report_url_option
 

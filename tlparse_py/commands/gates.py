@@ -1,7 +1,8 @@
 """`--fail-on` of a report: the conditions parsed at the start, checked once the report is written.
 
 The names are the totals' declarations (`analysis.totals.TOTALS`); the checking is the analysis'
-(`analysis.totals.check_report`), on the analysis in memory. A multi-rank report is gated on each
+(`analysis.totals.check_report`), on the analysis in memory, and what it comes to (the lines, exit
+3) is the report's outcome (`outcome.report_outcome`). A multi-rank report is gated on each
 total combined over the ranks as its declaration says (summed, per rank, or the slowest rank).
 """
 
@@ -34,8 +35,3 @@ def parse_gates(texts: tuple[str, ...] | list[str]) -> list[Condition]:
         return parse_conditions(",".join(texts), NAMES)
     except ConditionError as exc:
         raise CliError(f"--fail-on: {exc}") from None
-
-
-def raise_if_gates_fail(failed: list[str], where: str) -> None:
-    if failed:
-        raise CliError(f"--fail-on: {len(failed)} condition(s) held; the report is in {where}", 3)

@@ -12,13 +12,13 @@ import click
 from ..limits import SINGLE_FILE_MB as BUDGET_MB
 from .common import Amount, CliError, Input, Output, echo_err, refuse_outputs_on_inputs
 
-__all__ = ["BUDGET_MB", "check_single_file_target", "pack", "write_single_file"]
+__all__ = ["BUDGET_MB", "check_single_file_target", "pack"]
 
 
 def check_single_file_target(target: Path) -> str | None:
     """Why `target` cannot be written as the single file (None when it can): a folder, a socket...
-    (`writer.classify_output`); a pipe or a character device such as /dev/stdout is written in place."""
-    from ..report.writer import classify_output
+    (`targets.classify_output`); a pipe or a character device such as /dev/stdout is written in place."""
+    from ..report.targets import classify_output
 
     problem = classify_output(target).refusal()
     if problem:
@@ -26,21 +26,6 @@ def check_single_file_target(target: Path) -> str | None:
     if not target.parent.is_dir():
         return f"the folder {target.parent} does not exist"
     return None
-
-
-def write_single_file(out: Path, target: Path | None, budget_mb: float = BUDGET_MB) -> None:
-    """Pack the report in `out` into `target` (nothing when None); CliError 1 when that fails."""
-    if target is None:
-        return
-    from ..report.pack import PackError, pack_report  # only when packing: most reports are not
-
-    try:
-        packed = pack_report(out, target, budget_mb)
-    except PackError as exc:
-        raise CliError(f"--single-file: {exc}", 1) from None
-    except OSError as exc:
-        raise CliError(f"--single-file: could not write {target}: {exc.strerror or exc}; the report is in {out}", 1) from None
-    echo_err(packed.line())
 
 
 @click.command("pack", context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,7 +21,7 @@ from msgspec import Struct
 from ..limits import GUNZIP_GRACE_MB, SINGLE_FILE_MB, Limits
 from ..options import Options
 from ..report.render import check_source_url
-from ..report.writer import OutputError, check_target, classify_output
+from ..report.targets import OutputError, check_target, classify_output
 from .common import Amount, CliError, Input, Output, refuse_outputs_on_inputs
 from .gates import HELP as GATES_HELP
 from .gates import parse_gates

@@ -47,7 +47,7 @@ from urllib.parse import quote, unquote
 import click
 
 from .. import shutdown
-from ..report.writer import looks_like_report
+from ..report.targets import looks_like_report
 from ..terminal import sanitize
 from .common import CliError, echo_err
 from .request import DEFAULT_HOST, ServeAt, host_option, port_option

@@ -36,7 +36,7 @@ from ..live import LiveReport, LogReset
 from ..reading.tail import NotRegular
 from ..reading.gunzip import is_gzip
 from ..reading.inputs import ChosenInput, InputError, SeveralRanks, candidate_logs, choose_input, kept_path, rank_of, ranks_in, trace_logs
-from ..report.writer import OutputError
+from ..report.targets import OutputError
 from ..terminal import sanitize
 from .common import Amount, CliError, echo_diagnostic, echo_err, open_browser
 from .report import conclude, kept_as, path_or_env, rank_detected, source_info, write_and_check

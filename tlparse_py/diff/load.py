@@ -1,6 +1,6 @@
 """Each side of a diff as the analysis' typed summary: from a trace (log or folder) or a report folder.
 
-A report folder is read through its `summary.json` (`analysis.summary.load_summary`, the typed
+A report folder is read through its `summary.json` (`analysis.summary_load.load_summary`, the typed
 loader); a trace is analysed (nothing is written). A folder of several ranks' logs becomes a
 multi-rank summary, like `--all-ranks-html` writes.
 
@@ -29,9 +29,10 @@ from ..reading.inputs import InputError, SeveralRanks, candidate_logs, choose_in
 from ..analysis.kinds import load_plugins
 from ..pipeline import Options, analyze_logs, source_of
 from ..analysis.spools import SpooledCompiles
-from ..analysis.summary import CompileSummary, RankEntry, RanksSummary, Summary, SummaryError, load_summary
+from ..analysis.summary import CompileSummary, RankEntry, RanksSummary, Summary
+from ..analysis.summary_load import SummaryError, load_summary
 from ..reading.gunzip import GunzipRefused
-from ..report.writer import looks_like_report
+from ..report.targets import looks_like_report
 
 
 class LoadError(Exception):

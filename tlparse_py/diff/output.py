@@ -16,7 +16,8 @@ from ..analysis.totals import GateFailure, GateUnchecked
 from ..pipeline import write_static
 from ..report.markdown import destination, path_destination
 from ..report.render import render_page
-from ..report.writer import ReportWriter, append_output
+from ..report.output_file import append_output
+from ..report.staging import ReportWriter
 from .view import diff_page, markdown
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "diff.schema.json"

@@ -188,19 +188,6 @@ def normalise_log(data: bytes, replacements: Sequence[tuple[str, str]]) -> bytes
     return b"\n".join(out)
 
 
-def check_payload_md5s(data: bytes) -> list[int]:
-    """1-based line numbers of headers whose `has_payload` does not match their payload."""
-    bad, line_no = [], 1
-    for header, payload in _split_records(data.split(b"\n")):
-        if header is not None:
-            m = _HAS_PAYLOAD.search(header)
-            if m and m.group(1).decode() != payload_md5(payload):
-                bad.append(line_no)
-            line_no += 1
-        line_no += len(payload)
-    return bad
-
-
 # --------------------------------------------------------------------------- fixtures
 
 

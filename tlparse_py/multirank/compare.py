@@ -11,9 +11,9 @@ from typing import Any
 
 from msgspec import Struct, field, to_builtins
 
-from ..analysis.ranks import (
-    CollectivesParity, ParityGraph, RankComparison, RankFigures, RuntimeEstimation, collectives_parity, compare, figures,
-)
+from ..analysis.questions import CollectivesParity, ParityGraph, collectives_parity
+from ..analysis.rank_answers import RankComparison, RankFigures, RuntimeEstimation, figures
+from ..analysis.ranks import compare
 from ..analysis.summary import STATUS_LABELS, RanksSummary
 from .run import RankResult
 

@@ -18,15 +18,17 @@ from ..options import Options
 from ..pipeline import write_static
 from ..report.render import render_page, trusted_html
 from ..report.views.common import Page
-from ..analysis.ranks import RankComparison, words
+from ..analysis.rank_answers import RankComparison, words
 from ..analysis.store import InputInfo
 from ..analysis.program import ProgramExit
 from ..analysis.summary import RankEntry, RanksSummary
-from ..report.writer import FolderWriter, ReportWriter, check_target
-from ..reading.inputs import kept_path
+from ..report.folder_writer import FolderWriter
+from ..report.staging import ReportWriter
+from ..report.targets import check_target
+from ..reading.inputs import file_size, kept_path
 from .cluster import close, connect
 from .compare import Landing, RankRow, analyse, as_json, collective_schedules, primary, rank_rows, runtime_trace
-from .run import RankJob, RankResult, _size, build_all, discover, kept_as
+from .run import RankJob, RankResult, build_all, discover, kept_as
 
 
 def merge_chromium(writer: FolderWriter, results: list[RankResult], out: Any) -> int:
@@ -153,7 +155,7 @@ def _write(
 def landing_source(folder: Path, jobs: list[RankJob], program: ProgramExit | None = None) -> InputInfo:
     """What the landing page says it was written from: the folder (as named), its logs' bytes now,
     and how the program that wrote them ended (under `run`)."""
-    return InputInfo(str(folder), sum(_size(job.log) for job in jobs), [], program=program)
+    return InputInfo(str(folder), sum(file_size(job.log) for job in jobs), [], program=program)
 
 
 def write_failed_pages(writer: FolderWriter, results: list[RankResult]) -> None:
@@ -173,7 +175,7 @@ def landing_summary(landing: Landing, jobs: list[RankJob], program: ProgramExit 
     return {
         "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
-        "inputs": [{"path": job.named, "bytes": _size(job.log), "rank": job.rank} for job in jobs],
+        "inputs": [{"path": job.named, "bytes": file_size(job.log), "rank": job.rank} for job in jobs],
         "ranks": [
             {"rank": r.rank, "folder": r.folder, "error": r.error or None, "summary": summary_dict(r.summary) if r.summary is not None else None}
             for r in landing.results
@@ -186,7 +188,7 @@ def landing_summary(landing: Landing, jobs: list[RankJob], program: ProgramExit 
 
 
 def ranks_summary(landing: Landing, written: dict[str, Any], program: ProgramExit | None = None) -> RanksSummary:
-    """The multi-rank summary.json just written, typed (as `analysis.summary.load_ranks` reads it back)."""
+    """The multi-rank summary.json just written, typed (as `analysis.summary_load.load_ranks` reads it back)."""
     return RanksSummary(
         [RankEntry(r.rank, r.folder, r.error or None, r.summary) for r in landing.results],
         written["divergences"], written["inputs"], __version__, written["notes"], program,

@@ -28,7 +28,7 @@ from ..reading.inputs import InputError, candidate_logs, kept_path
 from ..reading.tail import NotRegular
 from ..report.render import render_page
 from ..report.views.live import LiveMark, RankSoFar, ranks_banner
-from ..report.writer import LiveSubWriter, LiveWriter
+from ..report.live_writer import LiveSubWriter, LiveWriter
 from .compare import analyse
 from .landing import landing_page, landing_source, write_outputs
 from .run import RankJob, RankResult, discover, kept_as, result_of

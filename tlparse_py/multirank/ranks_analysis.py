@@ -15,7 +15,7 @@ from typing import Any
 from msgspec.structs import replace
 
 from ..analysis.compiles import Analysis
-from ..analysis.ranks import RankComparison
+from ..analysis.rank_answers import RankComparison
 from ..analysis.summary import RanksSummary
 from ..options import Options
 from ..pipeline import analyze_logs
@@ -76,7 +76,7 @@ class RanksAnalysis:
         return self._analyses[job.folder]
 
     def summary(self) -> RanksSummary:
-        """What the multi-rank summary.json holds, as typed objects (as `summary.load_ranks` reads it back)."""
+        """What the multi-rank summary.json holds, as typed objects (as `summary_load.load_ranks` reads it back)."""
         if self._summary is None:
             self._summary = ranks_summary(self.landing, self.to_dict())
         return self._summary

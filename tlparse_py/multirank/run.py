@@ -2,7 +2,7 @@
 
 Ranks are read in parallel worker processes, or as tasks on a Dask cluster (`cluster.py`); each
 writes its own `rank_N/` report and returns a small `RankResult`: its typed summary (what its
-`summary.json` holds, as `analysis.summary` loads it) and its distributed facts. Only those travel
+`summary.json` holds, as `analysis.summary_load` loads it) and its distributed facts. Only those travel
 back to be compared (`analysis.ranks`). A rank whose worker dies is built once more; dying again,
 it is reported as failed and the other ranks are kept.
 """
@@ -19,16 +19,17 @@ from typing import Any
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ..reading.inputs import InputError, candidate_logs, kept_path, rank_of
+from ..reading.inputs import InputError, candidate_logs, file_size, kept_path, rank_of
 from ..model import Stats
 from ..options import Options
 from ..pipeline import build_report
 from ..shutdown import die_with_starter
 from ..analysis.compiles import Analysis
-from ..analysis.ranks import RankFacts
+from ..analysis.rank_answers import RankFacts
 from ..analysis.store import DistributedFacts, InputInfo
-from ..analysis.summary import Summary, load_summary
-from ..report.writer import FolderWriter
+from ..analysis.summary import Summary
+from ..analysis.summary_load import load_summary
+from ..report.folder_writer import FolderWriter
 from .cluster import build_on_cluster
 
 
@@ -56,7 +57,7 @@ class RankJob(Struct):
 
     def source(self) -> InputInfo:
         """What its report says it was written from (the log's size now)."""
-        return InputInfo(self.named, _size(self.log))
+        return InputInfo(self.named, file_size(self.log))
 
 
 def discover(folder: Path, options: Options) -> list[RankJob]:
@@ -76,7 +77,7 @@ def discover(folder: Path, options: Options) -> list[RankJob]:
         by_rank.setdefault(rank_of(log), []).append(log)
     jobs = []
     for rank in sorted((r for r in by_rank if r is not None)):
-        ordered = sorted(by_rank[rank], key=lambda p: (-_size(p), p.name))
+        ordered = sorted(by_rank[rank], key=lambda p: (-file_size(p), p.name))
         jobs.append(RankJob(rank, ordered[0], f"rank_{rank}", options))
         jobs.extend(RankJob(rank, log, f"rank_{rank}_extra_{i}", options) for i, log in enumerate(ordered[1:], start=1))
     jobs.extend(RankJob(None, log, f"unranked_{i}", options) for i, log in enumerate(sorted(by_rank.get(None, [])), start=1))
@@ -88,13 +89,6 @@ def discover(folder: Path, options: Options) -> list[RankJob]:
 def kept_as(jobs: list[RankJob], kept: tuple[Path, Path] | None) -> list[RankJob]:
     """The jobs with their logs named where they will be kept (`reading.inputs.kept_path`)."""
     return [replace(job, shown=str(kept_path(job.log, kept))) for job in jobs] if kept is not None else jobs
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 # ------------------------------------------------------------------------------------------------

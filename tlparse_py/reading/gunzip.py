@@ -1,5 +1,5 @@
 """Bounded gunzip: opening a log, un-gzipping `.gz` files without letting a decompression bomb cost
-unbounded time, memory or disk (README, "Limits")."""
+unbounded time, memory or disk (docs/limits.md)."""
 
 from __future__ import annotations
 

@@ -342,7 +342,8 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
+    """A file's size in bytes; 0 when it cannot be asked (gone, unreadable)."""
     try:
         return path.stat().st_size
     except OSError:
@@ -510,7 +511,7 @@ def _processes(folder: Path, heads: dict[Path, LogHead]) -> tuple[list[_Process]
     those times and how uncertain they are)."""
     found = []
     for group in _by_process(folder, heads):
-        logs = sorted(group, key=lambda p: (heads[p].stamp or (99,), -_size(p), str(p)))
+        logs = sorted(group, key=lambda p: (heads[p].stamp or (99,), -file_size(p), str(p)))
         where = logs[0].parent if all(p.parent == logs[0].parent for p in logs) else folder
         found.append(_Process(logs, where, heads[logs[0]].pid, min((heads[p].stamp for p in logs if heads[p].stamp), default=())))
     if len(found) < 2:

@@ -11,7 +11,7 @@ from .. import jsondepth
 from ..analysis.phases import PhaseTimer
 from ..analysis.store import Store
 from ..model import Record
-from .writer import GatheredWrites
+from .fileio import GatheredWrites
 
 
 WRITE_BYTES = 1 << 18  # the events gathered before a write

@@ -21,7 +21,7 @@ from .. import shutdown
 from ..model import HINTS
 from .render import Model, render_page
 from .views.common import Inputs, Page, page_base
-from .writer import FolderWriter
+from .folder_writer import FolderWriter
 
 PARALLEL_PAGES = 200  # below this many pages, a second process costs more than it saves
 CLAIM_JOBS = 8  # jobs a process takes from the shared counter at a time
@@ -61,7 +61,7 @@ class SharedJobs:
 class ErrorPage(Page, kw_only=True):
     """In place of a page that could not be built: what it was, and why."""
 
-    template: ClassVar[str] = "page_error.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     what: str
     detail: str
 
@@ -100,17 +100,22 @@ class PageJobs:
         self.inputs.analysis.stats.add("fail_parser")
         self.inputs.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
-    def run(self, jobs: list[Job], gathered: tuple[Callable[[], bytes], Callable[[bytes | memoryview], None]] | None = None) -> None:
+    def run(self, jobs: list[Job], gathered: tuple[Callable[[], bytes], Callable[[bytes | memoryview], None]] | None = None,
+            meanwhile: Callable[[], None] | None = None) -> bool:
         """Run the jobs, in this process and a forked child when there are enough of them (each takes
         the next few whenever it is free: `SharedJobs`; not a third process: each fork copies much
         of the heap it walks). `gathered`: (encode, add) of what the jobs gather besides their pages
-        (the search index's pieces): the child's share is encoded at its end and added here."""
+        (the search index's pieces): the child's share is encoded at its end and added here.
+        `meanwhile`: work this process does first while the child starts on the jobs (it then
+        takes fewer of them); whether it was run (not when the jobs all run here)."""
         if len(jobs) < PARALLEL_PAGES or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-            return self._run_here(jobs)
+            self._run_here(jobs)
+            return False
         try:
             shared = SharedJobs(len(jobs))
         except OSError:  # no shared semaphore here (no /dev/shm): one process does it all
-            return self._run_here(jobs)
+            self._run_here(jobs)
+            return False
         sys.stdout.flush()
         sys.stderr.flush()
 
@@ -132,6 +137,8 @@ class PageJobs:
         try:
             pid, reader_fd = self._fork(child)
             try:
+                if meanwhile is not None:
+                    meanwhile()
                 share()
             except BaseException:  # a full disk, Ctrl-C...: the child must not go on writing into
                 self._stop(pid, reader_fd)  # a staging folder about to be removed
@@ -149,6 +156,7 @@ class PageJobs:
             self.failures = None
         for _job, _url, what, detail in sorted([tuple(f) for f in failures] + mine):
             self._count(what, detail)
+        return True
 
     @staticmethod
     def _run_here(jobs: list[Job]) -> None:

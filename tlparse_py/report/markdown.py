@@ -258,7 +258,7 @@ def _totals_table(rows: list[tuple[str, dict[str, str]]]) -> list[str]:
 
 
 def _ids(compiles: list[CompileSummary], prefix: str) -> str:
-    shown = [link(c.label, c.url, prefix) if c.url else text(c.label) for c in compiles[:IDS_PER_ROW]]  # url None: no page (README, "Limits")
+    shown = [link(c.label, c.url, prefix) if c.url else text(c.label) for c in compiles[:IDS_PER_ROW]]  # url None: no page (docs/limits.md)
     more = len(compiles) - IDS_PER_ROW
     return " ".join(shown) + (f" +{more} more" if more > 0 else "")
 

@@ -34,7 +34,8 @@ from ..model import Artifact, CompileId, Record, RecordSummary, cache_suffix
 from ..paths import numbered, safe_relpath
 from .highlight import Highlighter
 from .views.pages import PendingPage
-from .writer import FolderWriter, GatheredWrites
+from .fileio import GatheredWrites
+from .folder_writer import FolderWriter
 
 MD5_HEX = re.compile(r"[0-9a-f]{32}")
 RAW_JSONL_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")

@@ -12,7 +12,7 @@ from typing import Any
 from .. import jsondepth
 from ..patterns import lazy
 from ..analysis.kinds.registry import provenance_inputs
-from .render import script_json
+from .html.escaping import script_json
 
 _XNUMEL_DECLARATION = lazy(r"^\s*\w+\s+.*_xnumel(?:_\d+)?\s*=")
 

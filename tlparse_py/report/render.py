@@ -1,56 +1,59 @@
-"""Templates: model data in, HTML text out. No file I/O except reading templates and their
-compiled form.
+"""Pages: model data in, HTML text out. No file I/O except reading templates and their compiled form.
 
-The pages written once per compile id (the compile and compilation-metrics pages) are plain Python
-functions (`html/`): `render_page` calls them. The other pages are Jinja templates (templates/),
-which call the pieces of markup the Python pages share (`html.parts`, `html.shell`) as the globals
-`html` and `shell_head` / `shell_foot`. A report never imports Jinja: `codegen` compiles
-each template into a Python module that runs on `templating` alone (importing Jinja, its lexer,
-parser and compiler, was a tenth of a small report's run). An installed wheel carries them compiled
-(`compiled_templates/`, written by `compile_templates` when the wheel is built, turned into bytecode
-by pip at install); a source checkout compiles a template when it first uses it after an edit, and
-keeps the code in the user's cache folder. Either is used only when compiled from this very source
-(`source_key`).
+Every page of a single log's report is a plain Python function (`html/`), which `render_page` calls:
+the pages a big log writes thousands of, once per compile id or record (the compile, compilation
+metrics, code, pass diff, guards, guard details, kernel stack traces and provenance pages), the index,
+the failures page, and the page put in place of one that could not be built. The index, a report's
+biggest page, can be had in pieces (`render_pieces`), which its writer writes as they come; so are the
+pieces it writes once per compile or compile id (its compiles table's rows, "Files by compile id",
+the stack trie: `html.index_rows`), which a live report renders again as its compiles change
+(`render_macro`).
+
+The other pages (the multi-rank landing, the diff and vLLM pages, the notebook's summary, ...) are
+Jinja templates (templates/), rendered by Jinja itself through its public API (`template_env`),
+which is imported only when one of them is rendered: a single log's report never imports Jinja. They
+call the pieces of markup the Python pages share (`html.parts`, `html.index_rows`, `html.shell`) as
+the globals `html` and `shell_head` / `shell_foot`, so each piece of markup is defined once.
 
 Autoescape is on for every template, and the Python pages escape every value (`html.escaping.esc`).
-The only trusted HTML comes from the pieces of `html/`, `code_html` and
-`side_by_side_html` (escaped text or Pygments output, line by line), `script_json` and the user's own `--custom-header-html`, all wrapped
-in `Markup` here and nowhere else.
+The only trusted HTML comes from the pieces of `html/` (escaped text or Pygments output, line by
+line), `script_json` and the user's own `--custom-header-html` (`trusted_html`), made Markup in
+`html.escaping` and nowhere else.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import marshal
-import os
-import posixpath
-import re
-import sys
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, ClassVar, Protocol
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from markupsafe import Markup
-from msgspec import Struct
 
-from ..patterns import lazy
-from . import cache, templating
 from .._version import __version__
-from ..analysis.stacks import is_user_code
 from ..analysis.summary import STATUS_LABELS, STATUS_SEVERITY
 from ..units import format_seconds
-from .highlight import Lines
-from .html import parts, shell, timeline_svg
-from .html.code import code_html
+from .html import index_rows, parts, shell, timeline_svg
 from .html.compile_page import compile_page_html
-from .html.escaping import safe_href
+from .html.escaping import safe_href, trusted_html
+from .html.failures_page import error_page_html, failures_page_html
+from .html.index_page import index_page_html, index_page_pieces
+from .html.links import SourceLinks, check_source_url
 from .html.metrics_page import metrics_page_html
 from .html.parts import plural, source_link
+from .html.record_pages import (
+    code_page_html, guard_info_page_html, guards_page_html, pass_diff_page_html, provenance_page_html, stack_traces_page_html,
+)
+
+if TYPE_CHECKING:
+    import jinja2
+
+# what other modules take from here (SourceLinks, check_source_url, source_link and trusted_html are html/'s)
+__all__ = [
+    "STATIC_DIR", "TEMPLATE_DIR", "Model", "SourceLinks", "check_source_url", "compile_templates", "environment", "render", "render_macro",
+    "render_page", "render_pieces", "source_link", "trusted_html",
+]
 
 HERE = Path(__file__).resolve().parent.parent  # the package folder (tlparse_py/)
 # Installed wheels carry the templates inside the package; a source checkout (and `pip install -e`)
@@ -58,13 +61,23 @@ HERE = Path(__file__).resolve().parent.parent  # the package folder (tlparse_py/
 TEMPLATE_DIR = next(p for p in (HERE.parent / "templates", HERE / "templates") if (p / "base.html.j2").is_file())
 STATIC_DIR = TEMPLATE_DIR / "static"
 COMPILED_DIR = HERE / "compiled_templates"  # in wheels only (see hatch_build.py)
-COMPILED_PACKAGE = "tlparse_py.compiled_templates"
 
 
 @functools.cache
-def templates() -> templating.Templates:
-    """The compiled templates, with the pages' globals and filters."""
-    return templating.Templates(load_template, _globals(), _filters())
+def environment() -> jinja2.Environment:
+    """Jinja, with the pages' globals and filters (imported now: the first template page)."""
+    from . import template_env
+
+    return template_env.environment(TEMPLATE_DIR, COMPILED_DIR, _globals(), _filters())
+
+
+# The pieces of markup the Python pages share with the templates: `{{ html.stack(frames, root) }}`
+TEMPLATE_PARTS: dict[str, Callable[..., str]] = {
+    "frame": parts.frame, "stack": parts.stack, "status": parts.status, "artifact_list": parts.artifact_list,
+    "name_notes": parts.name_notes, "break_site": parts.break_site, "program_exit": parts.program_exit, "perfetto": parts.perfetto,
+    "compile_rows": index_rows.compile_rows, "compile_row": index_rows.compile_row, "compile_id_sections": index_rows.compile_id_sections,
+    "compile_id_section": index_rows.compile_id_section, "trie": index_rows.trie, "ids": index_rows.ids,
+}
 
 
 def _globals() -> dict[str, Any]:
@@ -75,19 +88,13 @@ def _globals() -> dict[str, Any]:
         "plural": plural,
         "status_labels": STATUS_LABELS,
         "status_rank": {status: rank for rank, status in enumerate(STATUS_SEVERITY)},
-        "side_by_side_html": side_by_side_html,
-        "code_html": code_html,
         "source_link": source_link,
         "shell_head": _markup(shell.shell_head),
         "shell_foot": _markup(shell.shell_foot),
-        # the pieces of markup the Python pages share with the templates: `{{ html.stack(frames, root) }}`
-        "html": SimpleNamespace(**{name: _markup(getattr(parts, name)) for name in TEMPLATE_PARTS}),
+        "html": SimpleNamespace(**{name: _markup(piece) for name, piece in TEMPLATE_PARTS.items()}),
         # the index's pictures (`html.timeline_svg`), drawn from the analysis' timeline: `{{ pictures.timeline(timeline) }}`
         "pictures": SimpleNamespace(timeline=_markup(timeline_svg.timeline_figure), frames=_markup(timeline_svg.frames_figure)),
     }
-
-
-TEMPLATE_PARTS = ("frame", "stack", "status", "artifact_list", "name_notes", "break_site")
 
 
 def _markup(build: Callable[..., str]) -> Callable[..., Markup]:
@@ -100,12 +107,12 @@ def _markup(build: Callable[..., str]) -> Callable[..., Markup]:
     return markup
 
 
-def _filters() -> dict[str, Any]:
+def _filters() -> dict[str, Callable[..., Any]]:
     return {"safe_href": safe_href, "seconds": format_seconds}
 
 
 def render(template: str, context: dict[str, Any]) -> str:
-    return templates().render(template, context)
+    return environment().get_template(template).render(context)
 
 
 class Model(Protocol):
@@ -117,17 +124,21 @@ class Model(Protocol):
 
 
 def render_macro(name: str, *args: Any) -> Markup:
-    """One macro of `_macros.html.j2`, or one piece of `html.parts` the templates call, alone (a
-    fragment a page reuses)."""
-    if name in TEMPLATE_PARTS:
-        return Markup(getattr(parts, name)(*args))
-    return Markup(getattr(templates().module("_macros.html.j2"), name)(*args))
+    """A piece of a page alone (a fragment a live page reuses): one of `html/` the templates call (`TEMPLATE_PARTS`)."""
+    return Markup(TEMPLATE_PARTS[name](*args))
 
 
-# The pages written once per compile id, as Python functions (page model, live mark → HTML), by their
-# model's class (views.compile.CompilePage, views.pages.MetricsPage): as templates, on a log of
-# thousands of small compiles, they were nearly half the run.
-PYTHON_PAGES: dict[str, Callable[[Any, Any], str]] = {"CompilePage": compile_page_html, "MetricsPage": metrics_page_html}
+# The pages of a single log's report, as Python functions (page model, live mark → HTML), by their
+# model's class (views.compile.CompilePage, views.pages.*, views.index.*, jobs.ErrorPage): as
+# templates, on a log of thousands of small compiles, those written once per compile were most of the
+# run, and importing Jinja a good part of a small log's.
+PYTHON_PAGES: dict[str, Callable[[Any, Any], str]] = {
+    "CompilePage": compile_page_html, "MetricsPage": metrics_page_html, "CodePage": code_page_html, "PassDiffPage": pass_diff_page_html,
+    "GuardsPage": guards_page_html, "GuardInfoPage": guard_info_page_html, "StackTracesPage": stack_traces_page_html,
+    "ProvenancePage": provenance_page_html, "IndexPage": index_page_html, "FailuresPage": failures_page_html, "ErrorPage": error_page_html,
+}
+# The pages that can be had in pieces (page model, live mark → the HTML's pieces, in order)
+PAGE_PIECES: dict[str, Callable[[Any, Any], Iterable[str]]] = {"IndexPage": index_page_pieces}
 
 
 def render_page(page: Model, live: Any = None) -> str:
@@ -141,203 +152,15 @@ def render_page(page: Model, live: Any = None) -> str:
     return render(page.template, context)
 
 
-def template_names() -> list[str]:
-    return sorted(p.relative_to(TEMPLATE_DIR).as_posix() for p in TEMPLATE_DIR.rglob("*.j2"))
-
-
-def module_name(template: str) -> str:
-    """The compiled template's module name: `index.html.j2` → `t_index_html`."""
-    return "t_" + re.sub(r"\W", "_", template.removesuffix(".j2"))
-
-
-@functools.cache
-def _compiler_digest() -> bytes:
-    """What compiled code depends on beside its template: this tlparse-py, the code generator and the
-    helpers the code calls."""
-    digest = hashlib.sha256(f"{__version__}\0".encode())
-    for module in ("codegen.py", "templating.py"):
-        try:
-            digest.update((Path(__file__).parent / module).read_bytes())
-        except OSError:  # pragma: no cover - a wheel without sources: its version says enough
-            pass
-    return digest.digest()
-
-
-def source_key(name: str, source: bytes) -> str:
-    """The key of a template's compiled code: its source, and what compiled it."""
-    return hashlib.sha256(_compiler_digest() + name.encode() + b"\0" + source).hexdigest()
-
-
-def load_template(name: str) -> dict[str, Any]:
-    """The namespace of a template's compiled module: shipped in the wheel, cached from an earlier
-    run, or compiled now (and cached)."""
-    source = (TEMPLATE_DIR / name).read_bytes()
-    key = source_key(name, source)
-    shipped = _shipped(name)
-    if shipped is not None and shipped.get("SOURCE") == key:
-        return shipped
-    folder = cache.folder(f"pages-{__version__}")
-    # marshalled code: for this very Python only
-    entry = folder / f"{key}-{hashlib.sha256(sys.version.encode()).hexdigest()[:16]}.code" if folder is not None else None
-    if entry is not None:
-        try:
-            code = marshal.loads(entry.read_bytes())
-        except (OSError, ValueError, EOFError, TypeError):
-            code = None
-        if isinstance(code, type(_run.__code__)):  # a damaged entry only costs a compile
-            return _run(name, code)
-    code = compile(generate_module(name, source.decode(), key), f"<compiled template {name}>", "exec")
-    if entry is not None:
-        _write_atomically(entry, marshal.dumps(code))
-    return _run(name, code)
-
-
-def _shipped(name: str) -> dict[str, Any] | None:
-    """The wheel's compiled module of a template (its bytecode, written by pip at install)."""
-    path = COMPILED_DIR / f"{module_name(name)}.py"
-    if not path.is_file():
-        return None
-    from importlib.util import module_from_spec, spec_from_file_location
-
-    try:
-        spec = spec_from_file_location(f"{COMPILED_PACKAGE}.{module_name(name)}", path)
-        assert spec is not None and spec.loader is not None
-        module = module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except Exception:  # noqa: BLE001 - a broken install compiles the template instead
-        return None
-    return vars(module)
-
-
-def _run(name: str, code: Any) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": f"{COMPILED_PACKAGE}.{module_name(name)}"}
-    exec(code, namespace)  # noqa: S102 - code compiled from our own templates
-    return namespace
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """A cache entry that cannot be written only costs a compile next time."""
-    try:
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-    except OSError:
-        pass
-
-
-def generate_module(name: str, source: str, key: str) -> str:
-    """The Python source of a template's compiled module (imports Jinja: only when compiling)."""
-    from . import codegen
-
-    parser = codegen.parser([*templating.FILTERS, *_filters()], templating.TESTS)
-    return codegen.generate(parser, name, source, key)
+def render_pieces(page: Model, live: Any = None) -> Iterable[str]:
+    """`render_page` in pieces, to be written as they come: a big page (the index) is never held whole."""
+    pieces = PAGE_PIECES.get(type(page).__name__)
+    return pieces(page, live) if pieces is not None else [render_page(page, live)]
 
 
 def compile_templates(folder: Path) -> None:
-    """Every template compiled to a Python module in `folder` (the package `compiled_templates` of a
-    wheel, imported by `load_template`). Run when a wheel is built."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "__init__.py").write_text('"""The page templates, compiled when the wheel was built (see report.render)."""\n')
-    for name in template_names():
-        source = (TEMPLATE_DIR / name).read_bytes()
-        (folder / f"{module_name(name)}.py").write_text(generate_module(name, source.decode(), source_key(name, source)))
+    """Every template compiled by Jinja into `folder` (the package `compiled_templates` of a wheel,
+    loaded by `environment`). Run when a wheel is built (hatch_build.py)."""
+    from . import template_env
 
-
-def side_by_side_html(before: Lines, after: Lines, context: int = 3) -> Markup:
-    """A side-by-side diff table of two texts (their highlighted lines): hunks with `context` lines
-    around each change, removed lines beside the lines that replaced them, as a code review shows them."""
-    from ..linediff import LineMatcher  # only for the pass diff pages (it imports difflib)
-
-    old = [_plain(line) for line in before.html]
-    new = [_plain(line) for line in after.html]
-    matcher = LineMatcher(old, new)  # the matcher of the counts the analysis gives the pass (near-linear on repeated lines)
-    rows: list[str] = []
-    for group in matcher.get_grouped_opcodes(context):
-        a0, b0 = group[0][1], group[0][3]
-        a1, b1 = group[-1][2], group[-1][4]
-        rows.append(f'<tr class="diff-hunk"><td colspan="4">@@ -{a0 + 1},{a1 - a0} +{b0 + 1},{b1 - b0} @@</td></tr>')
-        for tag, i0, i1, j0, j1 in group:
-            for k in range(max(i1 - i0, j1 - j0)):
-                i, j = i0 + k, j0 + k
-                left = (i + 1, before.html[i]) if i < i1 else None
-                right = (j + 1, after.html[j]) if j < j1 else None
-                rows.append(_diff_row(left, right, "" if tag == "equal" else " diff-del", "" if tag == "equal" else " diff-add"))
-    if not rows:
-        return Markup('<p class="no-changes">(no changes)</p>')
-    head = '<colgroup><col class="line-num-col"><col class="code-col"><col class="line-num-col"><col class="code-col"></colgroup>'
-    return Markup(f'<div class="diff-wrapper"><table class="diff-table">{head}{"".join(rows)}</table></div>')
-
-
-def _diff_row(left: tuple[int, str] | None, right: tuple[int, str] | None, left_class: str, right_class: str) -> str:
-    cells = []
-    for side, cls in ((left, left_class), (right, right_class)):
-        if side is None:
-            cells.append('<td class="line-num"></td><td class="code-cell"></td>')
-        else:
-            cells.append(f'<td class="line-num">{side[0]}</td><td class="code-cell{cls}">{side[1]}</td>')
-    return f"<tr>{''.join(cells)}</tr>"
-
-
-_TAG = lazy(r"<[^>]*>")
-
-
-def _plain(line_html: str) -> str:
-    """A highlighted line's text, for comparing lines (the spans differ only with the text)."""
-    return _TAG.sub("", line_html)
-
-
-# Frames in these places are torch's or Python's, never the user's repository: they are not linked.
-_LOCATION = lazy(r"(.+?):(\d+)")
-
-
-def check_source_url(template: str) -> str | None:
-    """Why a --source-url template cannot be used; None when it can."""
-    if "{path}" not in template:
-        return "must contain {path} (e.g. https://github.com/org/repo/blob/SHA/{path}#L{line})"
-    if safe_href(template.replace("{path}", "x").replace("{line}", "1")) is None:
-        return "must be an http:// or https:// URL"
-    return None
-
-
-class SourceLinks(Struct, frozen=True):
-    """--source-url / --source-root: user-code locations as links into the user's repository."""
-
-    url: str = ""  # a template with {path} and optionally {line}; empty: no links
-    root: str = ""  # stripped from a log's file names to make {path}
-
-    def href(self, filename: str, line: int) -> str | None:
-        """The link to `filename:line`, or None (no --source-url, torch or library code, outside the root)."""
-        if not self.url or line <= 0 or not is_user_code(filename):
-            return None
-        # `..` is resolved first: a logged `/repo/../../attacker/x.py` must not climb out of the root,
-        # nor a relative `../x.py` out of the repository a browser resolves the link in
-        path = posixpath.normpath(filename.replace("\\", "/")) if filename else ""
-        if self.root:
-            root = posixpath.normpath(self.root).rstrip("/") + "/"
-            if path.startswith(root):
-                path = path[len(root):]
-            elif path.startswith("/"):
-                return None  # an absolute path elsewhere: not in the repository
-        path = path.lstrip("/")
-        if not path or path == "." or path == ".." or path.startswith("../"):
-            return None
-        url = self.url.replace("{path}", quote(path, safe="/")).replace("{line}", str(line))
-        return safe_href(url)
-
-    def href_of(self, location: str) -> str | None:
-        """The link for a `file.py:23` location string."""
-        match = _LOCATION.fullmatch(location.strip()) if location else None
-        return self.href(match.group(1), int(match.group(2))) if match else None
-
-
-def script_json(value: Any) -> Markup:
-    """JSON for a `<script type="application/json">` block: `<`, `>` and `&` become \\u escapes, so
-    no text from a log can close the script element, and the JSON stays parseable as is."""
-    text = json.dumps(value, indent=2, sort_keys=True)
-    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
-
-
-def trusted_html(text: str) -> Markup:
-    """The user's own --custom-header-html: inserted as HTML on purpose (it never comes from a log)."""
-    return Markup(text)
+    template_env.compile_templates(folder, TEMPLATE_DIR, _filters())

@@ -24,7 +24,8 @@ from ..export_shapes import ExportGuard, ExportSymbol, export_call
 from ..export_trace import PartialGraph, StackFrame, guard_error, own_export_call, unbacked_symbol
 from ..stacks import dump_file_path, frames_from_json, strip_convert_frame
 from . import vllm
-from ..summary import dynamo_names, first_line
+from ..guard_words import dynamo_names
+from ..summary import first_line
 from ..vllm import PIECE_SPAN
 from ..wrapper import guarded_class
 from .context import ParseContext

@@ -11,11 +11,10 @@ from .parts import artifact, break_site, diffstat, frame, name_notes, seconds, s
 from .shell import page_shell
 
 if TYPE_CHECKING:
-    from ..views.compile import CompilePage
-    from ..views.live import LiveMark
+    from .models import CompilePageModel, LiveMarkModel
 
 
-def compile_page_html(page: CompilePage, live: LiveMark | None = None) -> str:
+def compile_page_html(page: CompilePageModel, live: LiveMarkModel | None = None) -> str:
     """The whole page; `live`: written while the log is still being read."""
     root = esc(page.root)
     parts = [
@@ -38,14 +37,14 @@ def _links(items: list[Any], link: Any) -> str:
     return ", ".join(map(link, items))
 
 
-def _pagenav(page: CompilePage, root: str) -> str:
+def _pagenav(page: CompilePageModel, root: str) -> str:
     before = f'← <a href="{root}{esc(page.previous)}">{esc(page.previous_label)}</a>' if page.previous else ""
     after = f'<a href="{root}{esc(page.next)}">{esc(page.next_label)}</a> →' if page.next else ""
     return (f'<nav class="pagenav" aria-label="Compile ids">\n<span>{before}</span>\n'
             f'<span><a href="{root}{esc(page.usual_index)}#{esc(page.anchor)}">all compile ids</a></span>\n<span>{after}</span>\n</nav>\n')
 
 
-def _heading(page: CompilePage, live: LiveMark | None) -> str:
+def _heading(page: CompilePageModel, live: LiveMarkModel | None) -> str:
     label = esc(page.label)
     what = f"Compiled autograd graph {esc(page.capture['graph'])}: capture of the backward graph {label}" if page.capture else f"Compile {label}"
     badge = status(page.status, STATUS_LABELS, live is not None and page.label in live.compiling) if page.status else ""
@@ -53,7 +52,7 @@ def _heading(page: CompilePage, live: LiveMark | None) -> str:
             '<button type="button" data-toggle-all="close" hidden>Collapse all</button></span></h1>\n\n')
 
 
-def _generation_note(page: CompilePage, root: str) -> str:
+def _generation_note(page: CompilePageModel, root: str) -> str:
     """A compile id torch numbered again after `torch._dynamo.reset()`."""
     if page.reuses:
         others = _links(page.reuses, lambda r: f'<a href="{root}{esc(r.url)}">{esc(r.label)}</a>')
@@ -66,7 +65,7 @@ def _generation_note(page: CompilePage, root: str) -> str:
     return ""
 
 
-def _capture_note(page: CompilePage, root: str) -> str:
+def _capture_note(page: CompilePageModel, root: str) -> str:
     """A compiled-autograd capture (what its graph compiled as), or a compile of a captured graph."""
     capture, captured_by = page.capture, page.captured_by
     if capture:
@@ -85,7 +84,7 @@ def _capture_note(page: CompilePage, root: str) -> str:
     return ""
 
 
-def _library_frame_note(page: CompilePage) -> str:
+def _library_frame_note(page: CompilePageModel) -> str:
     """A compile that Dynamo started in a library frame: what it compiled, and the user's line that led there."""
     lf = page.library_frame
     if not lf:
@@ -101,7 +100,7 @@ def _library_frame_note(page: CompilePage) -> str:
     return f'<p class="note" id="library-frame">Compiled <code>{esc(lf["frame"])}</code>{called}: {esc(lf["via"])}. {why}</p>'
 
 
-def _metric(page: CompilePage, metric: dict[str, Any], root: str) -> str:
+def _metric(page: CompilePageModel, metric: dict[str, Any], root: str) -> str:
     """One compilation_metrics record of the compile: frame, times, counts, failure and time bar."""
     f = metric["fields"]
     out = ["<p>"]
@@ -132,12 +131,12 @@ def _metric(page: CompilePage, metric: dict[str, Any], root: str) -> str:
     return "".join(out)
 
 
-def _location_link(filename: Any, line: Any, page: CompilePage) -> str:
+def _location_link(filename: Any, line: Any, page: CompilePageModel) -> str:
     """`file.py:23` of a metrics record, linked into the user's repository where one is configured."""
     return source_link(f"{filename}:{line}", page.source_links)
 
 
-def _failure(page: CompilePage, f: dict[str, Any], root: str) -> str:
+def _failure(page: CompilePageModel, f: dict[str, Any], root: str) -> str:
     """A metrics record's failure: over the recompile limit (runs eagerly, not a failure), or failed."""
     if not f["fail_type"]:
         return ""
@@ -153,7 +152,7 @@ def _failure(page: CompilePage, f: dict[str, Any], root: str) -> str:
     return f'<div class="warning"><p>Failed: <code>{esc(f["fail_type"])}</code>{where}</p><pre class="reason">{reason}</pre></div>'
 
 
-def _no_metrics_note(page: CompilePage, root: str) -> str:
+def _no_metrics_note(page: CompilePageModel, root: str) -> str:
     if page.metrics:
         return ""
     if page.other_attempts:
@@ -164,7 +163,7 @@ def _no_metrics_note(page: CompilePage, root: str) -> str:
     return ""
 
 
-def _cache_line(page: CompilePage, root: str) -> str:
+def _cache_line(page: CompilePageModel, root: str) -> str:
     """The compile's cache lookups, one badge each (the table further down has their keys)."""
     if not page.cache:
         return ""
@@ -180,7 +179,7 @@ def _cache_line(page: CompilePage, root: str) -> str:
     return "".join(out)
 
 
-def _config_note(page: CompilePage, root: str) -> str:
+def _config_note(page: CompilePageModel, root: str) -> str:
     """Its settings that changed since its frame's previous compile (or that none did), and those unlike the run's usual."""
     config = page.config
     if not config:
@@ -204,7 +203,7 @@ def _config_note(page: CompilePage, root: str) -> str:
     return "".join(out)
 
 
-def _graph_breaks(page: CompilePage, root: str) -> str:
+def _graph_breaks(page: CompilePageModel, root: str) -> str:
     """Its graph breaks (reason, user code, explanation and fix) and its restarts."""
     restarts = [m["fields"]["restart_reasons"] for m in page.metrics]
     if not (page.graph_breaks or page.sections["graph_breaks"] or any(restarts)):
@@ -224,7 +223,7 @@ def _graph_breaks(page: CompilePage, root: str) -> str:
     return "".join(out)
 
 
-def _graph_break_row(page: CompilePage, index: int, root: str) -> str:
+def _graph_break_row(page: CompilePageModel, index: int, root: str) -> str:
     g = page.graph_breaks[index]
     out = ["<tr><td>"]
     if g.registry_id:
@@ -243,7 +242,7 @@ def _graph_break_row(page: CompilePage, index: int, root: str) -> str:
     return "".join(out)
 
 
-def _recompiles(page: CompilePage) -> str:
+def _recompiles(page: CompilePageModel) -> str:
     """Why it recompiled: the guard that failed for each earlier compile of the frame."""
     recompiles = page.recompiles
     if not (recompiles or page.sections["recompiles"]):
@@ -266,7 +265,7 @@ def _recompiles(page: CompilePage) -> str:
             f'<ul class="reasons">{items}</ul>\n{notes}{texts}</details>\n')
 
 
-def _tensors(page: CompilePage) -> str:
+def _tensors(page: CompilePageModel) -> str:
     if not page.tensors:
         return ""
     rows = []
@@ -280,7 +279,7 @@ def _tensors(page: CompilePage) -> str:
             f'<th>Flags</th></tr></thead><tbody>\n{"".join(rows)}</tbody></table></div>\n</details>\n')
 
 
-def _symbols(page: CompilePage) -> str:
+def _symbols(page: CompilePageModel) -> str:
     if not page.symbols:
         return ""
     rows = []
@@ -295,7 +294,7 @@ def _symbols(page: CompilePage) -> str:
             f'<th>User code</th></tr></thead><tbody>\n{"".join(rows)}</tbody></table></div>\n</details>\n')
 
 
-def _guards(page: CompilePage) -> str:
+def _guards(page: CompilePageModel) -> str:
     if not page.sections["guards"]:
         return ""
     count = page.guard_count
@@ -305,7 +304,7 @@ def _guards(page: CompilePage) -> str:
     return f'<details class="section" id="guards"><summary>Guards{counted}</summary>\n{notes}{texts}</details>\n'
 
 
-def _pipeline(page: CompilePage) -> str:
+def _pipeline(page: CompilePageModel) -> str:
     """The graphs in pipeline order: their list (with diff stats), higher-order-op subgraphs, the texts, FX pass timings."""
     steps = page.sections["pipeline"]
     if not steps:
@@ -325,7 +324,7 @@ def _pipeline(page: CompilePage) -> str:
     return "".join(out)
 
 
-def _hops(page: CompilePage) -> str:
+def _hops(page: CompilePageModel) -> str:
     if not page.hops:
         return ""
     rows = []
@@ -340,7 +339,7 @@ def _hops(page: CompilePage) -> str:
             f'{"".join(rows)}</tbody></table></div>\n</details>')
 
 
-def _pass_timings(page: CompilePage) -> str:
+def _pass_timings(page: CompilePageModel) -> str:
     if not page.pass_timings:
         return ""
     tables = "".join(
@@ -367,7 +366,7 @@ def _declared_section(d: dict[str, Any], root: str) -> str:
             f'({len(d["sections"])})</summary>\n{texts}</details>\n\n')
 
 
-def _phases(page: CompilePage) -> str:
+def _phases(page: CompilePageModel) -> str:
     """Where compile time went: the chromium spans as a tree, with total and self time."""
     if not page.phases:
         return ""
@@ -383,7 +382,7 @@ def _phases(page: CompilePage) -> str:
             f"<tbody>{rows}</tbody></table></div>\n</details>\n")
 
 
-def _runtime(page: CompilePage) -> str:
+def _runtime(page: CompilePageModel) -> str:
     if not page.runtime:
         return ""
     rows = "".join(f'<tr><td class="k">{esc(name)}</td><td>{esc(value)}</td></tr>' for name, value in page.runtime)
@@ -391,7 +390,7 @@ def _runtime(page: CompilePage) -> str:
             f'<div class="scroll"><table class="compact"><tbody>{rows}</tbody></table></div>\n</details>\n')
 
 
-def _cache_table(page: CompilePage, root: str) -> str:
+def _cache_table(page: CompilePageModel, root: str) -> str:
     if not page.cache:
         return ""
     rows = []
@@ -405,7 +404,7 @@ def _cache_table(page: CompilePage, root: str) -> str:
             f'{"".join(rows)}</tbody></table></div>\n</details>\n')
 
 
-def _subgraphs(page: CompilePage) -> str:
+def _subgraphs(page: CompilePageModel) -> str:
     """The regional / invoke_subgraph compiles of the compile id, each subgraph's texts linked."""
     if not page.subgraphs:
         return ""
@@ -419,7 +418,7 @@ def _subgraphs(page: CompilePage) -> str:
             f'<ul>{"".join(items)}</ul>\n</details>\n')
 
 
-def _files(page: CompilePage, root: str) -> str:
+def _files(page: CompilePageModel, root: str) -> str:
     """The compile id's files (at most PAGE_FILES; compile_directory.json lists them all)."""
     out = [f'\n<details class="section" id="files"><summary>Files ({esc(f"{len(page.artifacts) + page.files_omitted:,}")})</summary>\n']
     if page.artifacts:
@@ -433,7 +432,7 @@ def _files(page: CompilePage, root: str) -> str:
     return "".join(out)
 
 
-def _records(page: CompilePage, root: str) -> str:
+def _records(page: CompilePageModel, root: str) -> str:
     """Every record logged under the compile id, grouped by kind, in log order."""
     out = ['<h2 id="records">All records</h2>\n<p class="muted">Every record logged under this compile id, grouped by kind, in log order.</p>\n']
     if page.omitted:

@@ -2,17 +2,20 @@
 
 Every function of this package builds HTML as a plain str from literal markup and `esc` of each
 value: markupsafe's escaping exactly (`&<>'"`), a `Markup` as it is (the highlighter's and our own
-trusted HTML), an int as its digits.
+trusted HTML), an int as its digits. The only trusted HTML a page gets from outside this package
+(JSON for a script, the user's own --custom-header-html) is made Markup here: `script_json`,
+`trusted_html`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
 from markupsafe import Markup, escape
 
-__all__ = ["Markup", "esc", "safe_href", "SAFE_SCHEMES"]
+__all__ = ["Markup", "esc", "safe_href", "script_json", "trusted_html", "SAFE_SCHEMES"]
 
 
 def esc(value: Any) -> str:
@@ -41,3 +44,15 @@ def safe_href(url: str) -> str | None:
     except ValueError:
         return None
     return url if scheme in SAFE_SCHEMES else None
+
+
+def script_json(value: Any) -> Markup:
+    """JSON for a `<script type="application/json">` block: `<`, `>` and `&` become \\u escapes, so
+    no text from a log can close the script element, and the JSON stays parseable as is."""
+    text = json.dumps(value, indent=2, sort_keys=True)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def trusted_html(text: str) -> Markup:
+    """The user's own --custom-header-html: inserted as HTML on purpose (it never comes from a log)."""
+    return Markup(text)

@@ -11,8 +11,7 @@ from .parts import artifact_list, seconds, stack
 from .shell import page_shell
 
 if TYPE_CHECKING:
-    from ..views.live import LiveMark
-    from ..views.pages import MetricsPage, MetricView, ShapeFactView
+    from .models import LiveMarkModel, MetricModel, MetricsPageModel, ShapeFactModel
 
 # the compile times the page shows, each with what it counts (an abbr's title) where the name does not say
 TIMES = (
@@ -36,7 +35,7 @@ FAILURE = ("fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_fr
 FIELDS_SHOWN = frozenset({*FRAME, *FAILURE, *(name for name, _, _ in TIMES), *(name for name, _ in COUNTS), *(name for name, _ in CUSTOM_OPS)})
 
 
-def metrics_page_html(page: MetricsPage, live: LiveMark | None = None) -> str:
+def metrics_page_html(page: MetricsPageModel, live: LiveMarkModel | None = None) -> str:
     """The whole page; `live`: written while the log is still being read."""
     meta = page.meta
     parts = [
@@ -50,7 +49,7 @@ def metrics_page_html(page: MetricsPage, live: LiveMark | None = None) -> str:
     return page_shell(page, live, "".join(parts))
 
 
-def _heading(page: MetricsPage) -> str:
+def _heading(page: MetricsPageModel) -> str:
     meta = page.meta
     compile_id = f'<a href="{esc(page.root)}{esc(page.compile_page)}">{esc(page.compile_id)}</a>' if page.compile_id is not None else "(unknown)"
     frame = ""
@@ -125,7 +124,7 @@ def _stack_cell(frames: list[Any], root: str) -> str:
     return f"<td><details><summary>{len(frames)} frames</summary>{stack(frames, root)}</details></td>"
 
 
-def _specializations(page: MetricsPage) -> str:
+def _specializations(page: MetricsPageModel) -> str:
     if not page.specializations:
         return ""
     rows = "".join(_specialization(s, page.root) for s in page.specializations)
@@ -133,13 +132,13 @@ def _specializations(page: MetricsPage) -> str:
             f'<th>Reason</th><th>User stack</th><th>Framework stack</th></tr></thead><tbody>\n{rows}</tbody></table></div>\n')
 
 
-def _specialization(s: ShapeFactView, root: str) -> str:
+def _specialization(s: ShapeFactModel, root: str) -> str:
     sources = "".join(f"<code>{esc(src)}</code><br>" for src in s.sources)
     return (f"<tr><td><code>{esc(s.symbol)}</code></td><td>{sources}</td><td><code>{esc(s.value)}</code></td><td>{esc(s.reason)}</td>\n"
             f"{_stack_cell(s.user_stack, root)}\n{_stack_cell(s.stack, root)}</tr>\n")
 
 
-def _guards_added(page: MetricsPage) -> str:
+def _guards_added(page: MetricsPageModel) -> str:
     if not page.guards_added:
         return ""
     rows = "".join(f"<tr><td><code>{esc(g.expr)}</code></td>\n{_stack_cell(g.user_stack, page.root)}\n{_stack_cell(g.stack, page.root)}</tr>\n"
@@ -148,7 +147,7 @@ def _guards_added(page: MetricsPage) -> str:
             f"</thead><tbody>\n{rows}</tbody></table></div>\n")
 
 
-def _other_metrics(page: MetricsPage) -> str:
+def _other_metrics(page: MetricsPageModel) -> str:
     """The fields with no place of their own above (the metrics kinds' word: kinds.builtin.other_metrics), as JSON."""
     if not (page.other_metrics or page.null_metrics):
         return ""
@@ -164,7 +163,7 @@ def _other_metrics(page: MetricsPage) -> str:
     return "".join(out)
 
 
-def _other_metric(o: MetricView, limit: int) -> str:
+def _other_metric(o: MetricModel, limit: int) -> str:
     """A field and its value: short ones whole, long ones collapsed behind their start (and cut past `limit`)."""
     if not o.preview:
         return f'<tr><td class="k">{esc(o.name)}</td><td><code>{esc(o.text)}</code></td></tr>\n'

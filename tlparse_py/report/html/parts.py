@@ -16,9 +16,8 @@ from .escaping import Markup, esc
 
 if TYPE_CHECKING:
     from ...analysis.summary import GraphBreak
-    from ..render import SourceLinks
-    from ..views.common import FrameView
-    from ..views.sections import Section
+    from .links import SourceLinks
+    from .models import FrameModel, ProgramExitModel, SectionModel
 
 # tlparse's cache marks (kept as such in compile_directory.json), shown as words
 CACHE_WORDS = {"\u2705": "hit", "\u274c": "miss", "\u2753": "bypass"}
@@ -38,7 +37,7 @@ def source_link(location: Any, links: SourceLinks | None) -> Markup:
     return Markup(f'<a class="source" href="{esc(href)}" rel="noopener noreferrer">{esc(text)}</a>')
 
 
-def frame(f: FrameView, root: str) -> str:
+def frame(f: FrameModel, root: str) -> str:
     """A stack frame: `file:line in <b>name</b>`, linked to its FX-generated source or the user's repository."""
     where = f"{esc(f.file)}:{esc(f.line)}"
     if f.href:
@@ -49,7 +48,7 @@ def frame(f: FrameView, root: str) -> str:
     return f"{where} in <b>{esc(f.name)}</b>{loc}"
 
 
-def stack(frames: list[FrameView], root: str) -> str:
+def stack(frames: list[FrameModel], root: str) -> str:
     if not frames:
         return '<p class="muted">No stack was logged.</p>'
     return '<ol class="stack">' + "".join(f"<li>{frame(f, root)}</li>" for f in frames) + "</ol>"
@@ -101,7 +100,7 @@ def diffstat(diff: dict[str, Any]) -> str:
     return f' <span class="diffstat"><span class="added">+{esc(diff["added"])}</span> <span class="removed">−{esc(diff["removed"])}</span></span>'
 
 
-def section(s: Section, root: str, open: bool = False) -> str:
+def section(s: SectionModel, root: str, open: bool = False) -> str:
     """One text section of a compile page: collapsible, linked to its files, optionally with a diff."""
     root = esc(root)
     out = ['<div class="artifact-box">\n']
@@ -188,3 +187,21 @@ def break_site(b: GraphBreak, links: SourceLinks | None) -> str:
     if b.library_location:
         html += f'<br><span class="muted">inside {esc(b.inside)}: <code>{esc(b.library_location)}</code></span>'
     return html
+
+
+def program_exit(p: ProgramExitModel) -> str:
+    """How the program `tlparse-py run` ran ended, under a report's title: a red line when it failed,
+    so that a program that crashed does not read like a slow one."""
+    if p.failed:
+        return (f'<p class="warning program-exit" id="program-exit"><strong>The program {esc(p.outcome)}</strong>: <code>{esc(p.command)}</code>. '
+                "This report shows what it traced before it ended.</p>\n")
+    return f'<p class="muted program-exit" id="program-exit">The program {esc(p.outcome)}: <code>{esc(p.command)}</code>.</p>\n'
+
+
+def perfetto(title: Any) -> str:
+    """Opens chromium_events.json in ui.perfetto.dev (report.js; hidden without scripts, where the text beside it says how)."""
+    return (f'<div class="perfetto" data-perfetto data-title="{esc(title)}" data-events="static/chromium_events.js" hidden>\n'
+            '<button type="button" class="perfetto-open">Open in Perfetto</button>\n'
+            "<label class=\"perfetto-pick\" hidden>Pick <code>chromium_events.json</code> from this report's folder: "
+            '<input type="file" accept=".json,application/json"></label>\n'
+            '<p class="perfetto-status" role="status" aria-live="polite"></p>\n</div>')

@@ -1,6 +1,7 @@
 """What every report page shows around its content: the head, the top bar, the live banner and the
-footer. The Python pages wrap their content in `page_shell`; base.html.j2 calls `shell_head` and
-`shell_foot` (template globals), so the markup is defined here only.
+footer. The Python pages wrap their content in `page_shell` (or, written in pieces, put `page_head`
+and `page_foot` around it); base.html.j2 calls `shell_head` and `shell_foot` (template globals), so
+the markup is defined here only.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from .escaping import esc
 from .parts import plural
 
 if TYPE_CHECKING:
-    from ..views.common import Page
-    from ..views.live import LiveBanner, LiveMark
+    from .models import LiveBannerModel, LiveMarkModel, PageModel
 
 VERSION = esc(__version__)
 HEAD = ('<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -28,14 +28,23 @@ def source_path(source: Any) -> Any:
     return source["path"] if type(source) is dict else source.path
 
 
-def page_shell(page: Page, live: LiveMark | None, content: str) -> str:
+def page_shell(page: PageModel, live: LiveMarkModel | None, content: str) -> str:
     """A whole page: `content` (the page's own HTML) inside the shell every page has."""
-    path = source_path(page.source)
-    head = shell_head(page.title, page.root, path, live, page.usual_index, page.failures_link, page.compile_page, page.compile_id)
-    return f"{head}{content}{shell_foot(page.root, path)}"
+    return f"{page_head(page, live)}{content}{page_foot(page)}"
 
 
-def shell_head(title: Any, root: str, path: Any, live: LiveMark | None, usual_index: str, failures_link: bool,
+def page_head(page: PageModel, live: LiveMarkModel | None) -> str:
+    """The shell before the page's content (a page written in pieces: `page_shell` less its content)."""
+    return shell_head(page.title, page.root, source_path(page.source), live, page.usual_index, page.failures_link, page.compile_page,
+                      page.compile_id)
+
+
+def page_foot(page: PageModel) -> str:
+    """The shell after the page's content."""
+    return shell_foot(page.root, source_path(page.source))
+
+
+def shell_head(title: Any, root: str, path: Any, live: LiveMarkModel | None, usual_index: str, failures_link: bool,
                compile_page: str | None, compile_id: Any) -> str:
     """The page up to its content: head, top bar and, on a live page, the live banner."""
     root = esc(root)
@@ -68,7 +77,7 @@ def shell_foot(root: str, path: Any) -> str:
     return f"</main>\n<footer>Written by tlparse-py {VERSION} from <code>{esc(path)}</code>.</footer>\n{scripts}</body>\n</html>\n"
 
 
-def live_banner(banner: LiveBanner, root: str) -> str:
+def live_banner(banner: LiveBannerModel, root: str) -> str:
     """What a page written while the log is still read says at its top (`views.live.live_banner`);
     `root` already escaped."""
     last = f"last record {esc(banner.last_record)}" if banner.last_record else "no record yet"

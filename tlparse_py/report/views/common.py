@@ -18,7 +18,8 @@ from ... import limits
 from ...model import Artifact, CompileId
 from ...model import display_key as label
 from ...paths import compile_page_url, provenance_page_url
-from ..render import SourceLinks, safe_href
+from ..html.escaping import safe_href
+from ..html.links import SourceLinks
 from ...analysis.compiles import Analysis
 from ...analysis.stacks import Frame, eval_with_key, simplify_filename
 from ...analysis.store import InputInfo

@@ -13,7 +13,9 @@ from ...analysis.phases import TimeSplit
 from ...analysis.stacks import Frame
 from ...analysis.store import MetricsEntry
 from ...analysis.configs import python_literal
-from ...analysis.summary import CompileSummary, GraphBreak, after_first_line, compiles_of_graph, dynamo_names, first_line
+from ...analysis.compile_groups import compiles_of_graph
+from ...analysis.guard_words import dynamo_names
+from ...analysis.summary import CompileSummary, GraphBreak, after_first_line, first_line
 from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tables
 from ...limits import PAGE_FILES, PAGE_RECORDS_PER_KIND
 from ...model import CompileId, RecordSummary, generation_label

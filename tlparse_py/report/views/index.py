@@ -1,11 +1,15 @@
-"""The index and the failures page: the report's summary of what happened and what went wrong."""
+"""The index and the failures page: the report's summary of what happened and what went wrong.
+
+The index lists up to `limits.INDEX_ROWS` compiles and compile ids, each a row of its own, and the
+stack trie a row per node: on a log of thousands of compiles those rows are most of the page, so the
+model holds them as `Rows`, made as the page is written (`html.index_page`), never all at once."""
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, ClassVar, Generic, TypeVar
 
 from markupsafe import Markup
 from msgspec import Struct, field
@@ -18,10 +22,10 @@ from ...analysis.program import ProgramExit
 from ...analysis.questions import export_verdict, is_capture, is_compile, is_draft_export
 from ...analysis.stacks import StackTrie
 from ...analysis.store import Reuse
-from ...analysis.summary import (
-    CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, FrameRecompiles, LimitHit, compiles_of_graph, failed_compiles, first_line,
-    graph_break_groups, limit_hits, recompiled_frames, slowest,
+from ...analysis.compile_groups import (
+    FrameRecompiles, LimitHit, compiles_of_graph, failed_compiles, graph_break_groups, limit_hits, recompiled_frames, slowest,
 )
+from ...analysis.summary import CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, first_line
 from ...analysis.timeline import Timeline
 from ...analysis.totals import BY_NAME, Value, columns, nested, totals_of
 from ...model import Artifact, CompileId, DiagnosticLog, Stats, generation_label
@@ -42,7 +46,7 @@ EXPORT_TEXTS: dict[str, Callable[[ExportIssue], str]] = {
 
 
 def export_rows(analysis: Analysis) -> list[dict[str, Any]]:
-    """The issues torch.export ran into, as table rows (plain text; the template escapes it)."""
+    """The issues torch.export ran into, as table rows (plain text; the page escapes it)."""
     rows = []
     for failure in analysis.export_failures:
         issue = export_issue(failure)
@@ -60,18 +64,43 @@ def export_rows(analysis: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def trie_rows(inputs: Inputs, trie: StackTrie) -> list[dict[str, Any]]:
-    rows = []
-    for kind, frame, terminals in trie.rows():
-        rows.append(
-            {
-                "kind": kind,
-                "frame": frame_view(frame, inputs) if frame is not None else None,
-                "ids": [terminal_view(inputs.analysis, t) for t in terminals[: limits.INDEX_ROWS]],
-                "more": max(len(terminals) - limits.INDEX_ROWS, 0),  # not listed (limits.INDEX_ROWS)
-            }
-        )
-    return rows
+T = TypeVar("T")
+
+
+class Rows(Generic[T]):
+    """Rows of one of the index's long lists, made as they are read, and made again if read again:
+    the page writes each as it comes (`html.index_page`), so they are never all held. `count`: how
+    many (the page says it before the rows)."""
+
+    __slots__ = ("count", "make")
+
+    def __init__(self, count: int, make: Callable[[], Iterator[T]]):
+        self.count = count
+        self.make = make
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[T]:
+        return self.make()
+
+    def __contains__(self, item: object) -> bool:
+        return any(row == item for row in self)
+
+
+def trie_rows(inputs: Inputs, trie: StackTrie) -> Rows[dict[str, Any]]:
+    """The stack trie's rows (`StackTrie.rows`: a tuple per node), each made into its view as it is read."""
+    nodes = trie.rows()
+    return Rows(len(nodes), lambda: (trie_row(inputs, kind, frame, terminals) for kind, frame, terminals in nodes))
+
+
+def trie_row(inputs: Inputs, kind: str, frame: Any, terminals: list[Any]) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "frame": frame_view(frame, inputs) if frame is not None else None,
+        "ids": [terminal_view(inputs.analysis, t) for t in terminals[: limits.INDEX_ROWS]],
+        "more": max(len(terminals) - limits.INDEX_ROWS, 0),  # not listed (limits.INDEX_ROWS)
+    }
 
 
 def terminal_view(report: Analysis, terminal: CompileId | Reuse | None) -> dict[str, Any]:
@@ -117,9 +146,10 @@ def time_split(times: CompileTime) -> str:
     return ""
 
 
-def compile_entries(report: Analysis, limit: int | None = None) -> list[dict[str, Any]]:
-    """"Files by compile id": the first `limit` compile ids (all of them when None), in log order."""
-    return [compile_entry(report, key, artifacts) for key, artifacts in itertools.islice(report.directory.items(), limit)]
+def compile_entries(report: Analysis, limit: int) -> Rows[dict[str, Any]]:
+    """"Files by compile id": the first `limit` compile ids, in log order."""
+    return Rows(min(len(report.directory), limit),
+                lambda: (compile_entry(report, key, artifacts) for key, artifacts in itertools.islice(report.directory.items(), limit)))
 
 
 def compile_entry(report: Analysis, key: CompileId | None, artifacts: list[Artifact]) -> dict[str, Any]:
@@ -263,7 +293,7 @@ def headline_cards(values: dict[str, Value], notes: dict[str, str], has_rows: bo
 class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """The index: what happened and what went wrong, every compile and every compile id."""
 
-    template: ClassVar[str] = "index.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     totals: dict[str, Any]  # summary.json's totals
     cards: list[dict[str, Any]]  # the headline: the declared totals (headline_cards)
     distinct_graph_breaks: int
@@ -273,17 +303,17 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     stats: Stats
     stats_line: str
     diagnostics: DiagnosticLog
-    compile_rows: list[dict[str, Any]]
+    compile_rows: Collection[dict[str, Any]]  # Rows, or a live report's list
     no_stack: list[dict[str, Any]]
     graph_breaks: list[dict[str, Any]]
     recompiles: list[dict[str, Any]]
     slowest: list[dict[str, Any]]
     unknown_kinds: list[tuple[str, int]]
-    trie: list[dict[str, Any]]
-    unknown_trie: list[dict[str, Any]]
+    trie: Collection[dict[str, Any]]  # Rows, or [] (a live report's is a fragment)
+    unknown_trie: Collection[dict[str, Any]]
     failures: int  # rows of the failures page
     failures_words: str  # what they are, by the declared totals: "3 restarts and 1 failed compile"
-    compiles: list[dict[str, Any]]
+    compiles: Collection[dict[str, Any]]  # "Files by compile id" (compile_entries), or a live report's list
     bounds: dict[str, int]
     rank: int | None
     processes: list[dict[str, Any]]  # the run's processes (summary.json `processes`) when more than one logged
@@ -310,7 +340,7 @@ class IndexParts(Struct, kw_only=True):
     rows: list[dict[str, Any]]  # compile_row of the first limits.INDEX_ROWS compiles
     no_stack: list[dict[str, Any]]  # those rows whose compile logged no start stack
     totals: dict[str, Value]  # totals_of(every compile)
-    entries: list[dict[str, Any]]  # compile_entries(report, limits.INDEX_ROWS)
+    entries: list[dict[str, Any]]  # compile_entry of the first limits.INDEX_ROWS compile ids
     slowest: list[CompileSummary]  # slowest(compiles)[:10]
     recompiled: list[FrameRecompiles]  # recompiled_frames(compiles)
     hits: list[LimitHit]  # limit_hits(compiles)
@@ -321,9 +351,14 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
     report = inputs.analysis
     summary = report.summary()
     compiles = summary.compiles
+    rows: Collection[dict[str, Any]]
+    entries: Collection[dict[str, Any]]
+    trie: Collection[dict[str, Any]]
+    unknown_trie: Collection[dict[str, Any]]
     if parts is None:
-        rows = [compile_row(c) for c in compiles[: limits.INDEX_ROWS]]  # summary.json lists them all
-        no_stack = [row for c, row in zip(compiles, rows) if not report.start_stack(c.key, c.generation)]
+        listed = compiles[: limits.INDEX_ROWS]  # summary.json lists them all
+        rows = Rows(len(listed), lambda: map(compile_row, listed))
+        no_stack = [compile_row(c) for c in listed if not report.start_stack(c.key, c.generation)]
         values = totals_of(compiles)
         entries = compile_entries(report, limits.INDEX_ROWS)
         trie = trie_rows(inputs, report.trie)
@@ -401,7 +436,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
 
 
 class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
-    template: ClassVar[str] = "failures.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     rows: list[dict[str, Any]]
     words: str  # what the rows are, by the declared totals (`counted`)
 
@@ -409,7 +444,8 @@ class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compare
 def failures_page(inputs: Inputs) -> FailuresPage:
     # what became of each row's compile, in the report's words: a frame torch skipped, or one over
     # the recompile limit, ran eagerly and is no failure, as the index and summary.json say
-    status_of = {(attempt, c.generation): c.status for c in inputs.analysis.compiles() for attempt in c.attempts}
+    compiles = inputs.analysis.compiles()
+    status_of = {(attempt, c.generation): c.status for c in compiles for attempt in c.attempts} if inputs.analysis.failures else {}
     rows = [
         {
             "label": generation_label(label(row.compile_id), row.generation),
@@ -422,5 +458,5 @@ def failures_page(inputs: Inputs) -> FailuresPage:
         }
         for row in inputs.analysis.failures
     ]
-    words = counted(totals_of(inputs.analysis.compiles()), FAILURES_PAGE_TOTALS)
+    words = counted(totals_of(compiles), FAILURES_PAGE_TOTALS)
     return FailuresPage(**page_base(inputs, "Failures and restarts"), rows=rows, words=words)

@@ -7,8 +7,10 @@ What is kept, per update (`LiveIndex.page`):
 - each row of the compiles table, by position: rendered again when its compile was built again
   (`analysis.live_compiles`: a compile is kept, the same object, while its function logs nothing), or
   when it started or stopped compiling;
-- the totals: the additive ones (`totals.Total.additive`) add the compiles that changed and take away
-  those they replace; the others are computed over every compile;
+- the totals: each is told the compiles that changed and keeps itself as its declaration says
+  (`totals.Total.live`: a count adds the compiles that changed and takes away those they replace,
+  the frames count distinct identities, the compile time adds in log order from the first change);
+  none is computed here, or over every compile;
 - each compile id's section, by position: built again when its compile id logged something or its
   compile changed (a capture's, when a compile of its graph did), rendered again when what it shows
   changed (a digest of it);
@@ -37,8 +39,9 @@ from ...analysis.live_compiles import CompileChanges, LiveCompiles
 from ...analysis.questions import is_capture
 from ...analysis.stacks import Frame, StackTrie, TrieNode, eval_with_key
 from ...analysis.store import Reuse
-from ...analysis.summary import STATUS_LABELS, STATUS_SEVERITY, CompileSummary, FrameRecompiles, LimitHit, limit_hits, recompiled_frames
-from ...analysis.totals import TOTALS, Value
+from ...analysis.compile_groups import FrameRecompiles, LimitHit, limit_hits, recompiled_frames
+from ...analysis.summary import STATUS_LABELS, STATUS_SEVERITY, CompileSummary
+from ...analysis.totals import Tally, live_tallies
 from ...model import CompileId
 from ..render import render_macro
 from .common import Inputs, frame_view
@@ -65,12 +68,11 @@ class LiveIndex:
         self.has_stack: list[bool] = []
         self.row_of: dict[str, int] = {}  # compile label → its row
         self.compiling: frozenset[str] = frozenset()
-        # the totals, the slowest compiles, the recompiled functions and those at the recompile limit
-        self.sums: dict[str, Value] = {}
-        self.parts: dict[int, dict[str, Value]] = {}  # position → that compile's additive totals
-        self.times: list[float | None] = []  # position → its compile time (the total of compile times adds them in this order)
+        # the totals, each kept as its declaration says (`Total.live`); the slowest compiles, the
+        # recompiled functions and those at the recompile limit
+        self.tallies: dict[str, Tally] = live_tallies()
+        self.times: list[float | None] = []  # position → its compile time
         self.by_time: list[tuple[float, int]] = []  # (-time, position) of each timed compile: the slowest first, as `slowest` sorts
-        self.functions: Counter[Any] = Counter()  # frame identity → its compiles (the frames total counts them)
         self.recompiled: dict[Any, tuple[int, FrameRecompiles]] = {}  # frame identity → (position of its first compile, what recompiled_frames says of it)
         self.hits: dict[Any, list[LimitHit]] = {}  # frame identity → limit_hits of its compiles
         # "Files by compile id": per position
@@ -98,6 +100,7 @@ class LiveIndex:
         changed = sorted(changes.changed, key=lambda item: item[0])
         self._rows(changed, compiling)
         self._totals(changed)
+        self._slowest(changed)
         self._frames({c.frame_identity for _, _, c in changed} - {None})
         frames = {c.key for _, _, c in changed}
         self._sections(touched, frames, changed)
@@ -115,7 +118,7 @@ class LiveIndex:
         compiles = self.live_compiles.compiles
         at = self.live_compiles.at
         parts = IndexParts(
-            rows=self.rows, no_stack=no_stack, totals=self._values(), entries=self.entries, fragments=fragments,
+            rows=self.rows, no_stack=no_stack, totals={name: tally.value() for name, tally in self.tallies.items()}, entries=self.entries, fragments=fragments,
             slowest=[compiles[position] for _, position in self.by_time[:10]],
             recompiled=[frame for _, frame in sorted(self.recompiled.values(), key=lambda item: (-len(item[1].compiles), item[0]))],
             hits=sorted((hit for hits in self.hits.values() for hit in hits), key=lambda h: at[(h.compile.key, h.compile.generation)]),
@@ -156,22 +159,17 @@ class LiveIndex:
     # -- the totals --------------------------------------------------------------------------------
 
     def _totals(self, changed: list[tuple[int, CompileSummary | None, CompileSummary]]) -> None:
-        additive = [total for total in TOTALS if total.additive]
-        for position, replaced, compile_ in changed:
-            before = self.parts.get(position)
-            now = self.parts[position] = {total.name: total.compute([compile_]) for total in additive}
-            for total in additive:
-                value = now[total.name]
-                if before is not None:
-                    value = _minus(value, before[total.name])
-                self.sums[total.name] = _plus(self.sums.get(total.name, 0), value)
+        """Each total told the compiles that changed (`Total.tally`): none is computed here."""
+        for position, _, compile_ in changed:
+            for tally in self.tallies.values():
+                tally.put(position, compile_)
+
+    def _slowest(self, changed: list[tuple[int, CompileSummary | None, CompileSummary]]) -> None:
+        """The timed compiles, the slowest first (`compile_groups.slowest`), kept as their times change."""
+        for position, _, compile_ in changed:
             time = compile_.compile_time_s.total
             if position == len(self.times):
                 self.times.append(None)
-            elif replaced is not None and replaced.frame_identity is not None:
-                self.functions[replaced.frame_identity] -= 1
-            if compile_.frame_identity is not None:
-                self.functions[compile_.frame_identity] += 1
             old = self.times[position]
             if old != time or time is None:
                 if old is not None:
@@ -179,20 +177,6 @@ class LiveIndex:
                 if time is not None:
                     bisect.insort(self.by_time, (-time, position))
                 self.times[position] = time
-
-    def _values(self) -> dict[str, Value]:
-        values: dict[str, Value] = {}
-        for total in TOTALS:
-            if total.additive:
-                values[total.name] = self.sums.get(total.name, total.compute([]))
-            elif total.name == "frames":  # the distinct frame identities
-                values[total.name] = sum(1 for n in self.functions.values() if n > 0)
-            elif total.name == "compile_time_s":  # as `totals._compile_time`: the known times, added in log order
-                known = [t for t in self.times if t is not None]
-                values[total.name] = round(sum(known), 6) if known else None
-            else:  # a total not kept here: over every compile
-                values[total.name] = total.compute(self.live_compiles.compiles)
-        return values
 
     def _frames(self, identities: set[Any]) -> None:
         """What recompiled_frames and limit_hits say of the compiled functions whose compiles changed."""
@@ -241,14 +225,6 @@ class LiveIndex:
                 self.digests[position] = digest
                 self.section_html[position] = render_macro("compile_id_section", entry, "", STATUS_LABELS)
                 self.rendered["sections"] += 1
-
-
-def _plus(a: Value, b: Value) -> Value:
-    return None if a is None or b is None else a + b
-
-
-def _minus(a: Value, b: Value) -> Value:
-    return None if a is None or b is None else a - b
 
 
 # -- the stack trie ------------------------------------------------------------------------------

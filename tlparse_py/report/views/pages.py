@@ -68,7 +68,7 @@ def record_page(inputs: Inputs, pending: PendingPage, title: str) -> dict[str, A
 
 
 class CodePage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
-    template: ClassVar[str] = "code.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     lines: Lines
     lang: str
     raw_url: str | None
@@ -83,7 +83,7 @@ def code_page(build: Builder, pending: PendingPage) -> CodePage:
 class PassDiffPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """One of vLLM's post-grad passes: the graph before it beside the graph after it."""
 
-    template: ClassVar[str] = "pass_diff.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     before: Lines
     after: Lines
     before_url: str
@@ -202,7 +202,7 @@ def stacks_of(meta: dict[str, Any], inputs: Inputs, key: CompileId | None) -> tu
 
 
 class GuardsPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
-    template: ClassVar[str] = "guards.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     guards: list[str]
 
 
@@ -225,7 +225,7 @@ class ExpressionNode(Struct):
 class GuardInfoPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """A symbolic_guard_information page: the guard, where it came from, locals, provenance."""
 
-    template: ClassVar[str] = "guard_info.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     expr: str
     result: str | None
     user_stack: list[FrameView]
@@ -296,7 +296,7 @@ def expression_tree(inputs: Inputs, root: Any) -> list[ExpressionNode]:
 
 
 class StackTracesPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
-    template: ClassVar[str] = "stack_traces.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     kernels: list[tuple[str, list[str]]]
 
 
@@ -312,7 +312,7 @@ def stack_traces_page(build: Builder, pending: PendingPage) -> StackTracesPage:
 class ProvenancePage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """-i: the three-pane highlighter of one compile id (pre-grad graph, post-grad graph, generated code)."""
 
-    template: ClassVar[str] = "provenance.html.j2"
+    template: ClassVar[str] = ""  # rendered by a function, not a template (render.PYTHON_PAGES)
     pre: list[str]
     post: list[str]
     code: list[str]

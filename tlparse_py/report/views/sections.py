@@ -6,7 +6,8 @@ Texts are read back through the payload store, one compile id at a time, so memo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from msgspec import Struct, field
@@ -69,17 +70,17 @@ class PageBuilder:
         # pages come out the same however (and in whatever order) they are built
         self.inline: set[tuple[CompileId | None, int]] | None = None
 
-    def plan_inline(self, keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[RecordSummary]]) -> None:
-        """Choose which texts the compile pages show inline, within the budget, in log order."""
+    def plan_inline(self, keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[RecordSummary]],
+                    texts: InlineTexts | None = None) -> None:
+        """Choose which texts the compile pages show inline, within the budget, in log order: the
+        compile ids in `keys`' order, each one's texts in log order. `texts`: the texts noted as the
+        log was read, which spares reading every compile id's records back; an id whose records a
+        page reads only in part (`texts.read_in_part`) is read back all the same."""
         self.inline = set()
-        for key in keys:
-            for record in records_of(key):
-                if shown_as(record) is None:
-                    continue
-                size = record.payload_bytes or 0
-                if size <= INLINE_LIMIT and self.inlined + size <= self.inline_budget:
-                    self.inlined += size
-                    self.inline.add((key, record.line))
+        for key, line, size in texts.in_order(keys, records_of) if texts is not None else _texts_read_back(keys, records_of):
+            if size <= INLINE_LIMIT and self.inlined + size <= self.inline_budget:
+                self.inlined += size
+                self.inline.add((key, line))
 
     def plan(
         self, records: list[RecordSummary], key: CompileId | None = None, lineages: dict[int, str] | None = None
@@ -188,6 +189,48 @@ class PageBuilder:
         return info
 
 
+
+
+Text = tuple[CompileId | None, int, int]  # (compile id, log line, bytes) of a text a compile page shows
+
+
+def _texts_read_back(keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[RecordSummary]]) -> Iterator[Text]:
+    for key in keys:
+        for record in records_of(key):
+            if shown_as(record) is not None:
+                yield key, record.line, record.payload_bytes or 0
+
+
+class InlineTexts:
+    """The texts the compile pages show (`shown_as`), noted in log order as the log is read: what
+    `PageBuilder.plan_inline` needs, without reading every compile id's records back from the spool
+    (a second at 10,000 small compiles). Three numbers a text, in arrays; the ids are the ones the
+    analysis holds anyway. `read_in_part(key)`: whether a page reads only some of the id's records
+    (past PAGE_RECORDS_PER_KIND of a kind): those ids' texts are taken from the records read back."""
+
+    def __init__(self, read_in_part: Callable[[CompileId | None], bool]):
+        self.read_in_part = read_in_part
+        self.keys: list[CompileId | None] = []
+        self.lines = array("q")
+        self.sizes = array("q")
+
+    def note(self, key: CompileId | None, record: RecordSummary) -> None:
+        self.keys.append(key)
+        self.lines.append(record.line)
+        self.sizes.append(record.payload_bytes or 0)
+
+    def in_order(self, keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[RecordSummary]]) -> Iterator[Text]:
+        """The texts of `keys`, an id after another in `keys`' order, each id's in log order."""
+        place = {key: at for at, key in enumerate(keys)}
+        noted = sorted((at for at, key in enumerate(self.keys) if key in place), key=lambda at: place[self.keys[at]])  # stable: log order within an id
+        read_back: set[CompileId | None] = set()
+        for at in noted:
+            key = self.keys[at]
+            if not self.read_in_part(key):
+                yield key, self.lines[at], self.sizes[at]
+            elif key not in read_back:
+                read_back.add(key)
+                yield from _texts_read_back([key], records_of)
 
 
 def shown_as(record: RecordSummary) -> kinds.Kind | None:

@@ -1,0 +1,198 @@
+"""The only file writer of a report: every file under the report's root (already inside a staging
+folder, or the live report's folder), by a relative path that cannot leave it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from collections.abc import Iterable
+from typing import IO
+
+from ..limits import Limits
+from ..reading.gunzip import LogAsRead
+from .behind import BehindWrites
+from .fileio import copy_up_to, read_file, unlink_quietly, write_all, write_file
+
+
+# Scratch files (the record spool, raw.jsonl's body, pending pages, highlighted code) stay in memory
+# up to this size, then go to disk: a small log makes no files, and a big one (a compile id with
+# millions of records) costs at most this much memory per scratch file, however big it grows.
+SCRATCH_IN_MEMORY = 1 << 20
+# A page written in pieces (`write_pieces`) is encoded and written this many characters or so at a time
+WRITE_CHUNK = 1 << 20
+
+
+class FolderWriter:
+    """Writes report files under `root` (already inside a staging folder): the only file writer."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.bytes_written = 0
+        self._root = os.fspath(root)
+        self._dirs: set[str] = {""}  # the report's folders already made (relative; "" is the root)
+        self._behind: BehindWrites | None = None
+
+    def write_behind(self, rel: str, data: bytes | str) -> None:
+        """`write`, done by a thread while the caller goes on: for files nothing reads before
+        `settle` (payloads and outputs written while the log is read). `read` settles first."""
+        if self._behind is None:
+            self._behind = BehindWrites(self.write)
+        self._behind.put(rel, data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+
+    def drop_behind(self) -> None:
+        """Stop writing what is queued (the report is abandoned); returns once no write is under way."""
+        if self._behind is not None:
+            self._behind.stop()
+
+    def settle(self) -> None:
+        """Every `write_behind` done (before reading files back, forking, or finishing)."""
+        if self._behind is not None:
+            self._behind.settle()
+
+    def sub(self, folder: str) -> FolderWriter:
+        """A writer for a sub-report (e.g. `rank_0/`), inside the same staging folder."""
+        return FolderWriter(self.path(f"{folder}/.keep").parent)
+
+    def path(self, rel: str) -> Path:
+        """The staging path of a relative report path; anything that would leave the report is refused."""
+        return Path(self._place(rel))
+
+    def _place(self, rel: str) -> str:
+        """`path` as a string, its folder made: a report of 10,000s of small compiles asks this for
+        every file it writes and reads, and pathlib's joins cost more than the file's system calls."""
+        folder, _, name = rel.rpartition("/")
+        if folder not in self._dirs or name in ("", ".", "..") or "\\" in name or "\0" in name or rel[0] == "/":
+            self._check_relative(rel)
+            if folder not in self._dirs:
+                os.makedirs(f"{self._root}/{folder}", exist_ok=True)
+                self._dirs.add(folder)
+        return f"{self._root}/{rel}"
+
+    @staticmethod
+    def _check_relative(rel: str) -> None:
+        parts = rel.split("/")
+        if not rel or rel.startswith("/") or any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
+            raise ValueError(f"unsafe report path {rel!r}")
+
+    def write(self, rel: str, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        write_file(self._place(rel), data)
+        self.bytes_written += len(data)
+
+    def write_pieces(self, rel: str, pieces: Iterable[str]) -> None:
+        """`write` of a text made in pieces (the index of 10,000s of compiles: 10s of MB), written as
+        they come, about `WRITE_CHUNK` characters at a time, so the whole text is never held. A
+        writer whose `write` does more than write the file (the live report's: atomic, and not when
+        the page is unchanged) is given the whole text."""
+        if type(self).write is not FolderWriter.write:
+            self.write(rel, "".join(pieces))
+            return
+        path = self._place(rel)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            chunk: list[str] = []
+            size = 0
+            for piece in pieces:
+                chunk.append(piece)
+                size += len(piece)
+                if size >= WRITE_CHUNK:
+                    self._write_chunk(fd, chunk, path)
+                    chunk.clear()
+                    size = 0
+            self._write_chunk(fd, chunk, path)
+        except BaseException:
+            os.close(fd)
+            unlink_quietly(Path(path))  # no page cut short is left behind
+            raise
+        os.close(fd)
+
+    def _write_chunk(self, fd: int, chunk: list[str], path: str) -> None:
+        data = "".join(chunk).encode("utf-8", "surrogatepass")
+        write_all(fd, data, path)
+        self.bytes_written += len(data)
+
+    def open(self, rel: str) -> IO[bytes]:
+        """A binary stream for files written piece by piece (raw.jsonl, chromium_events.json)."""
+        return open(self.path(rel), "wb")
+
+    def read(self, rel: str) -> bytes | None:
+        """A file already written to the report (None if it is not there)."""
+        self.settle()
+        try:
+            return read_file(self._place(rel))
+        except (OSError, ValueError):
+            return None
+
+    def copy_logs(self, logs: list[LogAsRead], rel: str, limits: Limits) -> None:
+        """raw.log: what the readers read of the logs (un-gzipped, concatenated), byte for byte, up to `max_raw_log`.
+
+        Each log is copied from the file its reader read, as far as it read (`LogAsRead`), so raw.log
+        is what the report was made of: not the records a log still being written gained since, not
+        another file renamed over it. Beyond the cap raw.log is a short note naming the logs: a copy
+        the size of the input is rarely wanted twice. The logs are closed here.
+        """
+        try:
+            if sum(log.length for log in logs) > limits.max_raw_log:
+                self.write(rel, _raw_log_note([log.path for log in logs], limits))
+                return
+            self.bytes_written += self._copy_as_read(logs, rel, limits)
+        finally:
+            for log in logs:
+                log.close()
+
+    def _copy_as_read(self, logs: list[LogAsRead], rel: str, limits: Limits) -> int:
+        """`copy_logs` under the cap: the bytes written."""
+        target = self.path(rel)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            written = 0
+            for log in logs:
+                with log.open(limits) as source:
+                    written += min(copy_up_to(source, fd, log.length, target), log.length)  # more: appended since
+        except BaseException:
+            os.close(fd)
+            unlink_quietly(target)  # no raw.log cut short is left behind
+            raise
+        os.close(fd)
+        return written
+
+    def scratch(self, in_memory: int = SCRATCH_IN_MEMORY) -> IO[bytes]:
+        """A temporary file, gone when closed: in memory up to `in_memory` bytes, then on the report's disk."""
+        return tempfile.SpooledTemporaryFile(max_size=in_memory, mode="w+b", dir=str(self.root), prefix=".spool-")
+
+
+class NullWriter(FolderWriter):
+    """A writer that writes nothing: `analyze()` runs the pipeline through it to build the analysis alone."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.gettempdir())
+        self.bytes_written = 0
+
+    def sub(self, folder: str) -> FolderWriter:
+        return self
+
+    def write(self, rel: str, data: bytes | str) -> None:
+        pass
+
+    def write_behind(self, rel: str, data: bytes | str) -> None:
+        pass
+
+    def open(self, rel: str) -> IO[bytes]:
+        return open(os.devnull, "wb")
+
+    def read(self, rel: str) -> bytes | None:
+        return None
+
+    def scratch(self, in_memory: int = SCRATCH_IN_MEMORY) -> IO[bytes]:
+        return tempfile.SpooledTemporaryFile(max_size=in_memory, prefix=".tlparse-py-spool-")
+
+
+def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
+    names = "\n".join(f"  {log.absolute()}" for log in logs)
+    return (
+        f"raw.log is not copied: the log is larger than --max-raw-log-mb ({limits.max_raw_log_mb:g} MB).\n"
+        f"Read it where it is:\n{names}\n"
+    ).encode("utf-8", "surrogateescape")
