@@ -59,8 +59,7 @@ re._compile = timed(spent, "regexes", re._compile)
 import tlparse_py.cli, tlparse_py.pipeline, tlparse_py.commands.report
 imported = time.perf_counter()
 own = dict(spent)
-from tlparse_py import pipeline
-from tlparse_py.commands import report
+from tlparse_py import outcome, pipeline
 from tlparse_py.report import jobs, staging
 phases = {}
 def phase(owner, attr, name):
@@ -72,7 +71,7 @@ phase(pipeline, "write_static", "static files")
 phase(pipeline, "summary_markdown", "summary.md")
 phase(staging.ReportWriter, "__init__", "output folder: staging")
 phase(staging.ReportWriter, "commit", "output folder: commit")
-phase(report, "conclude", "summary lines and checks")
+phase(outcome, "concluded", "summary lines and checks")
 sys.argv = ["tlparse-py", *sys.argv[1:]]
 def report():  # an exit hook: the script leaves by os._exit once its hooks have run
     done = time.perf_counter()

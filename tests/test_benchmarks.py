@@ -87,7 +87,7 @@ def test_the_readme_profile_command_splits_a_small_run_into_parts_that_add_up():
             for line in done.stdout.splitlines() if line.startswith("| ") and not line.startswith("| part")}
     assert len(rows["whole process"]) == 6  # five logs and their mean
     for part in ("interpreter", "stack imports", "own imports", "reading and analysis", "pages", "search index", "static files",
-                 "output folder: staging", "output folder: commit"):
+                 "output folder: staging", "output folder: commit", "summary lines and checks"):
         assert all(v > 0 for v in rows[part]), part
     parts = [name for name in rows if not name.startswith("of which") and name != "whole process" and not name.endswith(", mean")]
     assert rows["interpreter, mean"] and rows["whole process, mean"]  # the bare interpreter beside the run, as means too
