@@ -20,27 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_logs import build_small  # noqa: E402  (a sibling script, not a package)
-
-
-def peak_rss(command: list[str]) -> tuple[int, float, int]:
-    """(the largest resident set of the command's process tree in bytes, wall seconds, exit status)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert child.stderr is not None
-    child.stderr.read()  # drained, so a chatty run cannot block on a full pipe
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss * 1024, time.perf_counter() - start, child.returncode
+from make_logs import build_small  # noqa: E402
+from memory_one_id import peak_rss  # noqa: E402  (a sibling script, not a package)
 
 
 def measure(work: Path, out_root: Path, compiles: int, lean: bool, keep: bool) -> dict[str, float]:

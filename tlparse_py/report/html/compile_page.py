@@ -274,9 +274,15 @@ def _tensors(page: CompilePageModel) -> str:
                   f"(traced with <code>{esc(t.example)}</code>)</span>") if t.example else ""
         rows.append(f"<tr><td><code>{esc(t.source)}</code></td><td><code>{esc(t.shape)}</code>{traced}</td><td>{esc(t.dtype)}</td>"
                     f"<td>{esc(t.device)}</td><td><code>{esc(t.stride)}</code></td><td>{esc(t.storage)}</td><td>{esc(t.flags)}</td></tr>\n")
-    return (f'<details class="section" id="inputs"><summary>Input tensors ({len(page.tensors)})</summary>\n'
-            '<div class="scroll"><table><thead><tr><th>Source</th><th>Shape</th><th>Dtype</th><th>Device</th><th>Stride</th><th>Storage bytes</th>'
-            f'<th>Flags</th></tr></thead><tbody>\n{"".join(rows)}</tbody></table></div>\n</details>\n')
+    return _table_section("inputs", f"Input tensors ({len(page.tensors)})",
+                          ("Source", "Shape", "Dtype", "Device", "Stride", "Storage bytes", "Flags"), rows)
+
+
+def _table_section(section_id: str, summary: str, headers: tuple[str, ...], rows: list[str]) -> str:
+    """A closed section holding one scrolling table: `rows` are its <tr> lines, markup already."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    return (f'<details class="section" id="{section_id}"><summary>{esc(summary)}</summary>\n'
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>\n{"".join(rows)}</tbody></table></div>\n</details>\n')
 
 
 def _symbols(page: CompilePageModel) -> str:
@@ -289,9 +295,8 @@ def _symbols(page: CompilePageModel) -> str:
         rows.append(f'<tr><td><span class="kind" title="{esc(row.kind)}">{esc(row.event)}</span></td><td><code>{esc(row.name)}</code></td>'
                     f"<td><code>{esc(row.value)}</code></td><td><code>{esc(row.range)}</code></td><td><code>{esc(row.source)}</code></td>"
                     f"<td>{where}</td></tr>\n")
-    return (f'<details class="section" id="symbols"><summary>Symbols and shape guards ({len(page.symbols)})</summary>\n'
-            '<div class="scroll"><table><thead><tr><th>Event</th><th>Symbol / expression</th><th>Value</th><th>Range</th><th>Source</th>'
-            f'<th>User code</th></tr></thead><tbody>\n{"".join(rows)}</tbody></table></div>\n</details>\n')
+    return _table_section("symbols", f"Symbols and shape guards ({len(page.symbols)})",
+                          ("Event", "Symbol / expression", "Value", "Range", "Source", "User code"), rows)
 
 
 def _guards(page: CompilePageModel) -> str:
@@ -399,9 +404,7 @@ def _cache_table(page: CompilePageModel, root: str) -> str:
         saved = f"saved {seconds(c['saved'])}" if c["saved"] else ""
         rows.append(f'<tr><td>{name}</td><td><span class="cache cache-{esc(c["state"])}">{esc(c["state"])}</span></td>'
                     f'<td><code>{esc(c["key"])}</code></td><td>{esc(c["reason"])}{saved}</td></tr>\n')
-    return (f'<details class="section" id="cache"><summary>Cache lookups ({len(page.cache)})</summary>\n'
-            '<div class="scroll"><table><thead><tr><th>Cache</th><th>Result</th><th>Key</th><th>Reason / time saved</th></tr></thead><tbody>\n'
-            f'{"".join(rows)}</tbody></table></div>\n</details>\n')
+    return _table_section("cache", f"Cache lookups ({len(page.cache)})", ("Cache", "Result", "Key", "Reason / time saved"), rows)
 
 
 def _subgraphs(page: CompilePageModel) -> str:
