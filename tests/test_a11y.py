@@ -4,6 +4,8 @@ collapsible sections and table controls work from the keyboard. Headless Debian 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,9 @@ def reports(tmp_path_factory):
     for name in ("graph_break", "failure"):
         write_report(next((TRACES / name).glob("dedicated_log*")), base / name)
     multirank.write_all_ranks(TRACES / "distributed", base / "distributed", False, Options())
+    done = subprocess.run([sys.executable, "-m", "tlparse_py", "diff", str(TRACES / "edit_base"), str(TRACES / "edit_newbreak"),
+                           "-o", str(base / "diff"), "--no-browser"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
     return base
 
 
@@ -50,6 +55,7 @@ def page_path(reports: Path, name: str) -> Path:
         "metrics": sorted(graph_break.glob("*/compilation_metrics*.html"))[0],
         "failures": reports / "failure" / "failures_and_restarts.html",
         "landing": reports / "distributed" / "index.html",
+        "diff": reports / "diff" / "index.html",
     }[name]
 
 
@@ -62,7 +68,7 @@ def serious(results) -> list[str]:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("name", ["index", "compile", "code", "metrics", "failures", "landing"])
+@pytest.mark.parametrize("name", ["index", "compile", "code", "metrics", "failures", "landing", "diff"])
 def test_no_serious_axe_violations(browser, reports, name, scheme):
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
     page = context.new_page()
@@ -75,7 +81,7 @@ def test_no_serious_axe_violations(browser, reports, name, scheme):
     context.close()
 
 
-@pytest.mark.parametrize("name", ["index", "landing"])
+@pytest.mark.parametrize("name", ["index", "landing", "diff"])
 def test_no_serious_axe_violations_on_a_small_screen(browser, reports, name):
     context = browser.new_context(viewport={"width": 800, "height": 900})
     page = context.new_page()

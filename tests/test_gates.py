@@ -20,6 +20,7 @@ from logs import cid, line, start, write_log
 from tlparse_py import __version__
 from tlparse_py.cli import main
 from tlparse_py.analysis.summary_load import load_summary
+from tlparse_py.analysis.digest import digest_of
 from tlparse_py.report.markdown import summary_markdown
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
@@ -211,7 +212,7 @@ def test_summary_md_is_in_every_report_and_its_links_resolve(tmp_path, scenario)
         assert "index.html#graph-breaks" in text
     if summary["totals"]["recompiles"]:
         assert "index.html#recompiles" in text
-    assert summary_markdown(load_summary(summary)) == text, "one pure function of the summary, as loaded back from summary.json"
+    assert summary_markdown(digest_of(load_summary(summary))) == text, "one pure function of the summary, as loaded back from summary.json"
 
 
 def test_markdown_file_links_into_the_report_from_its_own_folder(tmp_path):
@@ -247,7 +248,7 @@ def test_markdown_escapes_log_text():
                       "compile_time_s": {"forward": 1.0, "backward": None, "total": 1.0},
                       "graph_breaks": [{"reason": evil, "user_location": evil}], "recompile_reasons": [], "cache": [], "failure": None}],
     }
-    text = summary_markdown(load_summary(summary), "../r/", [evil])
+    text = summary_markdown(digest_of(load_summary(summary)), "../r/", [evil])
     assert not re.search(r"(?<!\\)\]\(javascript", text) and not re.search(r"(?<!\\)<script", text)
     assert not [row for row in text.splitlines() if row.startswith("second line")], "no newline from the log"
     assert all(href.startswith("../r/") for href in markdown_links(text))

@@ -19,7 +19,8 @@ import pytest
 from tlparse_py.analysis import compile_memo
 from tlparse_py.analysis.compiles import summary_dict
 from tlparse_py.analysis.files import Files
-from tlparse_py.analysis.store import METRIC_SUMMARY_FIELDS, FactSpool, MetricFields
+from tlparse_py.analysis.spools import FactSpool
+from tlparse_py.analysis.store import METRIC_SUMMARY_FIELDS, MetricFields
 from tlparse_py.model import Artifact
 from tlparse_py.options import Options
 from tlparse_py.pipeline import analyze_logs

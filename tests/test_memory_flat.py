@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from tlparse_py.analysis.files import Files
-from tlparse_py.analysis.store import FactSpool
+from tlparse_py.analysis.spools import FactSpool
 from tlparse_py.model import Artifact, CompileId, OutputRef, RecordSummary
 from tlparse_py.options import Options
 from tlparse_py.pipeline import write_report

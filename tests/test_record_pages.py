@@ -51,7 +51,7 @@ ROW = {"generation": 1, "page": "-_0_0_0/index.html", "label": "[0/0]", "attempt
        "cache": [("hit", 1), ("miss", 2)], "reason": "why" + X, "config_unusual": ["a=1" + X, "b=2"]}
 ENTRY = {"anchor": "cid-0_0_0", "page": "-_0_0_0/index.html", "label": "[0/0]" + X, "status": "ok",
          "capture": {"graph": 1, "compiles": [{"label": "[2/0]" + X, "page": "-_2_0_0/index.html", "status": "ok"}, {"label": "[3/0]", "page": None, "status": "error"}]},
-         "compile_time": 2.5, "time_split": "split" + X, "time_is": "forward", "artifacts": [], "files_omitted": 1234,
+         "compile_time": 2.5, "time_split": "split" + X, "time_is": "forward", "artifacts": [], "files_omitted": 1234, "crowded": [],
          "kinds": [{"known": True, "title": "t" + X, "kind": "dynamo_start", "count": 1}, {"known": False, "title": "u", "kind": "odd" + X, "count": 3}]}
 TRIE = [{"kind": "open", "frame": F[0], "ids": TERMS[:1], "more": 0}, {"kind": "frame", "frame": F[1], "ids": TERMS, "more": 1500},
         {"kind": "close", "frame": None, "ids": [], "more": 0}, {"kind": "open", "frame": F[1], "ids": [], "more": 0},

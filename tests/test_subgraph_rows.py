@@ -80,7 +80,7 @@ def test_upstream_subgraph_name_log(tmp_path):
     ]
     # the index, as upstream lists them: a row before each change of group
     assert artifact_lists(out / "index.html")["cid-" + key.dirname] == [
-        "dynamo_output_graph_0.txt (0)",
+        "dynamo_output_graph_0.txt (0) · 1 line · 24 B",  # a graph file shows its size
         "Subgraph Name: repeated_subgraph0",
         "fx_graph_runnable_1.txt (1)",
         "Subgraph Name: partitioned_bw_subgraph_1_0",

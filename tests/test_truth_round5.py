@@ -335,7 +335,7 @@ def test_diff_and_multirank_gates_leave_the_limit_compile_out(tmp_path):
     before = json.loads(json.dumps(full))
     before["compiles"] = [c for c in before["compiles"] if c["id"] not in limited]  # the same run, stopped before the limit
     compared = diff(before, full)
-    assert compared.schema_version == "4.1"
+    assert compared.schema_version == "4.2"
     assert compared.metrics["new_recompiles"] == 0 and compared.metrics["new_skipped"] == len(facts.limit)
     assert compared.total("recompiles").base == compared.total("recompiles").new == len(facts.recompiles)
     assert compared.comparison is not None

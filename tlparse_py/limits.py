@@ -45,3 +45,8 @@ INDEX_ROWS = 5000
 # however many records one id holds.
 PAGE_RECORDS_PER_KIND = 1000
 PAGE_FILES = 5000
+# One compile id with hundreds of files of one record kind (an artifact logged in a loop): the index
+# links at most INDEX_FILES_PER_KIND of them in its "Files by compile id", and a row per such kind
+# says how many there are and links its own list on the compile page (which lists them all, up to
+# PAGE_FILES). Real compiles write a few dozen files of a kind at most.
+INDEX_FILES_PER_KIND = 200

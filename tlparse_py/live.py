@@ -5,7 +5,8 @@ the same pipeline a one-shot report uses, and rewrites the pages the new records
 index (with the live banner), the compile pages of the compile ids that logged something, the
 record pages asked for since. Reading state and the analysis stay in memory, so an update costs
 what the new bytes cost, not what the log does: only the compiles of the functions that logged
-something are built again (`analysis.live_compiles`), and the index renders only its rows,
+something are built again (`analysis.live_compiles`), with their spans on the run timeline (the
+pictures are drawn again over the spans kept), and the index renders only its rows,
 sections and stack-trie nodes that changed (`views.live_index`); the failures page is rewritten
 when its rows or their compiles changed. `LiveReport.finish` reads the rest and writes the report a
 one-shot run writes (`Pipeline.finish`, every compile built again), then removes what only the live
@@ -90,7 +91,7 @@ class LiveReport:
         self.failure_frames: set[CompileId] = set()  # the frame compiles of those rows
 
     def _incremental(self) -> None:
-        """What an update keeps so as to build again only what changed: the compiles, the index."""
+        """What an update keeps so as to build again only what changed: the compiles (and the pictures' data), the index."""
         self.compiles = LiveCompiles(self.analysis)
         self.index = LiveIndex(self.pipeline.inputs, self.compiles)
 
@@ -151,6 +152,7 @@ class LiveReport:
             forget_compiles(self.analysis)
             self._incremental()  # the next update builds everything again
         self.rendered["compiles"] = self.compiles.built - built
+        self.rendered["timeline spans"] = self.compiles.timeline.built  # 0 after a failed refresh: a new LiveCompiles
         self.compiling = frozenset(compile_.label for compile_, _ in self.analysis.open_compiles())
         self.version += 1
         if self.version == 1:
@@ -238,7 +240,7 @@ class LiveReport:
         try:
             self.read(final=True)
             self.analysis.forget_indexes()
-            forget_compiles(self.analysis)  # built whole, as a one-shot run builds them
+            forget_compiles(self.analysis, finished=True)  # built whole, as a one-shot run builds them
             self.analysis.trie.inserted = self.analysis.unknown_stacks.inserted = None
             self.analysis.source = self.source()
             self.pipeline.logs_read += [self.tail.as_read] if self.tail.as_read is not None else []  # what the last read read

@@ -1,22 +1,26 @@
 """The analysis in a notebook: a rich summary (`_repr_html_`), the report inline, and in-process tracing.
 
     import tlparse_py
-    tlparse_py.analyze("/tmp/trace")            # in Jupyter: totals, failures, graph breaks with hints, recompiles, slowest
+    tlparse_py.analyze("/tmp/trace")            # in Jupyter: totals, failures, run timeline, time by frame, graph breaks, recompiles, slowest
     tlparse_py.show("/tmp/trace")               # writes the report and shows it inline (its single-file form)
     with tlparse_py.trace() as t:               # traces the compiles of this block, in this process
         compiled(x)
     t.analysis                                  # ... and shows their analysis
 
 The summary is built from the same typed summary and totals every other view reads, and rendered
-by an autoescaped template (`templates/notebook.html.j2`). Importing this module registers it as
-how an `Analysis` shows itself in a notebook (the analysis layer renders nothing itself).
+by an autoescaped template (`templates/notebook.html.j2`), with the index's pictures (the run
+timeline and the compile time by frame) drawn by the same functions (`report.html.timeline_svg`).
+Importing this module registers it as how an `Analysis` shows itself in a notebook (the analysis
+layer renders nothing itself).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import logging
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -25,16 +29,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from msgspec import Struct, field
+from markupsafe import Markup
+from msgspec import Struct, field, structs
 
 from .analysis import compiles
 from .analysis.compiles import Analysis
 from .analysis.digest import ranks_digest, report_digest
 from .analysis.compile_groups import failed_compiles, graph_break_groups, recompiled_frames, slowest
 from .analysis.summary import STATUS_LABELS
+from .analysis.timeline import Timeline
 from .analysis.totals import TOTALS, columns, totals_of
 from .multirank import ranks_analysis
 from .multirank.ranks_analysis import RanksAnalysis
+from .report.html.timeline_svg import frames_figure, timeline_figure
 from .report.render import render
 
 ROWS = 10  # rows per section of the summary
@@ -42,9 +49,9 @@ RANK_ROWS = 16  # ranks listed in a multi-rank summary (the others are in its "a
 
 
 def summary_html(analysis: Analysis) -> str:
-    """The rich summary of an analysis: totals, failed compiles with their exception, graph breaks with
-    torch's hints, recompiles per frame and the slowest compiles; each links into the report when one
-    was written."""
+    """The rich summary of an analysis: totals, failed compiles with their exception, the run timeline
+    and the compile time by frame, graph breaks with torch's hints, recompiles per frame and the
+    slowest compiles; each links into the report when one was written."""
     return render("notebook.html.j2", summary_view(analysis))
 
 
@@ -90,12 +97,39 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
         "more_recompiles": max(len(frames) - ROWS, 0),
         "config": [{"label": c.label, "url": link(c.url), "frame": c.frame or "", "texts": c.config_texts} for c in differing[:ROWS]],
         "more_config": max(len(differing) - ROWS, 0),
+        "pictures": pictures(analysis.timeline(), link) if compiles_ else None,
         "slowest": [
             {"label": c.label, "url": link(c.url), "frame": c.frame or "", "seconds": c.compile_time_s.total,
              "status": STATUS_LABELS.get(c.status, c.status)}
             for c in slowest(compiles_)[:5]
         ],
     }
+
+
+# the ids and references of a picture's markup (its figure, its <title> and <desc>): generated, never from the log
+PICTURE_IDS = re.compile(r'(?<=\s)(id|aria-labelledby)="([^"]*)"')
+
+
+def pictures(timeline: Timeline, link: Any) -> dict[str, Markup]:
+    """The run timeline and the compile time by frame, as the index draws them (`timeline_svg`),
+    each compile and frame linking to its page where a report was written (`link`), none else."""
+    linked = structs.replace(
+        timeline,
+        spans=[structs.replace(span, url=link(span.url)) for span in timeline.spans],
+        frames=[structs.replace(frame, url=link(frame.url)) for frame in timeline.frames],
+    )
+    drawn = {"timeline": timeline_figure(linked), "frames": frames_figure(linked)}
+    scope = hashlib.blake2b("".join(drawn.values()).encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return {name: _in_notebook(figure, scope) for name, figure in drawn.items()}
+
+
+def _in_notebook(figure: str, scope: str) -> Markup:
+    """A picture as the notebook shows it: its links open beside the notebook (a link followed in an
+    output would leave it), and its ids its own (a notebook shows many outputs on one page: each
+    picture's aria-labelledby must name its own title). Every value from the log in `figure` is
+    escaped (`"` written `&#34;`): an `href="` or `id="` in it is the picture's own markup."""
+    figure = figure.replace('<a href="', '<a target="_blank" href="')
+    return Markup(PICTURE_IDS.sub(lambda m: f'{m[1]}="' + " ".join(f"{name}-{scope}" for name in m[2].split()) + '"', figure))
 
 
 def _linker(report_dir: Path | None) -> Any:

@@ -24,7 +24,7 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from .analysis.compiles import Analysis
-from .analysis.digest import report_digest
+from .analysis.digest import digest_of, report_digest
 from .analysis.program import ProgramExit
 from .analysis.stacks import is_user_code, split_location
 from .analysis.store import InputInfo
@@ -318,7 +318,8 @@ def _after_report(summary: Summary | RanksSummary, asked: Asked, said: list[Said
     failed, unchecked = check_report(asked.conditions, summary) if asked.conditions else ([], [])
     said += [Said(f"--fail-on {sanitize(line)}") for line in failed + unchecked]
     if asked.markdown_file is not None:
-        text = summary_markdown(summary, asked.markdown_prefix(), failed, asked.options.source_root)
+        digest = digest_of(summary, asked.options.source_root)
+        text = summary_markdown(digest, asked.markdown_prefix(), failed)
         try:
             append_output(asked.markdown_file, text)  # as `>>`: a job summary keeps what earlier steps wrote
         except OSError as exc:

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from msgspec.structs import replace
-import orjson
 
 from .analysis import kinds
-from .analysis.compiles import Analysis, summary_dict
+from .analysis.compiles import Analysis
+from .analysis.digest import report_digest
 from .analysis.summary import Summary
-from .analysis.kinds import LINK, PAYLOAD, REFORMAT, ParseContext
+from .analysis.kinds import LINK, PAYLOAD, REFORMAT, Output, ParseContext
 from .analysis.questions import pageless_keys
 from .analysis.stacks import frames_from_json
 from .analysis.store import InputInfo
@@ -32,6 +32,7 @@ from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents,
 from .report.highlight import Highlighter, highlight_workers
 from .report.jobs import Job, PageJobs, private_reader
 from .report.markdown import summary_markdown
+from .report.summary_json import summary_json
 from .report.views.vllm import USUAL_INDEX, vllm_page
 from .report.outputs import Outputs, PayloadStore, RawJsonl, RecordSpool, write_compile_directory
 from .report.render import STATIC_DIR, render_page, render_pieces
@@ -40,7 +41,7 @@ from .report.views.common import Inputs, Page, label
 from .report.views.compile import PageRef, compile_outline, compile_page, page_refs
 from .report.views.index import failures_page, index_page
 from .report.views.pages import PAGE_VIEWS, Builder, provenance_page
-from .report.views.sections import InlineTexts, PageBuilder, shown_as
+from .report.views.sections import InlineTexts, PageBuilder, graph_or_code, shown_as
 from .report.folder_writer import FolderWriter, NullWriter
 from .report.staging import ReportWriter
 
@@ -139,6 +140,7 @@ class Pipeline:
                 for output in outputs:
                     url = self.outputs.emit(output, record, key, folder)
                     refs.append(OutputRef(url, output.kind == LINK))
+                    note_file_size(self.analysis, output, record, self.ctx.number)
                     if output.kind in (PAYLOAD, REFORMAT):
                         payload_file = url
             except OSError:
@@ -271,6 +273,14 @@ def read_in_part(analysis: Analysis, key: CompileId | None) -> bool:
     return counts is not None and max(counts.values(), default=0) > PAGE_RECORDS_PER_KIND
 
 
+def note_file_size(analysis: Analysis, output: Output, record: Record, number: int) -> None:
+    """The size the file lists show beside a graph or generated code (`Analysis.file_sizes`): the
+    text its record logged, when file `number` holds it or shows it."""
+    if (record.payload is not None and (output.kind in (PAYLOAD, REFORMAT) or output.view == "code")
+            and graph_or_code(record.kinds, record.envelope)):
+        analysis.file_sizes.note(number, record.payload)
+
+
 def write_summaries(writer: FolderWriter, inputs: Inputs, options: Options) -> object:
     """The pages and files that sum the run up: the failures page, the index, summary.json and
     summary.md. Returns what they were made from (`summarised`)."""
@@ -278,8 +288,8 @@ def write_summaries(writer: FolderWriter, inputs: Inputs, options: Options) -> o
     writer.write("failures_and_restarts.html", render_page(failures_page(inputs)))
     summary = inputs.analysis.summary()
     write_indexes(writer, inputs, summary)
-    writer.write("summary.json", orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-    writer.write("summary.md", summary_markdown(summary, source_root=options.source_root).encode("utf-8"))
+    writer.write_pieces("summary.json", summary_json(summary))
+    writer.write("summary.md", summary_markdown(report_digest(summary, options.source_root)).encode("utf-8"))
     return made_from
 
 
@@ -293,10 +303,10 @@ def write_indexes(writer: FolderWriter, inputs: Inputs, summary: Summary) -> Non
     """index.html; for a vLLM log, vLLM's summary there and the usual index beside it (as upstream).
     The index is written as it is rendered, in pieces: at 10,000s of compiles it is 10s of MB."""
     if summary.vllm is not None:
-        writer.write_pieces(USUAL_INDEX, render_pieces(index_page(inputs)))
+        writer.write_pieces(USUAL_INDEX, render_pieces(index_page(inputs, summary=summary)))
         writer.write("index.html", render_page(vllm_page(inputs, summary.vllm)))
     else:
-        writer.write_pieces("index.html", render_pieces(index_page(inputs)))
+        writer.write_pieces("index.html", render_pieces(index_page(inputs, summary=summary)))
 
 
 def write_static(writer: FolderWriter) -> None:

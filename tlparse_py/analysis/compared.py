@@ -239,6 +239,56 @@ class VllmChange(Struct, gc=False):
         return bool(self.new_pieces or self.gone_pieces or self.passes)
 
 
+# how a paired compile's time counts (`comparison.CompilePair.verdict`), as the diff's picture colours it
+COMPARED = "compared"  # in the ratio: both runs have it, with the same cache results and known times
+NOT_COMPARED = "not compared"  # both runs have it, left out of the ratio (its cache results differ, a time is unknown)
+ONE_RUN = "one run only"  # base-only or new-only compile work: gone, new, or no longer compiled
+
+
+class PairTime(Struct, frozen=True, gc=False):
+    """The i-th compile of a frame in BASE and in NEW, as the picture draws it: its times and how they count."""
+
+    base: float | None  # None: BASE has no such compile, or it logged no time
+    new: float | None
+    verdict: str  # COMPARED, NOT_COMPARED or ONE_RUN
+    why: str | None  # why it is not in the ratio (`PairRow.time_apart`); None when it is
+
+
+class SideTime(Struct, gc=False):
+    """One run's compile time of a frame, by part: the parts of the index's chart (`timeline.PART_NAMES`:
+    the forward phases the log times, the forward time it does not split, the backward compiles)."""
+
+    seconds: float | None  # the frame's compile time in this run (`FrameRow.compile_time_s`); None: no compile, or no time
+    parts: dict[str, float] = field(default_factory=dict)  # part → seconds, in PART_NAMES order; they add up to `seconds`
+
+
+class FrameTime(Struct, gc=False):
+    """A frame with the most compile time in either run, BASE against NEW, with what changed in it."""
+
+    index: int  # its row in `Comparison.frames`
+    frame: str | None
+    where: str | None  # as every view names its place (`FrameRow.where`)
+    inside: str
+    presence: str  # "both", "new" or "gone"
+    regression: str | None  # `FrameRow.regression`
+    base: SideTime
+    new: SideTime
+    compile_time_s: Timed  # `FrameRow.compile_time_s`: a ratio only where every pair of it is compared
+    pairs: list[PairTime]
+    recompiles: Change
+    new_recompile_reasons: int  # how many recompile reasons NEW logged for it that BASE did not
+    new_graph_breaks: list[int]  # the graph breaks new in NEW logged in its NEW compiles: places in `graph_breaks.new`
+    gone_graph_breaks: list[int]  # those gone since BASE logged in its BASE compiles: places in `graph_breaks.gone`
+
+
+class FrameTimes(Struct, gc=False):
+    """The frames the diff's picture draws: the `cap` with the most compile time in either run, most first."""
+
+    frames: list[FrameTime] = field(default_factory=list)
+    cap: int = 0  # at most this many (`comparison.TOP_FRAMES`)
+    with_time: int = 0  # how many frames have a known compile time in either run
+
+
 class Comparison(Struct, gc=False):
     """Two runs (or one rank of each) compared."""
 
@@ -250,6 +300,7 @@ class Comparison(Struct, gc=False):
     no_longer_compiled: list[EagerRow]
     graph_op_counts: list[OpCountRow]
     vllm: VllmChange | None
+    frame_times: FrameTimes = field(default_factory=FrameTimes)  # since 4.2: the frames the diff page draws
 
     @property
     def notes(self) -> list[str]:

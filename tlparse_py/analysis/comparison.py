@@ -18,6 +18,10 @@ Like is compared with like, pair by pair:
   recompile limit) is a regression of its own ("no longer compiled"), never a failure: every
   compile of BASE from there on is listed, not only the first.
 
+The frames the diff page draws (`Comparison.frame_times`: the ones with the most compile time in either
+run, each run's time by part, its pairs' verdicts, the graph breaks new and gone in it) are gathered as
+the frame rows are made (`paired_times.TopFrames`), from the same pairs and rows.
+
 A value that either side does not tell is None (null), never guessed.
 """
 
@@ -30,20 +34,21 @@ from msgspec import Struct
 
 from .._version import __version__
 from .compared import (
-    NO_CACHE_RESULTS, ApartPair, BreakRow, Change, CompileRef, CompileTimes, Comparison, Diff, DiffSide, EagerRow, FailureRow, Failures, FrameRow,
-    Generator, GraphBreaks, Moved, OpCountRow, PairRow, PassRow, PieceRow, RankRow, Shown, Timed, VllmChange, Work,
+    COMPARED, NO_CACHE_RESULTS, NOT_COMPARED, ONE_RUN, ApartPair, BreakRow, Change, CompileRef, CompileTimes, Comparison, Diff, DiffSide, EagerRow, FailureRow, Failures, FrameRow,
+    Generator, GraphBreaks, Moved, OpCountRow, PairRow, PairTime, PassRow, PieceRow, RankRow, Shown, Timed, VllmChange, Work,
 )
 from .pairing import (
     BreakKey, BreakSite, Files, Frame, FramePair, break_sites, compiles_of, file_map, frames_of, pair_frames, renamed_functions, user_files,
     user_paths,
 )
+from .paired_times import TopFrames
 from .roots import Roots
 from .spools import SpooledFrames
 from .summary import CACHE_RESULTS, CompileSummary, Failure, RanksSummary, Summary
 from .summary_load import load_summary
 from .totals import DIFF_GATES, TOTALS, measure_gates, nested, totals_of
 
-SCHEMA_VERSION = "4.1"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
+SCHEMA_VERSION = "4.2"  # MAJOR.MINOR: MAJOR when a field changes meaning, MINOR when fields are added
 EAGER = "no longer compiled: runs eagerly"  # a frame that compiled in BASE and runs eagerly in NEW
 APART_NAMED = 5  # paired compiles left out of the ratio that a comparison names (with how many there are)
 # The ratio speaks for the compile work both runs share only when the comparable pairs are most of it:
@@ -151,6 +156,16 @@ class CompilePair(Struct):
         return self.frame_regressed and (runs_eagerly(self.new) or (self.new is None and self.base is not None))
 
     @property
+    def one_run(self) -> bool:
+        """One run's compile work, never in the ratio: only one run has it, or NEW no longer compiles it."""
+        return self.base is None or self.new is None or self.no_longer_compiled
+
+    @property
+    def verdict(self) -> str:
+        """How its time counts: compared (in the ratio), one run's work, or not compared (left apart: `apart` says why)."""
+        return COMPARED if self.apart is None else ONE_RUN if self.one_run else NOT_COMPARED
+
+    @property
     def cache_differs(self) -> bool:
         return self.base is not None and self.new is not None and cache_results(self.base) != cache_results(self.new)
 
@@ -219,12 +234,13 @@ class TimeTally:
             return
         if p.no_longer_compiled:
             self.lost += 1
-        if p.base is None or p.new is None or p.no_longer_compiled:  # one run's compile work
+        if p.one_run:  # one run's compile work
             if p.base is not None:
                 _add_work(self.base_only, b)
             if p.new is not None:
                 _add_work(self.new_only, n)
             return
+        assert p.base is not None and p.new is not None  # both runs have it (not `one_run`)
         if p.cache_differs:
             self.cache_differs += 1
             self.base_hits += p.base.cache_count("hit")
@@ -296,10 +312,17 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Comparison
     frames: Rows = Rows()
     failures, eager, op_counts = Failures(), list[EagerRow](), list[OpCountRow]()
     counts = Counts()
-    for frame_pair in pairs:
+    b_sites, n_sites = break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files)
+    # the frames the page draws, with the graph breaks new and gone (the rows of `graph_breaks`) their compiles logged
+    top = TopFrames(base, new, (v for k, v in n_sites.items() if k not in b_sites), (v for k, v in b_sites.items() if k not in n_sites))
+    for index, frame_pair in enumerate(pairs):
         b_list, n_list = compiles_of(frame_pair.base, base.compiles), compiles_of(frame_pair.new, new.compiles)
         compiles = compile_pairs(b_list, n_list, cache_known)
-        frames.append(_frame_row(frame_pair, b_list, n_list, compiles, counts, (base_files, new_files), names))
+        row = _frame_row(frame_pair, b_list, n_list, compiles, counts, (base_files, new_files), names)
+        frames.append(row)
+        if top.wants(index, row):
+            top.add(index, row, (frame_pair.base, frame_pair.new), (b_list, n_list),
+                    [PairTime(_round(_total(p.base)), _round(_total(p.new)), p.verdict, p.apart) for p in compiles])
         first = (n_list or b_list)[0]  # the frame's name and place are its first compile's
         key = (first.frame, first.user_location, first.inside, names[1 if n_list else 0].name(first.user_location))
         eager_from = next((c for c in n_list if runs_eagerly(c)), None)  # the compile NEW's frame ran eagerly from
@@ -319,12 +342,13 @@ def compare(base: Summary, new: Summary, how: Pairing = Pairing()) -> Comparison
     return Comparison(
         totals=_totals(base, new),
         time=time.done(),
-        graph_breaks=_graph_breaks(break_sites(base, base_files, files, renamed_functions(pairs)), break_sites(new, new_files), names),
+        graph_breaks=_graph_breaks(b_sites, n_sites, names),
         frames=frames.done(),
         failures=failures,
         no_longer_compiled=eager,
         graph_op_counts=op_counts,
         vllm=_vllm(base, new),
+        frame_times=top.done(),
     )
 
 

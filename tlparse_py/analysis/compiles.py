@@ -24,6 +24,7 @@ from .._version import __version__
 from ..options import Options
 from ..model import CompileId, Record, display_key
 from . import questions
+from .files import FileSizes
 from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
 from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
 from .compile_memo import CompilesMemo
@@ -34,7 +35,7 @@ from .summary import (
     STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
     FrameIdentity, Summary, first_line, over_recompile_limit,
 )
-from .timeline import CompileClock, Timeline, timeline
+from .timeline import CompileClock, Timeline, last_record_s, timeline, timeline_of, under_way
 from .totals import Value, nested, totals_of
 from .vllm import VllmFile, VllmRun, vllm_dict
 from .wrapper import wrapper_frame
@@ -62,6 +63,10 @@ class Analysis(CompileTimes):
     report_dir: Path | None = None  # where its report was written (a notebook's summary links there)
     clock: CompileClock = field(default_factory=CompileClock)  # when each compile began and ended (`timeline`)
     memo: CompilesMemo = field(default_factory=CompilesMemo, compare=False, repr=False)  # `compiles()`, built once per state
+    # a live report's, its log still being read: a compile started and not ended is under way, not one
+    # whose metrics are missing (`timeline.UNDER_WAY`); set by `live_compiles.LiveCompiles`
+    live: bool = False
+    file_sizes: FileSizes = field(default_factory=FileSizes)  # each graph or code file's lines and bytes (noted by the pipeline)
 
     def note_start(self, compile_id: CompileId, line: int, timestamp: str = "") -> None:
         super().note_start(compile_id, line, timestamp)
@@ -80,7 +85,13 @@ class Analysis(CompileTimes):
         stamp = compiles_stamp(self)
         memo = self.__dict__.get("_timeline_memo")
         if memo is None or memo[0] != stamp:
-            memo = self.__dict__["_timeline_memo"] = (stamp, timeline(self, self.clock, self.compiles(), len(self.processes.pids)))
+            built = timeline(self, self.clock, self.compiles(), len(self.processes.pids))
+            if self.live:  # its compiles started and not ended are under way (a finished log's: metrics missing)
+                open_ = {(c.id, c.generation) for c, _ in self.open_compiles()}
+                last = last_record_s(self)
+                spans = [under_way(s, last) if (s.id, s.generation) in open_ else s for s in built.spans]
+                built = timeline_of(self, spans, built.frames, built.frames_with_time, len(self.processes.pids))
+            memo = self.__dict__["_timeline_memo"] = (stamp, built)
         found: Timeline = memo[1]
         return found
 
@@ -202,13 +213,15 @@ class Analysis(CompileTimes):
         return totals_of(self.compiles())
 
     def run_context(self) -> dict[str, Any]:
-        """Where the report comes from: torch, the time span of the records read, the rank, this tool.
+        """Where the report comes from: torch (its version and commit), the time span of the records
+        read, the rank, this tool.
 
         The span is the earliest and latest glog time of the records read (other ranks' records left
         out). glog writes no year: it is the log file's modification year, as in raw.jsonl.
         """
         return {
             "torch_version": self.torch_version,
+            "torch_commit": self.torch_commit,
             "first_record": self.first_timestamp,
             "last_record": self.last_timestamp,
             "rank": self.rank,
@@ -276,9 +289,18 @@ def keep_compiles(analysis: Analysis, compiles: list[CompileSummary], index: dic
     analysis.memo.take(compiles_stamp(analysis), compiles, index)
 
 
-def forget_compiles(analysis: Analysis) -> None:
-    """Build `analysis.compiles()` from its store again when next asked (the final report of a live one)."""
+def keep_timeline(analysis: Analysis, found: Timeline) -> None:
+    """Take `found` as `analysis.timeline()` in its store's present state: what
+    `live_compiles.LiveTimeline` kept, building again only the spans of the compiles that changed."""
+    analysis.__dict__["_timeline_memo"] = (compiles_stamp(analysis), found)
+
+
+def forget_compiles(analysis: Analysis, finished: bool = False) -> None:
+    """Build `analysis.compiles()` and `analysis.timeline()` from its store again when next asked;
+    `finished`: the log of a live one was read to its end (the final report: nothing is under way)."""
+    analysis.live = analysis.live and not finished
     analysis.memo.forget()
+    analysis.__dict__.pop("_timeline_memo", None)
 
 
 def vllm_run(analysis: Store) -> VllmRun | None:
@@ -290,8 +312,9 @@ def vllm_run(analysis: Store) -> VllmRun | None:
     return analysis.vllm.run(files)
 
 
-def summary_dict(summary: Summary) -> dict[str, Any]:
-    """A report's summary.json, from its typed summary."""
+def summary_dict(summary: Summary, lists: bool = True) -> dict[str, Any]:
+    """A report's summary.json, from its typed summary; `lists=False`: its lists of one entry per
+    compile (`compiles`, `timeline`) left empty, for a writer that writes them a batch at a time."""
     data: dict[str, Any] = {
         "schema_version": schema_version(),
         "generator": {"name": "tlparse-py", "version": __version__},
@@ -299,13 +322,13 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "torch_version": summary.torch_version,
         "stats": summary.stats,
         "totals": nested(totals_of(summary.compiles)),
-        "compiles": [c.to_dict() for c in summary.compiles],
+        "compiles": [c.to_dict() for c in summary.compiles] if lists else [],
         "run": summary.run,
         "processes": summary.processes,
         "program": summary.program.to_dict() if summary.program is not None else None,
     }
     if summary.timeline is not None:  # since 4.2: a summary read back from an older summary.json has none
-        data["timeline"] = summary.timeline
+        data["timeline"] = summary.timeline if lists else []
     if summary.export is not None:
         data["export"] = summary.export
     if summary.vllm is not None:

@@ -135,7 +135,7 @@ def names_setting(texts: Iterable[str], change: ConfigChange) -> bool:
 
 
 class Spool(Protocol):
-    """Where parsed snapshots are kept (the analysis' `store.FactSpool`)."""
+    """Where parsed snapshots are kept (the analysis' `spools.FactSpool`)."""
 
     def add(self, key: Any, value: Any) -> None: ...
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from .program import ProgramExit
 from .roots import relative_location, user_paths
 from .stacks import split_location, user_folder
 from .compile_groups import FrameRecompiles, GraphBreakGroup, failed_compiles, graph_break_groups, recompiled_frames, slowest
@@ -137,6 +138,20 @@ class ReportDigest(Struct):
     program: str = "torch.compile"  # what the log is a report of: "torch.export" for an export's log (no compile)
     config: list[ConfigRow] = field(default_factory=list)  # the first compiles whose config differs
     config_compiles: int = 0  # how many compiles' configs differ, all of them
+    run: RunLine = field(default_factory=lambda: RunLine())
+    columns: list[tuple[str, list[str]]] = field(default_factory=lambda: shown_columns())
+
+
+class RunLine(Struct):
+    """What a summary says of the run before its totals: its log, how the program ended and its context."""
+
+    log_name: str = ""
+    program_exit: ProgramExit | None = None  # how the program `tlparse-py run` ran ended; None: unknown (no `run`)
+    torch_version: str = "unknown"
+    first_record: str | None = None
+    last_record: str | None = None
+    rank: Any = None  # as the summary holds it (an int; what summary.json held, loaded back)
+    tool: str = ""  # what wrote the summary: `tlparse-py 0.9`
 
 
 class RankRow(Struct):
@@ -147,6 +162,24 @@ class RankRow(Struct):
 class RanksDigest(Struct):
     rows: list[RankRow]  # the first ranks read, each with its totals as shown
     combined: dict[str, str]  # every total over the ranks read, as its declaration combines it
+    ranks: int = 0  # the ranks of the report, read or not
+    unread: list[str] = field(default_factory=list)  # the folders of the ranks that could not be read
+    divergences: list[dict[str, Any]] = field(default_factory=list)  # `RanksSummary.divergences`
+    notes: list[dict[str, Any]] = field(default_factory=list)  # `RanksSummary.notes`: cache results that differ
+    program_exit: ProgramExit | None = None  # how the launcher ended, under `tlparse-py run`
+    generator_version: str = ""
+    columns: list[tuple[str, list[str]]] = field(default_factory=lambda: shown_columns())
+
+
+def shown_columns() -> list[tuple[str, list[str]]]:
+    """The totals' columns as a table shows them (`totals.columns`): each column's heading and the
+    names of the totals it shows together (`a / b / c`)."""
+    return [(column, [total.name for total in group]) for column, group in columns()]
+
+
+def digest_of(summary: Summary | RanksSummary, source_root: str = "") -> ReportDigest | RanksDigest:
+    """The digest of a report, or of a multi-rank report."""
+    return ranks_digest(summary) if isinstance(summary, RanksSummary) else report_digest(summary, source_root)
 
 
 def shown_totals(compiles: Sequence[CompileSummary]) -> dict[str, str]:
@@ -177,14 +210,24 @@ def report_digest(summary: Summary, source_root: str = "") -> ReportDigest:
         program="torch.export" if summary.export is not None and not compiles else "torch.compile",
         config=[ConfigRow(c, c.config_texts) for c in differing[:ROWS]],
         config_compiles=len(differing),
+        run=_run_line(summary),
     )
+
+
+def _run_line(summary: Summary) -> RunLine:
+    run = summary.run
+    return RunLine(summary.log_name, summary.program, str(run.get("torch_version") or summary.torch_version or "unknown"),
+                   run.get("first_record"), run.get("last_record"), run.get("rank"),
+                   str(run.get("tool") or f"tlparse-py {summary.generator_version}".strip()))
 
 
 def ranks_digest(summary: RanksSummary, shown_ranks: int = ROWS * 2) -> RanksDigest:
     read = [entry for entry in summary.ranks if entry.summary is not None]
     rows = [RankRow(entry, shown_totals(entry.summary.compiles)) for entry in summary.ranks[:shown_ranks] if entry.summary is not None]
     combined = over_ranks([totals_of(entry.summary.compiles) for entry in read if entry.summary is not None])
-    return RanksDigest(rows, {name: c.text for name, c in combined.items()})
+    return RanksDigest(rows, {name: c.text for name, c in combined.items()}, len(summary.ranks),
+                       [entry.folder for entry in summary.ranks if entry.error], summary.divergences, summary.notes,
+                       summary.program, summary.generator_version)
 
 
 def _break_row(group: GraphBreakGroup, roots: tuple[str, ...]) -> BreakRow:

@@ -6,16 +6,24 @@ needed only by what lists them all (compile_directory.json, the metrics page), w
 
 A log of 100,000s of small compiles keeps a few entries each: those in memory are packed
 (`_pack`), a short bytes object each rather than a struct and its strings, and unpacked when read.
+
+Beside them: the size of each graph or generated code file (`FileSizes`: the lines and bytes of
+the text its record logged, noted as the file is numbered) and the kinds a compile id wrote many
+files of (`crowded_kinds`), which the index and the compile pages read.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import sys
-from collections.abc import Iterable, Iterator
+from array import array
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, SupportsIndex
 
 import msgspec
+from msgspec import Struct
 
 from ..limits import PAGE_FILES
 from ..model import Artifact
@@ -46,6 +54,68 @@ def _unpack(packed: bytes | Artifact) -> Artifact:
                     url if raw is True else raw, subgraph)
 
 
+class FileSizes:
+    """The size of each graph or generated code file: the lines and bytes of the text its record
+    logged (for a page, the text it shows, not its HTML), by the file's number.
+
+    Three numbers a sized file, in arrays kept in number order (numbers grow as the log is read):
+    24 bytes a graph, nothing for the other files, however many a compile id has."""
+
+    __slots__ = ("numbers", "lines", "bytes")
+
+    def __init__(self) -> None:
+        self.numbers = array("q")
+        self.lines = array("q")
+        self.bytes = array("q")
+
+    def note(self, number: int, payload: bytes) -> None:
+        """File `number` holds or shows `payload`: its lines (a last line without a newline counts) and bytes."""
+        at = len(self.numbers)
+        if at and self.numbers[-1] >= number:  # never out of order when read from one log; kept sorted all the same
+            at = bisect.bisect_left(self.numbers, number)
+            if at < len(self.numbers) and self.numbers[at] == number:
+                self.lines[at], self.bytes[at] = text_lines(payload), len(payload)
+                return
+        self.numbers.insert(at, number)
+        self.lines.insert(at, text_lines(payload))
+        self.bytes.insert(at, len(payload))
+
+    def of(self, number: int) -> tuple[int, int] | None:
+        """(lines, bytes) of file `number`; None when it is no graph or code (or had no text)."""
+        at = bisect.bisect_left(self.numbers, number)
+        if at < len(self.numbers) and self.numbers[at] == number:
+            return self.lines[at], self.bytes[at]
+        return None
+
+
+def text_lines(payload: bytes) -> int:
+    """How many lines a text has, as an editor counts them: its newlines, plus a last line without one."""
+    return payload.count(b"\n") + (1 if payload and not payload.endswith(b"\n") else 0)
+
+
+class CrowdedKind(Struct, frozen=True):
+    """A record kind a compile id wrote more than a bound of files of (`crowded_kinds`)."""
+
+    kind: str
+    files: int  # every file of the kind (compile_directory.json lists them all)
+    listed: int  # those among the compile id's first `head` files (what its page lists)
+
+
+def crowded_kinds(files: Collection[Artifact], most: int, head: int) -> list[CrowdedKind]:
+    """The kinds (`Artifact.kind`, the record kind that made each file) of which there are more
+    than `most` files, in the order of their first file, and how many of them lie among the first
+    `head`. A compile id with no more than `most` files has none, at the cost of its length."""
+    if len(files) <= most:
+        return []
+    total: Counter[str] = Counter()
+    listed: Counter[str] = Counter()
+    for place, artifact in enumerate(files):
+        total[artifact.kind] += 1
+        if place < head:
+            listed[artifact.kind] += 1
+    return [CrowdedKind(kind, count, listed[kind]) for kind, count in total.items() if count > most]
+
+
 class _Spilled:
     """The entries past the first `Files.HEAD`: full batches in the fact spool, the last one here."""
 
@@ -65,7 +135,7 @@ class Files(list[Artifact]):
     """A list of a compile id's directory entries, in the order they were numbered.
 
     It is the list itself up to HEAD entries (what every page shows, `limits.PAGE_FILES`), each
-    packed (`_pack`); later entries are pickled to the analysis' fact spool (`store.FactSpool`) in
+    packed (`_pack`); later entries are pickled to the analysis' fact spool (`spools.FactSpool`) in
     batches of BATCH, so memory stays flat however many there are. Iterating, `len`, indexing,
     slicing and comparing see them all, as Artifacts (a new one at each read: entries are not
     changed once listed); a slice within the first HEAD reads nothing back. It pickles (and

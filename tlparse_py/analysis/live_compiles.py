@@ -13,21 +13,26 @@ values move (`configs.ConfigSnapshots.unusual`, asked of every compile's config)
 whose unusual settings changed is replaced by a copy that says so. What it builds is what
 `Analysis.compiles()` builds from the same store, compile for compile (tests/test_live.py checks it
 after every update); the final report builds them all again anyway (`compiles.forget_compiles`).
+
+`LiveTimeline` keeps the index's pictures' data (`Analysis.timeline()`) the same way: each
+compile's span, and each frame's compile time, built again only for the compiles that changed.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from msgspec import structs
 
 from ..model import CompileId
 from . import questions
-from .compiles import Analysis, _follow, compiles_read, follow_config, keep_compiles, mark_unusual
+from .compiles import Analysis, _follow, compiles_read, follow_config, keep_compiles, keep_timeline, mark_unusual
 from .configs import UnusualSetting
 from .summary import CompileSummary
+from .timeline import TOP_FRAMES, CompileSpan, FrameTime, Timeline, compile_span, frame_key, frame_time, last_record_s, run_origin, timeline_of, under_way
 
 Function = tuple[int, int | None, int | None]  # (process, compiled autograd id, frame id): the frames of one compiled function
 
@@ -49,6 +54,7 @@ class LiveCompiles:
 
     def __init__(self, analysis: Analysis):
         self.analysis = analysis
+        analysis.live = True  # until `forget_compiles(finished=True)`: the final report
         self.keys_seen = 0  # directory keys taken into `frames`
         self.starts_seen = 0  # `later_starts` taken into `compiles`
         self.frames: dict[CompileId, list[CompileId]] = {}  # frame compile → its attempts, in directory order
@@ -61,11 +67,12 @@ class LiveCompiles:
         self.built = 0  # compiles built (`_compile` calls), all refreshes together: what tests count
         self.config_counts: Counter[int] = Counter()  # compiles per logged config (`compiles.config_counts`), kept as they change
         self.unusual: dict[int, list[UnusualSetting]] = {}  # `ConfigSnapshots.unusual` at the last refresh
+        self.timeline = LiveTimeline(analysis, self)  # `Analysis.timeline()` of these compiles, kept as they change
 
     def refresh(self, touched: Iterable[CompileId | None]) -> CompileChanges:
         """Build again the compiles of the functions that logged something since the last refresh
         (`touched`: the directory keys of the records read), and hand them to the analysis as its
-        `compiles()`; which positions changed."""
+        `compiles()`, with their `timeline()` (`LiveTimeline`); which positions changed."""
         analysis = self.analysis
         frames = {key.frame_key() for key in touched if key is not None and questions.is_compile(key)}
         new = self._take_new(frames)
@@ -75,8 +82,14 @@ class LiveCompiles:
             self.spans = dict(spans)
         changed: list[tuple[int, CompileSummary | None, CompileSummary]] = []
         for function in {function_of(frame) for frame in frames}:
+            listed = self.functions[function]
+            # a compile is what its function's compile before makes it (`_follow`), never what a later one
+            # does: those before the first that logged something stay, and say what came before it
+            first = min((place for place, frame in enumerate(listed) if frame in frames), default=len(listed))
             latest: dict[int, CompileSummary] = {}  # generation → the function's compile before
-            for frame in self.functions[function]:
+            for frame in listed[:first]:
+                latest.update(self.by_frame.get(frame, {}))
+            for frame in listed[first:]:
                 built = {}
                 for generation in analysis.generations_of(frame):
                     compile_ = analysis._compile(frame, self.frames[frame], generation)
@@ -96,6 +109,7 @@ class LiveCompiles:
             self.compiles.append(self.by_frame[frame][generation])
         changed += self._mark_unusual(changed)
         keep_compiles(analysis, self.compiles, self.index)
+        self.timeline.update(CompileChanges(changed))
         return CompileChanges(changed)
 
     def _mark_unusual(self, changed: list[tuple[int, CompileSummary | None, CompileSummary]]) -> list[tuple[int, CompileSummary | None, CompileSummary]]:
@@ -117,8 +131,9 @@ class LiveCompiles:
         fresh = {id(c) for c in built}
         replaced: list[tuple[int, CompileSummary | None, CompileSummary]] = []
         for position, compile_ in enumerate(self.compiles):
-            if compile_.config in moved and id(compile_) not in fresh:
-                again = structs.replace(compile_, config_unusual=list(unusual.get(compile_.config, ())))
+            settings = list(unusual.get(compile_.config, ())) if compile_.config in moved and id(compile_) not in fresh else None
+            if settings is not None and settings != compile_.config_unusual:  # (a count that moved may not change its words)
+                again = structs.replace(compile_, config_unusual=settings)
                 self.compiles[position] = self.index[(again.key, again.generation)] = self.by_frame[again.key][again.generation] = again
                 replaced.append((position, compile_, again))
         return replaced
@@ -135,3 +150,76 @@ class LiveCompiles:
         frames.update(frame for frame, _ in new)
         self.keys_seen, self.starts_seen = len(analysis.directory), len(analysis.generations.later_starts)
         return new
+
+
+class LiveTimeline:
+    """`Analysis.timeline()` of a log still being read (`LiveCompiles.compiles` on the run's axis),
+    kept from one update to the next: the span of each compile that changed is built again
+    (`timeline.compile_span`: its clock, metrics and phases are its own records', which logged
+    something, so it changed), and the compile time of each frame those compiles count to
+    (`timeline.frame_time`); the axis, lanes, buckets and the top frames are taken again over what
+    is kept (`timeline.timeline_of`). All of them are built again when the run's first record moves
+    (threads may log a little out of order): every span is measured from it. What it keeps is what
+    `Analysis.timeline()` builds from the same store (tests/test_live_pictures.py checks it), and the
+    analysis answers `timeline()` with it (the index and its `summary()` ask) until its store moves on."""
+
+    def __init__(self, analysis: Analysis, compiles: LiveCompiles):
+        self.analysis = analysis
+        self.live_compiles = compiles
+        self.origin: float | None = None
+        self.spans: list[CompileSpan] = []  # position → its compile's span
+        self.members: dict[Any, list[int]] = {}  # frame key → the positions of its compiles, in log order
+        self.frames: dict[Any, FrameTime] = {}  # frame key → its compile time (frames with a known one)
+        self.built = 0  # spans built by the last update (tests count them)
+        self.position_of: dict[tuple[str, int], int] = {}  # (id, generation) → its position
+
+    def update(self, changes: CompileChanges) -> Timeline:
+        """The timeline after `LiveCompiles.refresh` made `changes`, handed to the analysis as its `timeline()`."""
+        analysis = self.analysis
+        compiles = self.live_compiles.compiles
+        origin = run_origin(analysis)
+        positions = {position for position, _, _ in changes.changed}
+        if origin != self.origin:
+            self.origin = origin
+            positions = set(range(len(compiles)))
+        dirty: set[Any] = set()
+        for position in sorted(positions):  # new positions come in order, each right after the last kept
+            compile_ = compiles[position]
+            span, key = compile_span(analysis, analysis.clock, compile_, origin), frame_key(compile_)
+            if position == len(self.spans):
+                self.spans.append(span)
+                self.position_of[(span.id, span.generation)] = position
+                self.members.setdefault(key, []).append(position)  # the latest compile of its frame
+            else:  # a compile built again: of the same frame (its id and generation, all `frame_key` reads, stay)
+                self.spans[position] = span
+            dirty.add(key)
+        self.built = len(positions)
+        for key in dirty:
+            self._frame(key)
+        found = self._timeline()
+        keep_timeline(analysis, found)
+        return found
+
+    def _frame(self, key: Any) -> None:
+        """Sum a frame's compile time again, over its compiles in log order, as `frame_times` does."""
+        found = frame_time([(self.live_compiles.compiles[p], self.spans[p]) for p in self.members[key]])
+        if found is None:
+            self.frames.pop(key, None)
+        else:
+            self.frames[key] = found
+
+    def _timeline(self) -> Timeline:
+        # `frame_times` sorts by time, most first, ties in the order of their first compiles: the same, for the top ones only
+        top = heapq.nsmallest(TOP_FRAMES, self.frames.items(), key=lambda item: (-item[1].total, self.members[item[0]][0]))
+        return timeline_of(self.analysis, self._drawn(), [frame for _, frame in top], len(self.frames), len(self.analysis.processes.pids))
+
+    def _drawn(self) -> list[CompileSpan]:
+        """The spans as a live picture draws them: a compile started and not ended is under way, until
+        the last record so far (a full run of the same bytes calls it one whose metrics are missing)."""
+        spans = list(self.spans)
+        last_s = last_record_s(self.analysis)
+        for compile_, _ in self.analysis.open_compiles():
+            position = self.position_of.get((compile_.id, compile_.generation))
+            if position is not None:
+                spans[position] = under_way(spans[position], last_s)
+        return spans

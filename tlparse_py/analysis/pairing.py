@@ -279,6 +279,7 @@ class BrokeIn(Struct, frozen=True, gc=False):
 
     id: str
     frame: str | None
+    generation: int = 0  # of its id: the same id compiles again after a reset()
 
 
 class BreakSite(Struct):
@@ -311,7 +312,8 @@ def break_sites(summary: Summary, files: Files, file_of: dict[str, str] | None =
             found = by_line.get(key)
             if found is None:
                 found = by_line[key] = BreakSite(_shared_text(brk), file, line)
-            found.breaks.append(BrokeIn(compile_.id, sys.intern(compile_.frame) if compile_.frame is not None else None))
+            found.breaks.append(BrokeIn(compile_.id, sys.intern(compile_.frame) if compile_.frame is not None else None,
+                                       compile_.generation))
     sites: dict[BreakKey, BreakSite] = {}
     ordinal: dict[tuple[str, str, str, str], int] = {}
     for key in sorted(by_line, key=lambda k: (k[:4], k[4] if k[4] is not None else -1)):

@@ -10,11 +10,15 @@ an unnamed temporary file, which the system removes however the process ends.
 - `SpooledCompiles`: a summary's compiles (msgpack, the typed `CompileSummary`);
 - `SpooledRows`: JSON-able rows of a comparison (orjson; a row read back is a plain dict);
 - `SpooledFrames`: a comparison's frame rows (msgpack; a row read back is its `compared.FrameRow`).
+
+Keyed, for the reading pass: `FactSpool` keeps facts under a key (what only one compile's pages
+show) and reads them back one key at a time; `SpanTotals` sums a frame's chromium span times from it.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -176,3 +180,88 @@ def batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+class FactSpool:
+    """Facts appended under a key to an unnamed temporary file, read back one key at a time.
+
+    What only one compile's pages show (its specialisations, its chromium span times) would
+    otherwise grow with the log. Values are pickled: they come back exactly as they went in (NaN,
+    huge integers, tuples). Writes and reads go through `os.pwrite`/`os.pread` at offsets kept here,
+    so a forked page builder shares the file without sharing a file position, and a buffer flushed
+    twice (once by each process) writes the same bytes to the same place. The file has no name: the
+    system frees it when the process ends, however it ends.
+    """
+
+    FLUSH_BYTES = 1 << 16
+
+    def __init__(self) -> None:
+        self._file: Any = None  # opened on the first fact
+        self._where: dict[Any, array[int]] = {}  # key → (offset, size) pairs, flattened
+        self._buffer = bytearray()  # pickled facts not yet written, from offset `_flushed`
+        self._flushed = 0
+
+    def add(self, key: Any, value: Any) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix=".tlparse-py-facts-")
+        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        where = self._where.get(key)
+        if where is None:
+            where = self._where[key] = array("Q")
+        where.extend((self._flushed + len(self._buffer), len(data)))
+        self._buffer += data
+        if len(self._buffer) >= self.FLUSH_BYTES:
+            self._flush()
+
+    def get(self, key: Any) -> list[Any]:
+        """The values added under `key`, in the order they were added."""
+        where = self._where.get(key)
+        if not where:
+            return []
+        self._flush()
+        fd = self._file.fileno()
+        start, end = where[0], where[-2] + where[-1]  # offsets grow in the order values were added
+        if end - start <= 2 * sum(where[1::2]) + self.FLUSH_BYTES:
+            # a key's facts mostly lie close together (a compile's events come in runs): one read
+            # for them all rather than one per value, reading at most about twice what they hold
+            view = memoryview(os.pread(fd, end - start, start))
+            return [pickle.loads(view[where[i] - start : where[i] - start + where[i + 1]]) for i in range(0, len(where), 2)]
+        return [pickle.loads(os.pread(fd, where[i + 1], where[i])) for i in range(0, len(where), 2)]
+
+    def _flush(self) -> None:
+        view = memoryview(self._buffer)
+        offset = self._flushed
+        while view:
+            written = os.pwrite(self._file.fileno(), view, offset)
+            view, offset = view[written:], offset + written
+        view.release()
+        self._flushed = offset
+        self._buffer.clear()
+
+    def __getstate__(self) -> dict[str, Any]:  # a copied analysis keeps no facts (a file does not travel)
+        return {"facts": "left behind"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+class SpanTotals:
+    """Chromium B/E span time of a frame compile, summed from the fact spool in log order when asked.
+
+    `by_path=False`: `get(frame)` → span name → total microseconds (`Store.phase_times`);
+    `by_path=True`: `get((frame, generation))` → span path, outermost first → total (`Store.phase_trees`).
+    """
+
+    def __init__(self, spool: FactSpool, by_path: bool):
+        self.spool = spool
+        self.by_path = by_path
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        frame, generation = key if self.by_path else (key, None)
+        totals: dict[Any, float] = {}
+        for span_generation, name, path, duration in self.spool.get(("span", frame)):
+            if self.by_path and span_generation != generation:
+                continue
+            item = path if self.by_path else name
+            totals[item] = totals.get(item, 0.0) + duration
+        return totals if totals else default

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import os
-import pickle
 import re
-import tempfile
 import zlib
-from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
@@ -30,6 +26,7 @@ from .configs import ConfigSnapshots
 from .export_shapes import ExportShapes
 from .export_trace import ExportTrace
 from .program import ProgramExit
+from .spools import FactSpool, SpanTotals
 from .stacks import Frame, StackTrie
 from .vllm import VllmLog
 from .wrapper import WrappedModels
@@ -78,91 +75,6 @@ METRIC_SUMMARY_FIELDS = (
     "guard_count",
     "shape_env_guard_count",
 )
-
-
-class FactSpool:
-    """Facts appended under a key to an unnamed temporary file, read back one key at a time.
-
-    What only one compile's pages show (its specialisations, its chromium span times) would
-    otherwise grow with the log. Values are pickled: they come back exactly as they went in (NaN,
-    huge integers, tuples). Writes and reads go through `os.pwrite`/`os.pread` at offsets kept here,
-    so a forked page builder shares the file without sharing a file position, and a buffer flushed
-    twice (once by each process) writes the same bytes to the same place. The file has no name: the
-    system frees it when the process ends, however it ends.
-    """
-
-    FLUSH_BYTES = 1 << 16
-
-    def __init__(self) -> None:
-        self._file: Any = None  # opened on the first fact
-        self._where: dict[Any, array[int]] = {}  # key → (offset, size) pairs, flattened
-        self._buffer = bytearray()  # pickled facts not yet written, from offset `_flushed`
-        self._flushed = 0
-
-    def add(self, key: Any, value: Any) -> None:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix=".tlparse-py-facts-")
-        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-        where = self._where.get(key)
-        if where is None:
-            where = self._where[key] = array("Q")
-        where.extend((self._flushed + len(self._buffer), len(data)))
-        self._buffer += data
-        if len(self._buffer) >= self.FLUSH_BYTES:
-            self._flush()
-
-    def get(self, key: Any) -> list[Any]:
-        """The values added under `key`, in the order they were added."""
-        where = self._where.get(key)
-        if not where:
-            return []
-        self._flush()
-        fd = self._file.fileno()
-        start, end = where[0], where[-2] + where[-1]  # offsets grow in the order values were added
-        if end - start <= 2 * sum(where[1::2]) + self.FLUSH_BYTES:
-            # a key's facts mostly lie close together (a compile's events come in runs): one read
-            # for them all rather than one per value, reading at most about twice what they hold
-            view = memoryview(os.pread(fd, end - start, start))
-            return [pickle.loads(view[where[i] - start : where[i] - start + where[i + 1]]) for i in range(0, len(where), 2)]
-        return [pickle.loads(os.pread(fd, where[i + 1], where[i])) for i in range(0, len(where), 2)]
-
-    def _flush(self) -> None:
-        view = memoryview(self._buffer)
-        offset = self._flushed
-        while view:
-            written = os.pwrite(self._file.fileno(), view, offset)
-            view, offset = view[written:], offset + written
-        view.release()
-        self._flushed = offset
-        self._buffer.clear()
-
-    def __getstate__(self) -> dict[str, Any]:  # a copied analysis keeps no facts (a file does not travel)
-        return {"facts": "left behind"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
-
-
-class SpanTotals:
-    """Chromium B/E span time of a frame compile, summed from the fact spool in log order when asked.
-
-    `by_path=False`: `get(frame)` → span name → total microseconds (`Store.phase_times`);
-    `by_path=True`: `get((frame, generation))` → span path, outermost first → total (`Store.phase_trees`).
-    """
-
-    def __init__(self, spool: FactSpool, by_path: bool):
-        self.spool = spool
-        self.by_path = by_path
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        frame, generation = key if self.by_path else (key, None)
-        totals: dict[Any, float] = {}
-        for span_generation, name, path, duration in self.spool.get(("span", frame)):
-            if self.by_path and span_generation != generation:
-                continue
-            item = path if self.by_path else name
-            totals[item] = totals.get(item, 0.0) + duration
-        return totals if totals else default
 
 
 # bwd_compilation_metrics fields kept for compile times (the record itself is on its own page)
@@ -736,6 +648,7 @@ class Store(Questions):
     graphs: dict[CompileId | None, list[GraphStep]] = field(default_factory=dict)  # per compile id, in log order
     lineage_states: dict[CompileId | None, LineageState] = field(default_factory=dict)
     torch_version: str | None = None
+    torch_commit: str | None = None  # the commit of the torch that wrote the log: its `torch_version` record's
     # the earliest and latest glog time of this report's records (ISO, `Record.timestamp`; None before any)
     first_timestamp: str | None = None
     last_timestamp: str | None = None
@@ -782,10 +695,11 @@ class Store(Questions):
         if generation:  # a reused id: its own stack, so nothing shown mixes the two compiles
             self.generation_stacks.setdefault((compile_id.frame_key(), generation), frames)
 
-    def note_torch_version(self, version: Any) -> None:
-        """The torch that wrote the log, the first record to name it: its `torch_version` record, or metrics."""
-        if self.torch_version is None and isinstance(version, str) and version:
-            self.torch_version = version
+    def note_torch_version(self, version: Any, commit: Any = None) -> None:
+        """The torch that wrote the log (and its commit), as the first record to name it says."""
+        for name, value in (("torch_version", version), ("torch_commit", commit)):
+            if getattr(self, name) is None and isinstance(value, str) and value:
+                setattr(self, name, value)
 
     def note_metrics(self, record: Record, meta: dict[str, Any]) -> None:
         """Remember a compilation_metrics record for statuses and the failures page.

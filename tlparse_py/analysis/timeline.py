@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..model import CompileId
 from . import questions
@@ -46,6 +47,23 @@ GAP_DRAWN = 0.03  # the share of the axis a compressed stretch is drawn as
 # forward time the log does not split, then the lazy backward compiles
 PART_NAMES = {"dynamo": "Dynamo", "aot": "AOTAutograd", "backend": "Backend", "inductor": "Inductor",
               "codegen": "Code generation", "unsplit": "Forward, not split by the log", "backward": "Backward compile"}
+
+
+# The outcome of a compile a live report shows started and not ended (no compilation_metrics yet):
+# drawn to the log's last record, not as a compile whose metrics are missing (it may yet log them)
+UNDER_WAY = "compiling"
+
+
+def under_way(span: CompileSpan, last_record_s: float | None) -> CompileSpan:
+    """A compile still under way, as a live picture draws it: compiling, until at least the last record."""
+    end = max(x for x in (span.end_s, last_record_s, span.start_s, 0.0) if x is not None)
+    return replace(span, outcome=UNDER_WAY, end_s=end)
+
+
+def last_record_s(store: Store) -> float | None:
+    """The log's last record so far, on the run's axis (None: no record had a time)."""
+    origin, last = run_origin(store), glog_seconds(store.last_timestamp or "")
+    return last - origin if last is not None and origin is not None else None
 
 
 def glog_seconds(timestamp: str) -> float | None:
@@ -203,17 +221,30 @@ class Timeline(Struct, gc=False):
 def timeline(store: Store, clock: CompileClock, compiles: Sequence[CompileSummary], processes: int = 1) -> Timeline:
     """The pictures' data of a run: its compiles (`Analysis.compiles()`) on the axis of its records'
     glog times, which `clock` noted as the log was read."""
-    origin = glog_seconds(store.first_timestamp or "")
-    last = glog_seconds(store.last_timestamp or "")
+    origin = run_origin(store)
     spans = [compile_span(store, clock, c, origin) for c in compiles]
+    frames = frame_times(compiles, spans)
+    return timeline_of(store, spans, frames[:TOP_FRAMES], len(frames), processes)
+
+
+def run_origin(store: Store) -> float | None:
+    """Where the run's axis begins: its first record's glog time (None: no record had one)."""
+    return glog_seconds(store.first_timestamp or "")
+
+
+def timeline_of(store: Store, spans: list[CompileSpan], frames: list[FrameTime], frames_with_time: int, processes: int) -> Timeline:
+    """The pictures' data from what costs as much as the compiles, computed already: every compile's
+    span (`compile_span`, from `run_origin`), in log order, and the top frames (`frame_times`'s
+    first TOP_FRAMES of its `frames_with_time`). The axis, the lanes and the buckets are cheap over
+    the spans: a live report (`live_compiles.LiveTimeline`) keeps the rest and asks this at each update."""
+    origin, last = run_origin(store), glog_seconds(store.last_timestamp or "")
     end = max([last - origin if last is not None and origin is not None else 0.0]
               + [s.end_s for s in spans if s.end_s is not None])
     axis = compressed_axis(spans, end)
     lanes = sorted({0, *range(processes), *(s.process for s in spans)})
     drawn = [s for s in spans if s.start_s is not None and s.end_s is not None]
     buckets = bucketed(drawn, axis) if len(drawn) > MAX_BARS else None
-    frames = frame_times(compiles, spans)
-    return Timeline(spans, lanes, axis, buckets, frames[:TOP_FRAMES], len(frames))
+    return Timeline(spans, lanes, axis, buckets, frames, frames_with_time)
 
 
 def compile_span(store: Store, clock: CompileClock, compile_: CompileSummary, origin: float | None) -> CompileSpan:
@@ -236,9 +267,14 @@ def compile_span(store: Store, clock: CompileClock, compile_: CompileSummary, or
         at = at + phase.seconds if at is not None and phase.seconds is not None else None
     return CompileSpan(
         compile_.id, compile_.generation, compile_.process, start, end, compile_.status, compile_.cause,
-        any(lookup.result == CACHE_RESULTS[0] for lookup in compile_.cache), tuple(phases),
+        cache_hit(compile_), tuple(phases),
         compile_.label, compile_.url, compile_.frame or "", compile_.compile_time_s.total,
     )
+
+
+def cache_hit(compile_: CompileSummary) -> bool:
+    """A cache lookup of the compile hit (its bar is drawn lighter)."""
+    return any(lookup.result == CACHE_RESULTS[0] for lookup in compile_.cache)
 
 
 def forward_entry(store: Store, compile_: CompileSummary) -> MetricsEntry | None:
@@ -271,14 +307,14 @@ def compressed_axis(spans: Iterable[CompileSpan], end: float) -> Axis:
     return Axis(end, tuple(gaps), gap_length)
 
 
-def bucketed(spans: Sequence[CompileSpan], axis: Axis) -> list[Bucket]:
-    """Compiles gathered by process into BUCKETS equal stretches of the axis, by where they start;
+def bucketed(spans: Sequence[CompileSpan], axis: Axis, count: int = BUCKETS) -> list[Bucket]:
+    """Compiles gathered by process into `count` equal stretches of the axis, by where they start;
     every compile is in one, its count kept by outcome."""
     length = axis.length or 1.0
     found: dict[tuple[int, int], Bucket] = {}
     for span in spans:
         assert span.start_s is not None and span.end_s is not None
-        place = (span.process, min(int(axis.at(span.start_s) / length * BUCKETS), BUCKETS - 1))
+        place = (span.process, min(int(axis.at(span.start_s) / length * count), count - 1))
         bucket = found.get(place)
         if bucket is None:
             bucket = found[place] = Bucket(span.process, span.start_s, span.end_s)
@@ -290,21 +326,34 @@ def bucketed(spans: Sequence[CompileSpan], axis: Axis) -> list[Bucket]:
 
 def frame_times(compiles: Iterable[CompileSummary], spans: Iterable[CompileSpan]) -> list[FrameTime]:
     """Every frame with a known compile time, most first: its compiles' time by part (`parts`)."""
-    frames: dict[Any, FrameTime] = {}
+    frames: dict[Any, list[tuple[CompileSummary, CompileSpan]]] = {}
     for compile_, span in zip(compiles, spans):
-        identity = compile_.frame_identity or (compile_.key, compile_.generation)
-        frame = frames.get(identity)
-        if frame is None:
-            frame = frames[identity] = FrameTime(compile_.frame_label, compile_.frame or "", compile_.url, 0, 0)
+        frames.setdefault(frame_key(compile_), []).append((compile_, span))
+    timed = [found for found in map(frame_time, frames.values()) if found is not None]
+    return sorted(timed, key=lambda f: -f.total)
+
+
+def frame_key(compile_: CompileSummary) -> Any:
+    """The frame a compile's time counts to in the chart: its compiled frame's identity, else its own."""
+    return compile_.frame_identity or (compile_.key, compile_.generation)
+
+
+def frame_time(compiles: Sequence[tuple[CompileSummary, CompileSpan]]) -> FrameTime | None:
+    """One frame's compile time from its compiles (one `frame_key`, in log order, each with its span);
+    None when none of them has a known time. Each frame is summed on its own, in log order: a live
+    report sums again only the frames whose compiles changed, to the same floats."""
+    first = compiles[0][0]
+    frame = FrameTime(first.frame_label, first.frame or "", first.url, 0, 0)
+    for compile_, span in compiles:
         frame.compiles += 1
         frame.recompiles += compile_.is_recompile
         frame.name = frame.name or compile_.frame or ""
         for key, seconds in parts(compile_, span):
             frame.parts[key] = frame.parts.get(key, 0.0) + seconds
-    timed = [f for f in frames.values() if f.parts]
-    for frame in timed:
-        frame.parts = {key: round(frame.parts[key], 6) for key in PART_NAMES if frame.parts.get(key)}
-    return sorted(timed, key=lambda f: -f.total)
+    if not frame.parts:
+        return None
+    frame.parts = {key: round(frame.parts[key], 6) for key in PART_NAMES if frame.parts.get(key)}
+    return frame
 
 
 def parts(compile_: CompileSummary, span: CompileSpan) -> list[tuple[str, float]]:

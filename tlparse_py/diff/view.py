@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
 import msgspec
+from markupsafe import Markup
 
 from .. import limits
 from ..analysis.compared import BreakRow, Change, CompileRef, CompileTimes, Comparison, Diff, EagerRow, FailureRow, FrameRow, OpCountRow, Shown, Timed, VllmChange
 from ..analysis.summary import first_line
 from ..analysis.totals import DIFF_GATES, GATES_BY_NAME, TOTALS, GateFailure, GateUnchecked, break_line
+from ..report.html.diff_svg import diff_frames_figure
 from ..report.markdown import code, text
 from ..report.views.common import Page
 from ..units import format_seconds
@@ -134,6 +136,8 @@ def section_context(comparison: Comparison, prefix: str = "") -> dict[str, Any]:
     return {
         "prefix": prefix,
         "cards": cards,
+        # the picture of the frames with the most compile time (`comparison.frame_times`), drawn once here
+        "picture": Markup(diff_frames_figure(comparison, prefix)),
         "new_graph_breaks": [_gb(g) for g in graph_breaks.new],
         "gone_graph_breaks": [_gb(g) for g in graph_breaks.gone],
         "changed_graph_breaks": [_gb(g) for g in graph_breaks.changed],

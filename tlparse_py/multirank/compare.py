@@ -13,6 +13,7 @@ from msgspec import Struct, field, to_builtins
 
 from ..analysis.questions import CollectivesParity, ParityGraph, collectives_parity
 from ..analysis.rank_answers import RankComparison, RankFigures, RuntimeEstimation, figures
+from ..analysis.rank_timeline import RankRun, RankTimeline, rank_timeline
 from ..analysis.ranks import compare
 from ..analysis.summary import STATUS_LABELS, RanksSummary
 from .run import RankResult
@@ -30,6 +31,7 @@ class Landing(Struct):
     ranks: list[RankResult]  # `primary(results)`: those compared
     comparison: RankComparison
     parity: dict[str, CollectivesParity]  # each log's collectives parity, by report folder
+    timeline: RankTimeline  # the ranks' compiles on one time axis (the landing's picture)
     chromium_events: int = 0
     summary: RanksSummary | None = None  # the ranks' summaries, typed (set once summary.json is written)
     by_rank: dict[int, RankResult] = field(default_factory=dict)
@@ -62,13 +64,17 @@ class Landing(Struct):
         ]
 
 
-def analyse(results: list[RankResult]) -> Landing:
+def analyse(results: list[RankResult], under_way: dict[str, frozenset[tuple[str, int]]] | None = None) -> Landing:
+    """The landing of the rank results; `under_way`: a live landing's compiles started and not ended
+    yet, by report folder, as (id, generation)."""
     ranks = primary(results)
+    open_ = under_way or {}
     return Landing(
         results=results,
         ranks=ranks,
         comparison=compare([r.facts() for r in ranks]),
         parity={r.folder: collectives_parity(r.distributed) for r in results},
+        timeline=rank_timeline([RankRun(r.number, r.folder, r.summary, r.error or None, open_.get(r.folder, frozenset())) for r in ranks]),
     )
 
 

@@ -13,6 +13,7 @@ import orjson
 from .._version import __version__
 from ..analysis.compiles import schema_version, summary_dict
 from ..report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, events_script
+from ..analysis.digest import ranks_digest
 from ..report.markdown import summary_markdown
 from ..options import Options
 from ..pipeline import write_static
@@ -143,7 +144,7 @@ def _write(
         summary = landing_summary(landing, jobs, program)
         writer.write("summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2))
         landing.summary = ranks_summary(landing, summary, program)
-        writer.write("summary.md", summary_markdown(landing.summary))
+        writer.write("summary.md", summary_markdown(ranks_digest(landing.summary)))
         writer.write("index.html", render_page(landing_page(landing, source, options.custom_header_html)))
         writer.commit()
     except BaseException:

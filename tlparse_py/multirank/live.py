@@ -173,14 +173,14 @@ class LiveRanks:
     def _write_landing(self, note: str) -> None:
         ranks = sorted(self.ranks.values(), key=lambda r: (r.job.rank is None, r.job.rank or 0, r.job.folder))
         results = [rank.result for rank in ranks if rank.result is not None]
-        landing = analyse(results)
+        under_way = {r.job.folder: frozenset((c.id, c.generation) for c, _ in r.live.analysis.open_compiles()) for r in ranks}
+        landing = analyse(results, under_way)
         write_outputs(self.writer, landing)
         compared = [RankSoFar(f"rank {r.job.rank}", r.job.folder, r.live.analysis) for r in ranks if r.job.folder == f"rank_{r.job.rank}"]
         banner = ranks_banner(compared, f"{note} {BEHIND}".strip())
         page = landing_page(landing, landing_source(kept_path(self.folder, self.kept), [r.job for r in ranks]), self.options.custom_header_html)
-        under_way = {r.job.folder: len(r.live.analysis.open_compiles()) for r in ranks}
         for row in page.rows:
-            row.statuses = compiling_chips(row.statuses, under_way.get(row.result.folder, 0))
+            row.statuses = compiling_chips(row.statuses, len(under_way.get(row.result.folder, ())))
         write_live_page(self.writer, self.versions, "index.html", render_page(page, LiveMark("index.html", "", banner)))
         write_live_state(self.writer, self.version, self.versions)
 

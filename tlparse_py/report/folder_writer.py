@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 
 from ..limits import Limits
 from ..reading.gunzip import LogAsRead
@@ -82,18 +82,19 @@ class FolderWriter:
         write_file(self._place(rel), data)
         self.bytes_written += len(data)
 
-    def write_pieces(self, rel: str, pieces: Iterable[str]) -> None:
-        """`write` of a text made in pieces (the index of 10,000s of compiles: 10s of MB), written as
-        they come, about `WRITE_CHUNK` characters at a time, so the whole text is never held. A
-        writer whose `write` does more than write the file (the live report's: atomic, and not when
-        the page is unchanged) is given the whole text."""
+    def write_pieces(self, rel: str, pieces: Iterable[str] | Iterable[bytes]) -> None:
+        """`write` of a text (or bytes) made in pieces (the index of 10,000s of compiles: 10s of MB),
+        written as they come, about `WRITE_CHUNK` characters at a time, so the whole text is never
+        held. A writer whose `write` does more than write the file (the live report's: atomic, and
+        not when the page is unchanged) is given the whole text."""
         if type(self).write is not FolderWriter.write:
-            self.write(rel, "".join(pieces))
+            whole: list[Any] = list(pieces)
+            self.write(rel, b"".join(whole) if whole and isinstance(whole[0], bytes) else "".join(whole))
             return
         path = self._place(rel)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            chunk: list[str] = []
+            chunk: list[Any] = []
             size = 0
             for piece in pieces:
                 chunk.append(piece)
@@ -109,8 +110,8 @@ class FolderWriter:
             raise
         os.close(fd)
 
-    def _write_chunk(self, fd: int, chunk: list[str], path: str) -> None:
-        data = "".join(chunk).encode("utf-8", "surrogatepass")
+    def _write_chunk(self, fd: int, chunk: list[Any], path: str) -> None:
+        data = _joined(chunk)
         write_all(fd, data, path)
         self.bytes_written += len(data)
 
@@ -196,3 +197,10 @@ def _raw_log_note(logs: list[Path], limits: Limits) -> bytes:
         f"raw.log is not copied: the log is larger than --max-raw-log-mb ({limits.max_raw_log_mb:g} MB).\n"
         f"Read it where it is:\n{names}\n"
     ).encode("utf-8", "surrogateescape")
+
+
+def _joined(pieces: list[Any]) -> bytes:
+    """Pieces of text, or of bytes (all of one type), as the bytes of a file."""
+    if pieces and isinstance(pieces[0], bytes):
+        return b"".join(pieces)
+    return "".join(pieces).encode("utf-8", "surrogatepass")

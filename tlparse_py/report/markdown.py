@@ -1,7 +1,7 @@
 """A compact GitHub-flavoured Markdown summary of a report, for a CI job's summary or a PR comment.
 
-`summary_markdown(summary)` builds it from a report's typed summary (`analysis.summary`: the same
-objects whether just analysed or loaded back from summary.json): the run, the totals, the failed
+`summary_markdown(digest)` builds it from a report's digest (`analysis.digest.digest_of` of its
+typed summary: the same whether just analysed or loaded back from summary.json): the run, the totals, the failed
 compiles, the top graph breaks, recompiles per frame, the slowest compiles and any `--fail-on` gate
 failures, in about 45 lines whatever the log. Links point into the report: `link_prefix` is the
 report folder as seen from where the Markdown lives (`""` for the report's own `summary.md`, e.g.
@@ -26,10 +26,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from ..analysis.digest import FAILURE_ROWS, ROWS, ReportDigest, ranks_digest, report_digest
+from ..analysis.digest import FAILURE_ROWS, ROWS, RanksDigest, ReportDigest, RunLine
 from ..analysis.program import ProgramExit
-from ..analysis.summary import CompileSummary, RanksSummary, Summary
-from ..analysis.totals import columns
+from ..analysis.summary import CompileSummary
 from ..units import format_seconds
 
 IDS_PER_ROW = 4  # compile ids named per row before "+N more"
@@ -141,11 +140,11 @@ def _instant(stamp: str) -> datetime | None:
         return None
 
 
-def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gate_failures: Iterable[str] = (), source_root: str = "") -> str:
-    """The Markdown summary of a report (or of a multi-rank report); user files relative to
-    `source_root` (`--source-root`) when inside it, else to the run's common folder of user files."""
+def summary_markdown(digest: ReportDigest | RanksDigest, link_prefix: str = "", gate_failures: Iterable[str] = ()) -> str:
+    """The Markdown summary of a report's digest (or of a multi-rank report's); user files as the
+    digest names them (relative to `--source-root` or the run's common folder of user files)."""
     prefix = link_prefix if not link_prefix or link_prefix.endswith("/") else link_prefix + "/"
-    lines = _landing(summary, prefix) if isinstance(summary, RanksSummary) else _report(summary, prefix, source_root)
+    lines = _landing(digest, prefix) if isinstance(digest, RanksDigest) else _report(digest, prefix)
     failures = list(gate_failures)
     if failures:
         lines += ["", f"**Gate failed** ({len(failures)}):"]
@@ -156,12 +155,11 @@ def summary_markdown(summary: Summary | RanksSummary, link_prefix: str = "", gat
 # -- one report ------------------------------------------------------------------------------------
 
 
-def _report(summary: Summary, prefix: str, source_root: str) -> list[str]:
-    digest = report_digest(summary, source_root)
-    lines = [f"### {digest.program} report: {text(summary.log_name)}", ""]
-    lines += _program_exit(summary.program)
-    lines += [_context(summary, prefix), ""]
-    lines += _totals_table([("", digest.totals)])
+def _report(digest: ReportDigest, prefix: str) -> list[str]:
+    lines = [f"### {digest.program} report: {text(digest.run.log_name)}", ""]
+    lines += _program_exit(digest.run.program_exit)
+    lines += [_context(digest.run, prefix), ""]
+    lines += _totals_table([("", digest.totals)], digest.columns)
     lines += _export(digest, prefix)
     lines += _failures(digest, prefix)
     lines += _graph_breaks(digest, prefix)
@@ -227,24 +225,22 @@ def _program_exit(program: ProgramExit | None) -> list[str]:
     return [f"{f'**{said}**' if program.failed else said}: {code(program.command, 200)}", ""]
 
 
-def _context(summary: Summary, prefix: str) -> str:
-    run = summary.run
-    parts = [f"torch {text(run.get('torch_version') or summary.torch_version or 'unknown')}"]
-    span = time_span(run.get("first_record"), run.get("last_record"))
+def _context(run: RunLine, prefix: str) -> str:
+    parts = [f"torch {text(run.torch_version)}"]
+    span = time_span(run.first_record, run.last_record)
     if span:
         parts.append(text(span, 200))
-    if run.get("rank") is not None:
-        parts.append(f"rank {run['rank']}")
-    parts.append(text(run.get("tool") or f"tlparse-py {summary.generator_version}".strip()))
+    if run.rank is not None:
+        parts.append(f"rank {run.rank}")
+    parts.append(text(run.tool))
     parts.append(link("full report", "index.html", prefix))
     return " · ".join(parts)
 
 
-def _totals_table(rows: list[tuple[str, dict[str, str]]]) -> list[str]:
+def _totals_table(rows: list[tuple[str, dict[str, str]]], grouped: list[tuple[str, list[str]]]) -> list[str]:
     """A header and one row per (label, shown totals); label "" for a single report. A column per
-    totals' column (`analysis.totals`): totals sharing one are shown together, `a / b / c`."""
+    totals' column (`digest.shown_columns`): totals sharing one are shown together, `a / b / c`."""
     labelled = any(label for label, _ in rows)
-    grouped = columns()
     head = [column for column, _ in grouped]
     align = ["---" if len(group) > 1 else "---:" for _, group in grouped]
     lines = [
@@ -252,7 +248,7 @@ def _totals_table(rows: list[tuple[str, dict[str, str]]]) -> list[str]:
         "|" + "|".join((["---"] if labelled else []) + align) + "|",
     ]
     for label, shown in rows:
-        cells = [" / ".join(shown[total.name] for total in group) for _, group in grouped]
+        cells = [" / ".join(shown[name] for name in group) for _, group in grouped]
         lines.append("| " + " | ".join(([label] if labelled else []) + cells) + " |")
     return lines
 
@@ -348,25 +344,22 @@ def _cause(divergence: dict[str, Any]) -> str:
     return f"{text(cause.get('text'), 240)}; " if isinstance(cause, dict) and cause.get("text") else ""
 
 
-def _landing(summary: RanksSummary, prefix: str) -> list[str]:
-    ranks = summary.ranks
-    digest = ranks_digest(summary, ROWS * 2)
-    lines = [f"### torch.compile report: {len(ranks)} ranks", ""]
-    lines += _program_exit(summary.program)
-    lines += [f"tlparse-py {text(summary.generator_version)} · {link('landing page', 'index.html', prefix)}", ""]
+def _landing(digest: RanksDigest, prefix: str) -> list[str]:
+    lines = [f"### torch.compile report: {digest.ranks} ranks", ""]
+    lines += _program_exit(digest.program_exit)
+    lines += [f"tlparse-py {text(digest.generator_version)} · {link('landing page', 'index.html', prefix)}", ""]
     rows = [(link(row.entry.name, f"{row.entry.folder}/index.html", prefix), row.totals) for row in digest.rows]
     rows.append(("**all**", digest.combined))
-    lines += _totals_table(rows)
-    lines += _more(len(ranks) - ROWS * 2, "", prefix)
-    errors = [e for e in ranks if e.error]
-    if errors:
-        lines += ["", f"{len(errors)} rank(s) could not be read: " + ", ".join(text(e.folder) for e in errors[:ROWS])]
-    divergences = summary.divergences
+    lines += _totals_table(rows, digest.columns)
+    lines += _more(digest.ranks - ROWS * 2, "", prefix)
+    if digest.unread:
+        lines += ["", f"{len(digest.unread)} rank(s) could not be read: " + ", ".join(text(folder) for folder in digest.unread[:ROWS])]
+    divergences = digest.divergences
     if divergences:
         lines += ["", f"**{link('Ranks diverge', 'index.html', prefix)}** ({len(divergences)}):"]
         lines += [f"- {text(d.get('kind'))} {text(d.get('compile_id') or '')}: {_cause(d)}{text(d.get('detail'), 80)}" for d in divergences[:ROWS]]
         lines += _more(len(divergences) - ROWS, "", prefix)
-    for note in summary.notes:
+    for note in digest.notes:
         lines += ["", f"**{link('Ranks differ in cache results only', 'index.html#cache-note', prefix) if not divergences else 'Ranks also differ in cache results'}**: "
                       f"{text(note.get('detail'), 160)}; compile-time spread {format_seconds(note.get('spread_s'))}, {text(note.get('timeout'), 120)}"]
     return lines

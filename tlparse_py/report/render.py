@@ -34,7 +34,7 @@ from markupsafe import Markup
 from .._version import __version__
 from ..analysis.summary import STATUS_LABELS, STATUS_SEVERITY
 from ..units import format_seconds
-from .html import index_rows, parts, shell, timeline_svg
+from .html import index_rows, parts, ranks_svg, shell, timeline_svg
 from .html.compile_page import compile_page_html
 from .html.escaping import safe_href, trusted_html
 from .html.failures_page import error_page_html, failures_page_html
@@ -92,8 +92,10 @@ def _globals() -> dict[str, Any]:
         "shell_head": _markup(shell.shell_head),
         "shell_foot": _markup(shell.shell_foot),
         "html": SimpleNamespace(**{name: _markup(piece) for name, piece in TEMPLATE_PARTS.items()}),
-        # the index's pictures (`html.timeline_svg`), drawn from the analysis' timeline: `{{ pictures.timeline(timeline) }}`
-        "pictures": SimpleNamespace(timeline=_markup(timeline_svg.timeline_figure), frames=_markup(timeline_svg.frames_figure)),
+        # the index's pictures (`html.timeline_svg`), drawn from the analysis' timeline: `{{ pictures.timeline(timeline) }}`;
+        # the landing's, of the ranks on one axis (`html.ranks_svg`): `{{ pictures.ranks(landing.timeline) }}`
+        "pictures": SimpleNamespace(timeline=_markup(timeline_svg.timeline_figure), frames=_markup(timeline_svg.frames_figure),
+                                    ranks=_markup(ranks_svg.ranks_figure)),
     }
 
 

@@ -490,7 +490,7 @@ def torch_version(record: Record, ctx: ParseContext, url: str) -> None:
     except orjson.JSONDecodeError:
         return  # its text is still shown; the version stays unknown unless a compile's metrics name it
     if isinstance(build, dict):
-        ctx.analysis.note_torch_version(build.get("pytorch_version"))
+        ctx.analysis.note_torch_version(build.get("pytorch_version"), build.get("commit"))
 
 
 def _export_failure(record: Record, ctx: ParseContext, failure_type: str, meta: dict[str, Any], guard_page: bool) -> list[Output]:

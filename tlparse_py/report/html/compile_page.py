@@ -422,10 +422,17 @@ def _subgraphs(page: CompilePageModel) -> str:
 
 
 def _files(page: CompilePageModel, root: str) -> str:
-    """The compile id's files (at most PAGE_FILES; compile_directory.json lists them all)."""
+    """The compile id's files (at most PAGE_FILES; compile_directory.json lists them all); those of a
+    kind it wrote hundreds of (`page.crowded`, which the index links) in a list of their own each."""
     out = [f'\n<details class="section" id="files"><summary>Files ({esc(f"{len(page.artifacts) + page.files_omitted:,}")})</summary>\n']
     if page.artifacts:
-        out.append('<ul class="artifacts">' + "".join(f"<li>{artifact(a, page.root)}</li>" for a in page.artifacts) + "</ul>\n")
+        apart: dict[str, list[dict[str, Any]]] = {c["kind"]: [] for c in page.crowded}
+        listed: list[dict[str, Any]] = []
+        for a in page.artifacts:
+            apart.get(a["kind"], listed).append(a)
+        if listed:
+            out.append('<ul class="artifacts">' + "".join(f"<li>{artifact(a, page.root)}</li>" for a in listed) + "</ul>\n")
+        out.extend(_crowded_files(c, apart[c["kind"]], page.root) for c in page.crowded)
         if page.files_omitted:
             out.append(f'<p class="note">…and {esc(f"{page.files_omitted:,}")} more files, listed in '
                        f'<a href="{root}compile_directory.json">compile_directory.json</a>.</p>\n')
@@ -433,6 +440,15 @@ def _files(page: CompilePageModel, root: str) -> str:
         out.append('<p class="muted">This compile id has no files of its own.</p>')
     out.append("</details>\n\n")
     return "".join(out)
+
+
+def _crowded_files(c: dict[str, Any], files: list[dict[str, Any]], root: str) -> str:
+    """Every listed file of one record kind the compile id wrote hundreds of (the index links here)."""
+    listed, count = f"{c['listed']:,}", f"{c['files']:,}"
+    more = f' <span class="muted">(the first {listed} of them; compile_directory.json lists them all)</span>' if c["listed"] < c["files"] else ""
+    return (f'<details class="section" id="{esc(c["anchor"])}" open><summary>Files of <span class="kind{"" if c["known"] else " unknown"}" '
+            f'title="{esc(c["title"])}">{esc(c["kind"])}</span> records: {count} files{more}</summary>\n'
+            '<ul class="artifacts">' + "".join(f"<li>{artifact(a, root)}</li>" for a in files) + "</ul>\n</details>\n")
 
 
 def _records(page: CompilePageModel, root: str) -> str:

@@ -141,6 +141,8 @@ def _process_name(p: Mapping[str, Any]) -> str:
 def _run(page: IndexPageModel) -> str:
     run = page.run
     torch = f"<code>{esc(run['torch_version'])}</code>" if run["torch_version"] else "version not logged"
+    if run.get("torch_commit"):  # a live report's run (or an older one's) may have none
+        torch += f" (commit <code>{esc(run['torch_commit'])}</code>)"
     span = (f'records from <time datetime="{esc(run["first_record"])}">{esc(page.time_span)}</time>' if page.time_span
             else "no record timestamps")
     if run["rank"] is not None:

@@ -146,6 +146,8 @@ def compile_id_section(c: Row, root: str, labels: Mapping[str, str]) -> str:
     out = [f'<section class="compile" id="{esc(c["anchor"])}">\n<h3>{name} {badge}{captured}{time}</h3>\n']
     if capture and capture["compiles"]:
         out.append(f'<p class="kinds">Compiled as {"".join(_compiled_as(k) for k in capture["compiles"])}</p>')
+    if c["crowded"]:  # before the list, which holds only the first of their files
+        out.append(crowded_table(c["crowded"], root))
     if c["artifacts"]:
         out.append(artifact_list(c["artifacts"], root))
     if c["files_omitted"]:
@@ -156,6 +158,31 @@ def compile_id_section(c: Row, root: str, labels: Mapping[str, str]) -> str:
         out.append(f'<p class="kinds">Records: {"".join(kind_chip(k) + " " for k in c["kinds"])}{details}</p>')
     out.append("</section>\n")
     return "".join(out)
+
+
+def crowded_table(rows: list[Row], root: str) -> str:
+    """The record kinds a compile id wrote more files of than the index links
+    (`views.sections.crowded_views`): a row each, with its counts and a link to its own list on the
+    compile page, instead of hundreds of links here."""
+    bound = _thousands(rows[0]["bound"])
+    return (f'<p class="note">More than {bound} files of one record kind: the list below links the first {bound} of each such kind, '
+            "and its own list on the compile page has them all.</p>\n"
+            '<table class="compact crowded"><thead><tr><th>Record kind</th><th>Records</th><th>Files</th><th>All its files</th></tr>'
+            "</thead>\n<tbody>" + "".join(_crowded_row(r, root) for r in rows) + "</tbody></table>\n")
+
+
+def _crowded_row(r: Row, root: str) -> str:
+    kind = f'<span class="kind{"" if r["known"] else " unknown"}" title="{esc(r["title"])}">{esc(r["kind"])}</span>'
+    directory = f'<a href="{esc(root)}compile_directory.json">compile_directory.json</a>'
+    if not r["page"]:
+        where = f"in {directory}"
+    elif r["listed"] < r["files"]:  # past limits.PAGE_FILES of the id's files: its page lists the first
+        where = (f'<a href="{esc(r["page"])}#{esc(r["anchor"])}">the first {_thousands(r["listed"])} on the compile page</a>; '
+                 f"all in {directory}")
+    else:
+        where = f'<a href="{esc(r["page"])}#{esc(r["anchor"])}">all {_thousands(r["files"])} on the compile page</a>'
+    return (f'<tr><td>{kind}</td><td class="num">{_thousands(r["records"])}</td><td class="num">{_thousands(r["files"])}</td>'
+            f"<td>{where}</td></tr>\n")
 
 
 def _compiled_as(k: Row) -> str:

@@ -136,6 +136,7 @@ class CompilePageModel(PageModel, Protocol):
     omitted: dict[str, int]
     page_bound: int
     files_omitted: int
+    crowded: list[dict[str, Any]]
     previous: str | None
     next: str | None
     previous_label: str | None

@@ -78,7 +78,29 @@ def artifact(a: dict[str, Any], root: str) -> str:
         html += f' (<a href="{esc(root)}{esc(a["readable_url"])}">readable html</a>)'
     if a["suffix"]:
         html += " " + cache_badge(a["suffix"])
-    return f'{html} <span class="number">({esc(a["number"])})</span>'
+    size = a.get("size")  # (lines, bytes) of the text its record logged (`views.sections.sized`)
+    return f'{html} <span class="number">({esc(a["number"])}){" · " + file_size(*size) if size else ""}</span>'
+
+
+def file_size(lines: int, count: int) -> str:
+    """`120 lines · 4.1 KB`: the size of a file's text at a glance (a few bytes a link on the index)."""
+    if not count:
+        return "empty"
+    return f"{lines:,} {plural(lines, 'line')} · {byte_size(count)}"
+
+
+def byte_size(count: int) -> str:
+    """`412 B`, `4.1 KB`, `38 KB`, `1.2 MB`: bytes in three figures at most (1 KB = 1,000 bytes)."""
+    if count < 1000:
+        return f"{count} B"
+    value = float(count)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1000
+        if value < 9.95:
+            return f"{value:.1f} {unit}"
+        if value < 999.5:
+            return f"{value:.0f} {unit}"
+    return f"{value:,.0f} GB"
 
 
 def artifact_list(artifacts: list[dict[str, Any]], root: str) -> str:

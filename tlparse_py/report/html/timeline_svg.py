@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable
 
 from ...analysis.summary import STATUS_LABELS, STATUS_SEVERITY
-from ...analysis.timeline import PART_NAMES, Axis, Bucket, CompileSpan, FrameTime, Timeline
+from ...analysis.timeline import PART_NAMES, UNDER_WAY, Axis, Bucket, CompileSpan, FrameTime, Timeline
 from ...units import format_seconds
 from .escaping import esc
 
@@ -29,11 +29,13 @@ AXIS_HEIGHT = 26
 MIN_BAR_WIDTH = 2.5  # a compile of a few milliseconds in an hour's run is still seen
 MIN_PHASE_WIDTH = 8.0  # narrower bars show no phase segments (they could not be told apart)
 FRAME_ROW, FRAME_LABEL_WIDTH, FRAME_BAR_LEFT, FRAME_BAR_RIGHT = 26, 360.0, 370.0, 900.0
-FRAME_NAME_CHARS = 44  # a longer frame name is cut in the picture (whole in its <title> and the table)
+# a frame's label (its name, number, generation, recompiles) is cut in the picture to what fits left of
+# its bar, about 6.7 units a character at the pictures' font size (whole in its <title> and the table)
+FRAME_LABEL_CHARS = 52
 
 
-def _n(value: float) -> str:
-    """A coordinate, short: one decimal, no trailing zero."""
+def coordinate(value: float) -> str:
+    """A coordinate, short, as every picture writes them: one decimal, no trailing zero."""
     text = f"{value:.1f}"
     return text[:-2] if text.endswith(".0") else text
 
@@ -48,7 +50,7 @@ def _at(seconds: float) -> str:
     return f"{seconds:.3f}"
 
 
-class _Scale:
+class Scale:
     """Seconds of the run → x of the plot, through the axis' compressed gaps."""
 
     def __init__(self, axis: Axis):
@@ -63,8 +65,8 @@ def lane_name(process: int, lanes: int) -> str:
     return "the program" if lanes == 1 else (f"process p{process}" if process else "process 0 (first)")
 
 
-def _outcome_class(outcome: str) -> str:
-    return f"tl-{outcome}" if outcome in STATUS_LABELS else "tl-missing"
+def outcome_class(outcome: str) -> str:
+    return f"tl-{outcome}" if outcome in STATUS_LABELS or outcome == UNDER_WAY else "tl-missing"
 
 
 # -- the run timeline ------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ def timeline_figure(timeline: Timeline) -> str:
     if not drawn:
         return ('<p class="muted">No compile logged a time the timeline could place (its <code>dynamo_start</code> or '
                 "<code>compilation_metrics</code> record).</p>")
-    scale = _Scale(timeline.axis)
+    scale = Scale(timeline.axis)
     lanes = {process: place for place, process in enumerate(timeline.processes)}
     height = LANE_HEIGHT * len(lanes) + AXIS_HEIGHT + 4
     compiles, span = len(timeline.spans), timeline.axis.end_s
@@ -88,14 +90,14 @@ def timeline_figure(timeline: Timeline) -> str:
            f'<desc id="timeline-desc">{esc(desc)}</desc>\n']
     for process, place in lanes.items():
         y = place * LANE_HEIGHT
-        out.append(f'<rect class="tl-lane" x="{_n(PLOT_LEFT)}" y="{y + 2}" width="{_n(PLOT_RIGHT - PLOT_LEFT)}" height="{LANE_HEIGHT - 4}"/>'
+        out.append(f'<rect class="tl-lane" x="{coordinate(PLOT_LEFT)}" y="{y + 2}" width="{coordinate(PLOT_RIGHT - PLOT_LEFT)}" height="{LANE_HEIGHT - 4}"/>'
                    f'<text class="tl-name" x="{LABEL_WIDTH - 4}" y="{y + 6 + BAR_HEIGHT / 2 + 4:.0f}">{esc(lane_name(process, len(lanes)))}</text>\n')
-    out.extend(_gaps(timeline.axis, scale, height - AXIS_HEIGHT))
+    out.extend(gap_marks(timeline.axis, scale, height - AXIS_HEIGHT))
     if timeline.buckets is None:
         out.extend(_bar(s, scale, lanes[s.process] * LANE_HEIGHT + 4) for s in drawn)
     else:
         out.extend(_bucket(b, scale, lanes[b.process] * LANE_HEIGHT + 4) for b in timeline.buckets)
-    out.extend(_axis(timeline.axis, scale, height - AXIS_HEIGHT))
+    out.extend(axis_marks(timeline.axis, scale, height - AXIS_HEIGHT))
     out.append("</svg>\n")
     out.append(_timeline_legend(timeline))
     out.append(_timeline_table(timeline))
@@ -121,14 +123,14 @@ def _timeline_desc(timeline: Timeline, drawn: int) -> str:
     return " ".join(words)
 
 
-def _bar(span: CompileSpan, scale: _Scale, y: float) -> str:
+def _bar(span: CompileSpan, scale: Scale, y: float) -> str:
     assert span.start_s is not None and span.end_s is not None
     x0, x1 = scale.x(span.start_s), scale.x(span.end_s)
     width = max(x1 - x0, MIN_BAR_WIDTH)
     marks = (" tl-recompile" if span.recompile else "") + (" tl-retry" if span.cause == "retry" else "") + (" tl-hit" if span.cache_hit else "")
-    title = _bar_title(span)
-    rect = (f'<title>{esc(title)}</title><rect class="tl-bar {_outcome_class(span.outcome)}{marks}" x="{_n(x0)}" y="{_n(y)}" '
-            f'width="{_n(width)}" height="{BAR_HEIGHT}"/>')
+    title = bar_title(span)
+    rect = (f'<title>{esc(title)}</title><rect class="tl-bar {outcome_class(span.outcome)}{marks}" x="{coordinate(x0)}" y="{coordinate(y)}" '
+            f'width="{coordinate(width)}" height="{BAR_HEIGHT}"/>')
     if width >= MIN_PHASE_WIDTH:
         rect += "".join(_phase_rects(span, scale, y + BAR_HEIGHT + 1))
     if span.url:
@@ -136,7 +138,7 @@ def _bar(span: CompileSpan, scale: _Scale, y: float) -> str:
     return f"<g>{rect}</g>\n"
 
 
-def _bar_title(span: CompileSpan) -> str:
+def bar_title(span: CompileSpan) -> str:
     assert span.start_s is not None and span.end_s is not None
     name = f" {span.frame}" if span.frame else ""
     cause = {"recompile": ", a recompile", "retry": ", a retry after a failed compile"}.get(span.cause, "")
@@ -147,40 +149,44 @@ def _bar_title(span: CompileSpan) -> str:
             f"{_at(span.start_s)} s to {_at(span.end_s)} s, {time}" + (f" ({phases})" if phases else ""))
 
 
-def _phase_rects(span: CompileSpan, scale: _Scale, y: float) -> Iterable[str]:
+def _phase_rects(span: CompileSpan, scale: Scale, y: float) -> Iterable[str]:
     for phase in span.phases:
         if phase.start_s is None or phase.seconds is None or phase.seconds <= 0:
             continue
         x0, x1 = scale.x(phase.start_s), scale.x(phase.start_s + phase.seconds)
         if x1 - x0 >= 0.5:
-            yield f'<rect class="phase-{esc(phase.key)}" x="{_n(x0)}" y="{_n(y)}" width="{_n(x1 - x0)}" height="{PHASE_HEIGHT}"/>'
+            yield f'<rect class="phase-{esc(phase.key)}" x="{coordinate(x0)}" y="{coordinate(y)}" width="{coordinate(x1 - x0)}" height="{PHASE_HEIGHT}"/>'
 
 
-def _bucket(bucket: Bucket, scale: _Scale, y: float) -> str:
+def _bucket(bucket: Bucket, scale: Scale, y: float) -> str:
+    return bucket_mark(bucket, scale, y, BAR_HEIGHT + 1 + PHASE_HEIGHT)
+
+
+def bucket_mark(bucket: Bucket, scale: Scale, y: float, height: float, whose: str = "") -> str:
+    """A bucket of compiles: a bar split by outcome, the most severe on top; `whose` starts its title (`rank 3 · `)."""
     x0 = scale.x(bucket.start_s)
     width = max(scale.x(bucket.end_s) - x0, MIN_BAR_WIDTH)
-    height = BAR_HEIGHT + 1 + PHASE_HEIGHT
     count = bucket.count
     outcomes = [(o, bucket.outcomes[o]) for o in STATUS_SEVERITY if bucket.outcomes.get(o)]
     words = ", ".join(f"{n:,} {STATUS_LABELS[o]}" for o, n in outcomes)
-    title = (f"{count:,} compile{'s' if count != 1 else ''} from {_at(bucket.start_s)} s to {_at(bucket.end_s)} s, "
+    title = (f"{whose}{count:,} compile{'s' if count != 1 else ''} from {_at(bucket.start_s)} s to {_at(bucket.end_s)} s, "
              f"compile time {_s(bucket.seconds)}: {words}")
     out = [f"<g><title>{esc(title)}</title>"]
     top = y
     for outcome, n in outcomes:  # the most severe on top, each its share of the bucket's height
         part = height * n / count
-        out.append(f'<rect class="tl-bar {_outcome_class(outcome)}" x="{_n(x0)}" y="{_n(top)}" width="{_n(width)}" height="{_n(part)}"/>')
+        out.append(f'<rect class="tl-bar {outcome_class(outcome)}" x="{coordinate(x0)}" y="{coordinate(top)}" width="{coordinate(width)}" height="{coordinate(part)}"/>')
         top += part
     out.append("</g>\n")
     return "".join(out)
 
 
-def _gaps(axis: Axis, scale: _Scale, bottom: float) -> Iterable[str]:
+def gap_marks(axis: Axis, scale: Scale, bottom: float) -> Iterable[str]:
     for gap in axis.gaps:
         x0, x1 = scale.x(gap.start_s), scale.x(gap.end_s)
         title = f"{_s(gap.end_s - gap.start_s)} without a compile ({_at(gap.start_s)} s to {_at(gap.end_s)} s), drawn compressed"
-        yield (f'<g class="tl-gap"><title>{esc(title)}</title><rect x="{_n(x0)}" y="0" width="{_n(x1 - x0)}" height="{_n(bottom)}"/>'
-               f'<path d="M{_n(x0 + 2)} {_n(bottom + 2)} l3 -6 l3 6 l3 -6"/></g>\n')
+        yield (f'<g class="tl-gap"><title>{esc(title)}</title><rect x="{coordinate(x0)}" y="0" width="{coordinate(x1 - x0)}" height="{coordinate(bottom)}"/>'
+               f'<path d="M{coordinate(x0 + 2)} {coordinate(bottom + 2)} l3 -6 l3 6 l3 -6"/></g>\n')
 
 
 def _ticks(end: float) -> float:
@@ -190,8 +196,8 @@ def _ticks(end: float) -> float:
     return next(step * power for step in (1, 2, 5, 10) if step * power >= raw)
 
 
-def _axis(axis: Axis, scale: _Scale, y: float) -> Iterable[str]:
-    yield f'<line class="tl-axis" x1="{_n(PLOT_LEFT)}" y1="{_n(y)}" x2="{_n(PLOT_RIGHT)}" y2="{_n(y)}"/>\n'
+def axis_marks(axis: Axis, scale: Scale, y: float) -> Iterable[str]:
+    yield f'<line class="tl-axis" x1="{coordinate(PLOT_LEFT)}" y1="{coordinate(y)}" x2="{coordinate(PLOT_RIGHT)}" y2="{coordinate(y)}"/>\n'
     step = _ticks(axis.end_s - sum(g.end_s - g.start_s for g in axis.gaps) or axis.end_s)
     marks = [i * step for i in range(int(axis.end_s / step) + 1)]
     marks += [g.end_s for g in axis.gaps]  # where the run goes on after a gap
@@ -203,9 +209,9 @@ def _axis(axis: Axis, scale: _Scale, y: float) -> Iterable[str]:
         if x - last < 48 or (x - PLOT_LEFT < 12 and seconds):  # labels would overlap
             continue
         last = x
-        yield (f'<line class="tl-tick" x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y + 4)}"/>'
-               f'<text class="tl-time{" tl-first" if x - PLOT_LEFT < 12 else ""}" x="{_n(x)}" y="{_n(y + 15)}">{esc(_tick_label(seconds, step))}</text>\n')
-    yield f'<text class="tl-unit" x="{LABEL_WIDTH - 4}" y="{_n(y + 15)}">time (s)</text>\n'
+        yield (f'<line class="tl-tick" x1="{coordinate(x)}" y1="{coordinate(y)}" x2="{coordinate(x)}" y2="{coordinate(y + 4)}"/>'
+               f'<text class="tl-time{" tl-first" if x - PLOT_LEFT < 12 else ""}" x="{coordinate(x)}" y="{coordinate(y + 15)}">{esc(_tick_label(seconds, step))}</text>\n')
+    yield f'<text class="tl-unit" x="{LABEL_WIDTH - 4}" y="{coordinate(y + 15)}">time (s)</text>\n'
 
 
 def _tick_label(seconds: float, step: float) -> str:
@@ -215,7 +221,9 @@ def _tick_label(seconds: float, step: float) -> str:
 
 def _timeline_legend(timeline: Timeline) -> str:
     shown = {s.outcome for s in timeline.drawn}
-    items = [f'<span class="swatch {_outcome_class(o)}"></span>{esc(STATUS_LABELS[o])}' for o in STATUS_LABELS if o in shown]
+    items = [f'<span class="swatch {outcome_class(o)}"></span>{esc(STATUS_LABELS[o])}' for o in STATUS_LABELS if o in shown]
+    if UNDER_WAY in shown:
+        items.append(f'<span class="swatch {outcome_class(UNDER_WAY)}"></span>compiling (under way, drawn to the last record)')
     drawn = timeline.drawn
     if timeline.buckets is None:
         if any(s.recompile for s in drawn):
@@ -290,25 +298,28 @@ def frames_figure(timeline: Timeline) -> str:
     return "".join(out)
 
 
-def _frame_name(frame: FrameTime) -> str:
+def _frame_label(frame: FrameTime) -> str:
+    """`name · frame 3 · ↻2`, its name cut so that the whole label fits left of the bar."""
+    after = f" · frame {frame.frame}" + (f" · ↻{frame.recompiles}" if frame.recompiles else "")
     name = frame.name or "(no name logged)"
-    return name if len(name) <= FRAME_NAME_CHARS else name[: FRAME_NAME_CHARS - 1] + "…"
+    room = max(FRAME_LABEL_CHARS - len(after), 12)
+    return (name if len(name) <= room else name[: room - 1] + "…") + after
 
 
 def _frame_row(frame: FrameTime, y: float, scale: float) -> str:
     parts = ", ".join(f"{PART_NAMES[k]} {_s(v)}" for k, v in frame.parts.items())
     again = f", {frame.recompiles} recompile{'s' if frame.recompiles != 1 else ''}" if frame.recompiles else ""
     title = f"Frame {frame.frame} {frame.name}: {frame.compiles} compile{'s' if frame.compiles != 1 else ''}{again}, {_s(frame.total)} ({parts})"
-    label = f"{_frame_name(frame)} · frame {frame.frame}" + (f" · ↻{frame.recompiles}" if frame.recompiles else "")
-    out = [f'<title>{esc(title)}</title><text class="tl-name" x="{_n(FRAME_LABEL_WIDTH)}" y="{_n(y + 15)}">{esc(label)}</text>']
+    label = _frame_label(frame)
+    out = [f'<title>{esc(title)}</title><text class="tl-name" x="{coordinate(FRAME_LABEL_WIDTH)}" y="{coordinate(y + 15)}">{esc(label)}</text>']
     x = FRAME_BAR_LEFT
     for key, seconds in frame.parts.items():
         width = seconds * scale
-        out.append(f'<rect class="phase-{esc(key)}" x="{_n(x)}" y="{_n(y + 3)}" width="{_n(max(width, 0.5))}" height="{FRAME_ROW - 8}"/>')
+        out.append(f'<rect class="phase-{esc(key)}" x="{coordinate(x)}" y="{coordinate(y + 3)}" width="{coordinate(max(width, 0.5))}" height="{FRAME_ROW - 8}"/>')
         x += width
     if frame.recompiles:
-        out.append(f'<rect class="tl-frame-recompiled" x="{_n(FRAME_BAR_LEFT)}" y="{_n(y + 3)}" width="{_n(max(x - FRAME_BAR_LEFT, 0.5))}" height="{FRAME_ROW - 8}"/>')
-    out.append(f'<text class="tl-value" x="{_n(x + 5)}" y="{_n(y + 15)}">{esc(_s(frame.total))}</text>')
+        out.append(f'<rect class="tl-frame-recompiled" x="{coordinate(FRAME_BAR_LEFT)}" y="{coordinate(y + 3)}" width="{coordinate(max(x - FRAME_BAR_LEFT, 0.5))}" height="{FRAME_ROW - 8}"/>')
+    out.append(f'<text class="tl-value" x="{coordinate(x + 5)}" y="{coordinate(y + 15)}">{esc(_s(frame.total))}</text>')
     body = "".join(out)
     return f'<a href="{esc(frame.url)}">{body}</a>\n' if frame.url else f"<g>{body}</g>\n"
 

@@ -20,7 +20,7 @@ from ...analysis.tables import CompileTables, SymbolRow, TensorRow, compile_tabl
 from ...limits import PAGE_FILES, PAGE_RECORDS_PER_KIND
 from ...model import CompileId, RecordSummary, generation_label
 from .common import FrameView, Inputs, Page, artifact_view, frame_view, index_anchor, label, page_base, pretty_value
-from .sections import PageBuilder, Section
+from .sections import PageBuilder, Section, crowded_views, sized
 
 MAX_RECORDS_PER_KIND = 12  # per kind on a compile-id page; all of them are in raw.jsonl
 
@@ -231,6 +231,7 @@ class CompilePage(Page, kw_only=True, eq=False):  # a view model: never compared
     omitted: dict[str, int]  # kind → records past the page's bound (PAGE_RECORDS_PER_KIND), in raw.jsonl only
     page_bound: int = PAGE_RECORDS_PER_KIND
     files_omitted: int = 0  # its files past PAGE_FILES (compile_directory.json lists them all)
+    crowded: list[dict[str, Any]] = []  # the kinds it wrote more files of than the index links, each listed apart (`crowded_views`)
     previous: str | None
     next: str | None
     previous_label: str | None
@@ -299,8 +300,9 @@ def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: l
         page=page.url,
         anchor=index_anchor(report, key),
         status=report.status_of(key, generation) if page.is_compile else None,
-        artifacts=[artifact_view(a) for a in report.directory[key][:PAGE_FILES]],
+        artifacts=[sized(artifact_view(a), a, report.file_sizes) for a in report.directory[key][:PAGE_FILES]],
         files_omitted=max(0, len(report.directory[key]) - PAGE_FILES),
+        crowded=crowded_views(report.directory[key], report.kinds.get(key, Counter()), page.url),
         metrics=[{"url": m.url, "fields": m.fields, "bar": time_bar(phases.compile_time_split(report, m))} for m in metrics],
         backward=phases.backward_times(report, key, generation) if key is not None else [],
         backward_in_forward=_backward_in_forward(report, key, generation) if page.is_compile else None,

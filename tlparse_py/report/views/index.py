@@ -25,14 +25,14 @@ from ...analysis.store import Reuse
 from ...analysis.compile_groups import (
     FrameRecompiles, LimitHit, compiles_of_graph, failed_compiles, graph_break_groups, limit_hits, recompiled_frames, slowest,
 )
-from ...analysis.summary import CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, first_line
+from ...analysis.summary import CACHE_RESULTS, UNKNOWN_TIME, CompileSummary, CompileTime, Summary, first_line
 from ...analysis.timeline import Timeline
 from ...analysis.totals import BY_NAME, Value, columns, nested, totals_of
 from ...model import Artifact, CompileId, DiagnosticLog, Stats, generation_label
 from ..markdown import time_span
 from ..render import trusted_html
 from .common import Inputs, Page, anchor, artifact_view, compile_page_url, frame_view, label, page_base
-from .sections import artifact_rows
+from .sections import artifact_rows, at_most_per_kind, crowded_views
 
 
 # what each export issue is, in a sentence (`facts.ExportIssue.what`)
@@ -155,15 +155,22 @@ def compile_entries(report: Analysis, limit: int) -> Rows[dict[str, Any]]:
 def compile_entry(report: Analysis, key: CompileId | None, artifacts: list[Artifact]) -> dict[str, Any]:
     """One compile id's section of "Files by compile id"."""
     times = report.logged_time(key) if key is not None else UNKNOWN_TIME  # the attempt that logged it
+    page = report.page_of(key)
+    counts = report.kinds.get(key, Counter())
+    crowded = crowded_views(artifacts, counts, page)
+    listed = artifacts[:limits.PAGE_FILES]
+    if crowded:  # a kind's files past the bound are not linked here: its row of `crowded` links its list
+        listed = list(at_most_per_kind(listed, limits.INDEX_FILES_PER_KIND))
     return {
         "label": label(key),
         "anchor": anchor(key),
-        "page": report.page_of(key),
+        "page": page,
         "status": key_status(report, key),
         "capture": capture_view(report, key),
-        "artifacts": artifact_rows(artifacts[:limits.PAGE_FILES], artifact_view),
+        "artifacts": artifact_rows(listed, artifact_view, report.file_sizes),
         "files_omitted": max(0, len(artifacts) - limits.PAGE_FILES),
-        "kinds": kind_rows(report.kinds.get(key, Counter())),
+        "crowded": crowded,
+        "kinds": kind_rows(counts),
         "compile_time": times.total,
         "time_is": FORWARD_AND_BACKWARD if times.backward is not None else FORWARD,
         "time_split": time_split(times),
@@ -347,9 +354,11 @@ class IndexParts(Struct, kw_only=True):
     fragments: dict[str, Markup]  # IndexPage.fragments
 
 
-def index_page(inputs: Inputs, parts: IndexParts | None = None) -> IndexPage:
+def index_page(inputs: Inputs, parts: IndexParts | None = None, summary: Summary | None = None) -> IndexPage:
+    """The index's view model; `summary`: the analysis' summary when the caller has it already (it
+    costs as much as the compiles: at 40,000 of them, 30 MB and a second)."""
     report = inputs.analysis
-    summary = report.summary()
+    summary = summary if summary is not None else report.summary()
     compiles = summary.compiles
     rows: Collection[dict[str, Any]]
     entries: Collection[dict[str, Any]]

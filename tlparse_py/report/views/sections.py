@@ -7,12 +7,15 @@ Texts are read back through the payload store, one compile id at a time, so memo
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from msgspec import Struct, field
 
+from ... import limits
 from ...analysis import facts, kinds
+from ...analysis.files import FileSizes, crowded_kinds
 from ...model import Artifact, CompileId, RecordSummary
 from ..highlight import Highlighter, Lines
 
@@ -21,21 +24,49 @@ DIFF_LINE_LIMIT = 20_000  # lines per side above which a diff is not computed
 Reader = Callable[[str], bytes | None]
 
 
-def artifact_rows(artifacts: Iterable[Artifact], view: Callable[[Artifact], dict[str, Any]]) -> list[dict[str, Any]]:
+def artifact_rows(artifacts: Iterable[Artifact], view: Callable[[Artifact], dict[str, Any]],
+                  sizes: FileSizes | None = None) -> list[dict[str, Any]]:
     """A compile id's files as a page lists them (`view` makes each row), grouped by the subgraph each
     belongs to (`Artifact.subgraph`, its record's `subgraph_name`): each row has its `subgraph`, and
     the first of each new group `opens_group` (a group of None: back outside any subgraph), which the
     list shows as a row before it, as upstream tlparse's "Subgraph Name: <name>". Files before any
-    subgraph open no group."""
+    subgraph open no group. `sizes`: the analysis' file sizes, each row's `size` (none: not shown)."""
     rows = []
     current: str | None = None
     for artifact in artifacts:
-        row = view(artifact)
+        row = sized(view(artifact), artifact, sizes)
         row["subgraph"] = artifact.subgraph
         row["opens_group"] = artifact.subgraph != current
         current = artifact.subgraph
         rows.append(row)
     return rows
+
+
+def sized(row: dict[str, Any], artifact: Artifact, sizes: FileSizes | None) -> dict[str, Any]:
+    """A file's row with its `size`: (lines, bytes) of the text its record logged, or None."""
+    row["size"] = sizes.of(artifact.number) if sizes is not None else None
+    return row
+
+
+def at_most_per_kind(artifacts: Iterable[Artifact], most: int) -> Iterator[Artifact]:
+    """The files in their order, at most `most` of each record kind (the index's bound,
+    `limits.INDEX_FILES_PER_KIND`: a kind past it is a row of `crowded_views`)."""
+    seen: Counter[str] = Counter()
+    for artifact in artifacts:
+        seen[artifact.kind] += 1
+        if seen[artifact.kind] <= most:
+            yield artifact
+
+
+def crowded_views(files: Collection[Artifact], records: Mapping[str, int], page: str | None) -> list[dict[str, Any]]:
+    """The record kinds a compile id wrote more than `limits.INDEX_FILES_PER_KIND` files of
+    (`files.crowded_kinds`), each with its record count (`records`: the id's counts by kind), and
+    where its own list is on the compile page `page` (its `anchor`, the same on both pages)."""
+    return [
+        {"kind": c.kind, "title": kinds.title_of(c.kind), "known": kinds.known(c.kind), "records": records.get(c.kind, 0),
+         "files": c.files, "listed": c.listed, "anchor": f"files-kind-{n}", "page": page, "bound": limits.INDEX_FILES_PER_KIND}
+        for n, c in enumerate(crowded_kinds(files, limits.INDEX_FILES_PER_KIND, limits.PAGE_FILES), start=1)
+    ]
 
 
 class Section(Struct):
@@ -239,6 +270,13 @@ def shown_as(record: RecordSummary) -> kinds.Kind | None:
         return None
     declared = kinds.describe(record.kinds, record.meta)
     return kinds.with_lang(declared, record.payload) if declared is not None else None
+
+
+def graph_or_code(record_kinds: list[str], meta: dict[str, Any]) -> bool:
+    """Whether a record's text is a graph or generated code (a compile page's "Graphs, in pipeline
+    order" and "Generated code"): the files the file lists show with their size (`FileSizes`)."""
+    declared = kinds.describe(record_kinds, meta)
+    return declared is not None and (declared.step is not None or declared.section == "code")
 
 
 LINEAGE_NAMES = {"forward": "Forward", "backward": "Backward", "inference": "Inference"}
