@@ -285,8 +285,8 @@ def write_summaries(writer: FolderWriter, inputs: Inputs, options: Options) -> o
     """The pages and files that sum the run up: the failures page, the index, summary.json and
     summary.md. Returns what they were made from (`summarised`)."""
     made_from = summarised(inputs)
-    writer.write("failures_and_restarts.html", render_page(failures_page(inputs)))
-    summary = inputs.analysis.summary()
+    summary = inputs.analysis.summary()  # once: at 40,000 compiles, 50 MB and a second
+    writer.write("failures_and_restarts.html", render_page(failures_page(inputs, summary)))
     write_indexes(writer, inputs, summary)
     writer.write_pieces("summary.json", summary_json(summary))
     writer.write("summary.md", summary_markdown(report_digest(summary, options.source_root)).encode("utf-8"))

@@ -29,6 +29,7 @@ past it, texts are left out and the manifest's note says how many are covered. A
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,6 +39,7 @@ import orjson
 
 from ..analysis import kinds
 from ..analysis.compiles import Analysis, vllm_run
+from ..analysis.spools import FactSpool
 from ..analysis.summary import STATUS_LABELS
 from ..limits import PAGE_FILES
 from ..model import CompileId, RecordSummary
@@ -118,25 +120,39 @@ def page_pieces(analysis: Analysis, outline: CompileOutline) -> PagePieces:
 
 class IndexParts:
     """The pieces of the compile pages built so far, by their place in log order (`page_refs`), each
-    kept packed (msgpack: a third of the objects' memory, for 100,000s of pages) and unpacked when the
-    index takes it; the parts a forked page builder gathered travel to the parent as they are kept."""
+    packed (msgpack) and unpacked when the index takes it. The process that made it keeps them in a
+    scratch file (`spools.FactSpool`: 40,000 pages' pieces are 40 MB, held until every page is
+    built); a forked page builder keeps its own in memory (a fork must not append to the file its
+    parent appends to), and they travel to the parent as they are kept."""
 
     def __init__(self) -> None:
-        self.packed: dict[int, bytes] = {}
+        self.packed: dict[int, bytes] = {}  # a forked page builder's
+        self.spooled = FactSpool()
+        self.owner = os.getpid()
 
     def add(self, position: int, pieces: PagePieces) -> None:
-        self.packed[position] = msgspec.msgpack.encode(pieces)
+        self._keep(position, msgspec.msgpack.encode(pieces))
+
+    def _keep(self, position: int, packed: bytes) -> None:
+        if os.getpid() == self.owner:
+            self.spooled.add(position, packed)
+        else:
+            self.packed[position] = packed
 
     def take(self, position: int) -> PagePieces | None:
-        """A page's pieces, let go of here (the index is built once)."""
+        """A page's pieces (the index is built once: they are read once)."""
         packed = self.packed.pop(position, None)
+        if packed is None:
+            found = self.spooled.get(position)
+            packed = found[0] if found else None
         return msgspec.msgpack.decode(packed, type=PagePieces) if packed is not None else None
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(self.packed)
 
     def add_encoded(self, data: bytes | memoryview) -> None:
-        self.packed.update(msgspec.msgpack.decode(data, type=dict[int, bytes]))
+        for position, packed in msgspec.msgpack.decode(data, type=dict[int, bytes]).items():
+            self._keep(position, packed)
 
 
 def build_index(

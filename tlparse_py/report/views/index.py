@@ -450,10 +450,10 @@ class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compare
     words: str  # what the rows are, by the declared totals (`counted`)
 
 
-def failures_page(inputs: Inputs) -> FailuresPage:
+def failures_page(inputs: Inputs, summary: Summary | None = None) -> FailuresPage:
     # what became of each row's compile, in the report's words: a frame torch skipped, or one over
     # the recompile limit, ran eagerly and is no failure, as the index and summary.json say
-    compiles = inputs.analysis.compiles()
+    compiles = summary.compiles if summary is not None else inputs.analysis.compiles()
     status_of = {(attempt, c.generation): c.status for c in compiles for attempt in c.attempts} if inputs.analysis.failures else {}
     rows = [
         {
