@@ -240,7 +240,7 @@ class Analysis(CompileTimes):
             __version__,
             vllm=vllm_run(self),
             processes=process_list(self), program=self.source.program,  # program: under `run`, how the program ended
-            timeline=self.timeline().items(),
+            timeline=self.timeline().to_list(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -328,7 +328,7 @@ def summary_dict(summary: Summary, lists: bool = True) -> dict[str, Any]:
         "program": summary.program.to_dict() if summary.program is not None else None,
     }
     if summary.timeline is not None:  # since 4.2: a summary read back from an older summary.json has none
-        data["timeline"] = list(summary.timeline) if lists else []
+        data["timeline"] = summary.timeline if lists else []
     if summary.export is not None:
         data["export"] = summary.export
     if summary.vllm is not None:

@@ -238,6 +238,14 @@ class FactSpool:
         self._flushed = offset
         self._buffer.clear()
 
+    def close(self) -> None:
+        """Let the scratch file go now (the system would, once nothing holds it)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._where.clear()
+            self._buffer.clear()
+
     def __getstate__(self) -> dict[str, Any]:  # a copied analysis keeps no facts (a file does not travel)
         return {"facts": "left behind"}
 

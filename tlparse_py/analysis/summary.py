@@ -554,7 +554,7 @@ class Summary(Struct):
     processes: list[dict[str, Any]] = field(default_factory=list)
     program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (summary.json 4.1); None: unknown
     # every compile on the run's time axis (summary.json 4.2, `timeline.Timeline.to_list`); None: not known (read back)
-    timeline: Sequence[dict[str, Any]] | None = None
+    timeline: list[dict[str, Any]] | None = None
 
     @property
     def log_name(self) -> str:

@@ -19,9 +19,9 @@ no start, and neither has any phase after it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, overload
+from typing import Any
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -216,46 +216,6 @@ class Timeline(Struct, gc=False):
     def to_list(self) -> list[dict[str, Any]]:
         """summary.json's `timeline`."""
         return [s.to_dict() for s in self.spans]
-
-    def items(self) -> TimelineItems:
-        """summary.json's `timeline`, each item made when read (`Summary.timeline`)."""
-        return TimelineItems(self.spans)
-
-
-class TimelineItems(Sequence[dict[str, Any]]):
-    """summary.json's `timeline` items, made from the spans as they are read rather than kept: a
-    summary of 40,000 compiles would otherwise hold 30 MB of dicts beside the spans they copy."""
-
-    __slots__ = ("spans",)
-
-    def __init__(self, spans: Sequence[CompileSpan]):
-        self.spans = spans
-
-    def __len__(self) -> int:
-        return len(self.spans)
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [s.to_dict() for s in self.spans[index]]
-        return self.spans[index].to_dict()
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (s.to_dict() for s in self.spans)
-
-    def __eq__(self, other: object) -> bool:  # as the list it stands for (a summary read back holds one)
-        return isinstance(other, Sequence) and len(other) == len(self) and all(a == b for a, b in zip(self, other))
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (a rank's summary, sent back by its worker) as the list
-        return (list, (list(self),))
 
 
 def timeline(store: Store, clock: CompileClock, compiles: Sequence[CompileSummary], processes: int = 1) -> Timeline:

@@ -150,6 +150,11 @@ class IndexParts:
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(self.packed)
 
+    def close(self) -> None:
+        """Once the index is built: its scratch file goes."""
+        self.spooled.close()
+        self.packed.clear()
+
     def add_encoded(self, data: bytes | memoryview) -> None:
         for position, packed in msgspec.msgpack.decode(data, type=dict[int, bytes]).items():
             self._keep(position, packed)
