@@ -75,7 +75,6 @@ phase(outcome, "concluded", "summary lines and checks")
 sys.argv = ["tlparse-py", *sys.argv[1:]]
 def report():  # an exit hook: the script leaves by os._exit once its hooks have run
     done = time.perf_counter()
-    phases["pages"] -= phases["search index"]  # built beside the pages, in this process on a small log
     phases["other work"] = (done - imported) - sum(phases.values())
     print(json.dumps({"stack": stack - started, "own": imported - stack, "own_dataclasses": own["dataclasses"],
                       "own_regexes": own["regexes"], "phases": phases, "inside": done - started}), file=sys.__stderr__, flush=True)

@@ -216,8 +216,6 @@ class Pipeline:
             raise
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
-        finally:
-            self.index_parts.close()
         for path, content in index:
             self.writer.write(path, content)
         return None

@@ -189,6 +189,8 @@ def build_index(
         for offset, text in enumerate(pieces.texts):
             text.order = start + offset
         texts.extend(pieces.texts)
+    if parts is not None:  # each page's pieces are taken once: their scratch file goes
+        parts.close()
     for entry in _vllm_entries(analysis):
         small += 1
         shards.add(entry)
