@@ -32,6 +32,7 @@ NOT_LOADED = (
     "tlparse_py.commands.serve", "tlparse_py.commands.pack",
     "tlparse_py.multirank", "tlparse_py.diff", "tlparse_py.live", "tlparse_py.notebook",
     "tlparse_py.report.pack", "tlparse_py.analysis.pairing", "tlparse_py.analysis.comparison",
+    "tlparse_py.analysis.rank_timeline", "tlparse_py.report.html.ranks_svg", "tlparse_py.report.html.diff_svg",  # other pages' pictures
     "pygments", "platformdirs",  # highlighting is off by default; the cache folder is given
     "statistics",  # only to combine ranks' totals
     "jinja2", "tlparse_py.report.template_env",  # every page of a single log's report is Python

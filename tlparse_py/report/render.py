@@ -34,7 +34,7 @@ from markupsafe import Markup
 from .._version import __version__
 from ..analysis.summary import STATUS_LABELS, STATUS_SEVERITY
 from ..units import format_seconds
-from .html import index_rows, parts, ranks_svg, shell, timeline_svg
+from .html import index_rows, parts, shell, timeline_svg
 from .html.compile_page import compile_page_html
 from .html.escaping import safe_href, trusted_html
 from .html.failures_page import error_page_html, failures_page_html
@@ -81,6 +81,8 @@ TEMPLATE_PARTS: dict[str, Callable[..., str]] = {
 
 
 def _globals() -> dict[str, Any]:
+    from .html import ranks_svg  # the landing's picture: a report of one log never renders a template, nor loads it
+
     return {
         "range": range,
         "dict": dict,
