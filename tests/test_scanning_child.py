@@ -13,12 +13,15 @@ import os
 import signal
 from pathlib import Path
 
+import orjson
 import pytest
+from msgspec.structs import replace
 
 from conftest import TRACES
 from logs import cid, line, md5, write_log
 from tlparse_py.reading import forked
 from tlparse_py.reading import records as reader
+from tlparse_py.reading.raw_line import joined
 from tlparse_py.limits import Limits
 from tlparse_py.model import DiagnosticLog, Stats
 from tlparse_py.pipeline import Options, write_report
@@ -44,12 +47,30 @@ def forks(monkeypatch):
     return started
 
 
+RAW_KEYS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def raw_line_of(record) -> bytes | None:
+    """The record's raw.jsonl line (with a payload file's name), as the child encoded it in pieces,
+    or else encoded whole here, as tlparse writes it."""
+    if record.raw_pieces is not None:
+        return joined(record.raw_pieces, "p/x_1.txt")
+    line = {**record.envelope, "timestamp": record.timestamp, "thread": record.pid, "pathname": record.pathname,
+            "lineno": record.source_line, "payload_filename": "p/x_1.txt"}
+    try:
+        return orjson.dumps(line, option=RAW_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
 def read(path: Path, limits: Limits | None = None):
     stats, diagnostics = Stats(), DiagnosticLog(limit=10_000)
     log_reader = reader.LogReader(path, stats, diagnostics, year=2026, limits=limits)
-    records = list(log_reader.records())
+    read_records = list(log_reader.records())
+    records = [replace(record, raw_pieces=None) for record in read_records]
     return {
         "records": records,
+        "raw": [raw_line_of(record) for record in read_records],
         "stats": stats.counts,
         "diagnostics": [(d.path, d.lineno, d.problem, d.detail, d.hint) for d in diagnostics.kept],
         "strings": log_reader.strings.strings,
@@ -101,6 +122,26 @@ def test_the_child_reads_a_fixture_as_one_process_does(tmp_path, monkeypatch, fo
     alone, split = both_ways(plain(source, tmp_path), monkeypatch)
     assert forks, "the child was used"
     assert alone["records"] and split == alone
+
+
+def test_the_child_encodes_raw_lines_that_raw_jsonl_writes_as_one_process_does(tmp_path, monkeypatch, forks):
+    """Its lines in two pieces, the payload file's name put in between, are the lines encoded whole;
+    those it cannot encode (a key of tlparse's own, an int past 64 bits) are encoded whole, as before."""
+    odd = [
+        line({"dynamo_start": {"é": 1, "Z": [1.5, None], "payloadz": 2, "pay": "x"}, **cid(0)}, "a payload"),
+        line({"dynamo_start": {}, "timestamp": "mine", **cid(1)}),
+        line({"dynamo_start": {"big": 2**70}, **cid(2)}),
+        line({"artifact": {"name": "n", "encoding": "string"}, "中": True, **cid(3)}, "text"),
+    ]
+    log = write_log(tmp_path / "dedicated_log_torch_trace_odd.log", "".join(odd))
+    alone, split = both_ways(log, monkeypatch)
+    assert forks
+    assert alone["raw"] == split["raw"] and split["raw"][0] is not None
+    write_report(log, tmp_path / "split", options=Options())
+    monkeypatch.setattr(reader, "SCANNING_CHILD_MIN_BYTES", 1 << 62)
+    write_report(log, tmp_path / "alone", options=Options())
+    assert (tmp_path / "split" / "raw.jsonl").read_bytes() == (tmp_path / "alone" / "raw.jsonl").read_bytes()
+    assert files_of(tmp_path / "split") == files_of(tmp_path / "alone")
 
 
 def test_the_child_reports_every_problem_in_the_same_order(tmp_path, monkeypatch, forks):

@@ -294,6 +294,8 @@ class Record(Struct):
     source_line: int
     other_rank: bool = False
     process: int = 0  # which process of the run logged it (`CompileId.process`)
+    # its raw.jsonl line but the payload file's name, encoded by a scanning child (`reading.raw_line`)
+    raw_pieces: tuple[bytes, bytes] | None = None
 
     @property
     def has_payload(self) -> bool:

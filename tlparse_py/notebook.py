@@ -101,7 +101,7 @@ def summary_view(analysis: Analysis) -> dict[str, Any]:
         "slowest": [
             {"label": c.label, "url": link(c.url), "frame": c.frame or "", "seconds": c.compile_time_s.total,
              "status": STATUS_LABELS.get(c.status, c.status)}
-            for c in slowest(compiles_)[:5]
+            for c in slowest(compiles_, 5)
         ],
     }
 

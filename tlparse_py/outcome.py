@@ -149,7 +149,7 @@ def concluded(report: Analysis, chosen: ChosenInput, started: float, asked: Aske
     """Once the report of one log is written: its summary lines, --single-file, the gates, --markdown,
     --strict, the browser. `started`: when the work the summary line times began."""
     out = asked.out
-    summary = report.summary()
+    summary = report.summary(kept=True)  # read through: its compiles from their spool, not a list of them all
     said = _summarised(report, summary, out, chosen, started, asked.verbose) + _source_link_warnings(summary, asked.options)
     after = _after_report(summary, asked, said)
     if after.ending is not None:

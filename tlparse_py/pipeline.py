@@ -15,7 +15,7 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from .analysis import kinds
-from .analysis.compiles import Analysis
+from .analysis.compiles import Analysis, ready_for_pages
 from .analysis.digest import report_digest
 from .analysis.summary import Summary
 from .analysis.kinds import LINK, PAYLOAD, REFORMAT, Output, ParseContext
@@ -84,8 +84,7 @@ class Pipeline:
         self.note_time(record.timestamp)
         key = record.compile_id.directory_key() if record.compile_id is not None else None
         self.outputs.note_compile_id(key)
-        folder = record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}"
-        payload_file, refs = self._parse(record, key, folder)
+        payload_file, refs = self._parse(record, key)
         self._note_kinds(record, key)
         if "stack" in record.envelope:
             frames = frames_from_json(record.envelope["stack"], record.process)
@@ -121,8 +120,8 @@ class Pipeline:
         if analysis.last_timestamp is None or timestamp > analysis.last_timestamp:
             analysis.last_timestamp = timestamp
 
-    def _parse(self, record: Record, key: CompileId | None, folder: str) -> tuple[str | None, list[OutputRef]]:
-        payload_file = None
+    def _parse(self, record: Record, key: CompileId | None) -> tuple[str | None, list[OutputRef]]:
+        payload_file, folder = None, ""  # the folder its outputs go in, once it has one
         refs: list[OutputRef] = []
         for declared in kinds.parsers_for(record.kinds):
             if declared.parse is None:
@@ -138,6 +137,7 @@ class Pipeline:
                             dropped.on_written("")
                     outputs = []
                 for output in outputs:
+                    folder = folder or (record.compile_id.dirname if record.compile_id is not None else f"unknown_{record.lineno}")
                     url = self.outputs.emit(output, record, key, folder)
                     refs.append(OutputRef(url, output.kind == LINK))
                     note_file_size(self.analysis, output, record, self.ctx.number)
@@ -181,7 +181,7 @@ class Pipeline:
         builder = PageBuilder(self.payloads.get, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
         builder.plan_inline(keys, self.spool.records, self.inline_texts)
         self.highlighter.drain()
-        self.analysis.compiles()  # every page asks: once, before the page builder forks
+        ready_for_pages(self.analysis)  # every page asks: once, before the page builder forks
         self.jobs.on_fork = [self._private_handles]
         # the compile page jobs gather the search index's pieces (a forked page builder hands its own
         # over at its end); the index is built from them once every page is written
@@ -191,10 +191,10 @@ class Pipeline:
         # what they count, and they are written again
         written: list[object] = []
         meanwhile = None if self.options.provenance else lambda: written.append(write_summaries(self.writer, self.inputs, self.options))
-        if not self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(page_refs(self.analysis), builder),
+        if not self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(pages := page_refs(self.analysis), builder),
                              gathered=(self.index_parts.encode, self.index_parts.add_encoded), meanwhile=meanwhile):
             written.clear()
-        problem = self._write_search_index(builder)
+        problem = self._write_search_index(builder, pages)
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
             self.analysis.stats.add("fail_parser")
             self.analysis.diagnostics.add(self.label, 0, "could not build the search index", problem, HINTS["fail_parser"])
@@ -204,13 +204,13 @@ class Pipeline:
             write_summaries(self.writer, self.inputs, self.options)
         self.spool.handle.close()
 
-    def _write_search_index(self, builder: PageBuilder) -> str | None:
+    def _write_search_index(self, builder: PageBuilder, pages: list[PageRef]) -> str | None:
         """The search box's index (search.py); after write_static, so the report's manifest replaces the default one.
 
         Returns why the index could not be built, if it could not, for `finish` to note.
         """
         try:
-            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder, parts=self.index_parts,
+            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder, parts=self.index_parts, pages=pages,
                                 total_bytes=int(self.options.search_mb * 1e6))
         except OSError:
             raise
@@ -283,9 +283,10 @@ def note_file_size(analysis: Analysis, output: Output, record: Record, number: i
 
 def write_summaries(writer: FolderWriter, inputs: Inputs, options: Options) -> object:
     """The pages and files that sum the run up: the failures page, the index, summary.json and
-    summary.md. Returns what they were made from (`summarised`)."""
+    summary.md. Returns what they were made from (`summarised`): not the summary, which at 40,000
+    compiles holds 60 MB the page jobs would keep alive."""
     made_from = summarised(inputs)
-    summary = inputs.analysis.summary()  # once: at 40,000 compiles, 50 MB and a second
+    summary = inputs.analysis.summary(kept=True)  # once, its compiles read from their spool at each pass
     writer.write("failures_and_restarts.html", render_page(failures_page(inputs, summary)))
     write_indexes(writer, inputs, summary)
     writer.write_pieces("summary.json", summary_json(summary))

@@ -4,14 +4,15 @@ the slowest."""
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from msgspec import Struct, field
 
 from ..model import CompileId
 from .guard_words import GUARD_COMMENT, REASON_OF, dynamo_names, notes_on_dynamo_names
-from .summary import CompileSummary, FrameIdentity, GraphBreak, first_line
+from .summary import CompileSummary, FrameIdentity, GraphBreak, first_line, once
 
 
 def distinct_breaks(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
@@ -64,7 +65,7 @@ class GraphBreakGroup(Struct):
         return [first[site] for site in sorted(counts, key=lambda site: (-counts[site], site))]
 
 
-def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
+def _graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
     """Graph breaks grouped by kind (registry id, else headline), the user's most frequent first,
     then torch's own (a user's `torch._dynamo.graph_break()` and torch's are two groups)."""
     groups: dict[tuple[str, bool], GraphBreakGroup] = {}
@@ -138,20 +139,27 @@ class FrameRecompiles(Struct):
         return notes_on_dynamo_names((first_line(r) for _, r in self.reasons), self.name, location)
 
 
-def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
+def _recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
     """Frames with a recompile, a retry or a compile over the recompile limit (a guard failed for it
     too), most compiles first (log order among equals)."""
+    compiles = _again(compiles)
+    # two passes, keeping only the frames found: a report's compiles may be read back from a scratch file
+    wanted = {c.frame_identity for c in compiles if c.is_recompile or c.is_retry or c.hit_recompile_limit} - {None}
     frames: dict[FrameIdentity, list[CompileSummary]] = {}
     for compile_ in compiles:
         identity = compile_.frame_identity
-        if identity is not None:
+        if identity is not None and identity in wanted:
             frames.setdefault(identity, []).append(compile_)
-    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items()
-             if any(c.is_recompile or c.is_retry or c.hit_recompile_limit for c in cs)]
+    found = [FrameRecompiles(identity, cs) for identity, cs in frames.items()]
     return sorted(found, key=lambda f: -len(f.compiles))
 
 
-def failed_compiles(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
+def _again(compiles: Iterable[CompileSummary]) -> Sequence[CompileSummary]:
+    """Compiles that can be read through twice (a list or a spool as they are; an iterator, listed)."""
+    return compiles if isinstance(compiles, Sequence) else list(compiles)
+
+
+def _failed_compiles(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
     """The compiles that failed (`CompileSummary.failed`), in log order."""
     return [c for c in compiles if c.failed]
 
@@ -251,12 +259,17 @@ class LimitHit(Struct):
         return notes_on_dynamo_names(self.guards, self.name, self.user_location)
 
 
-def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
+def _limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
     """Each compile over the recompile limit, in log order, with its frame's compiles before it."""
+    compiles = _again(compiles)
+    # two passes, keeping only the frames that hit it: a report's compiles may be read back from a scratch file
+    wanted = {c.frame_identity for c in compiles if c.hit_recompile_limit}
     frames: dict[FrameIdentity, list[CompileSummary]] = {}
     hits = []
     for compile_ in compiles:
         identity = compile_.frame_identity
+        if identity not in wanted:
+            continue
         before = frames.setdefault(identity, []) if identity is not None else []
         before.append(compile_)
         if compile_.hit_recompile_limit:
@@ -272,7 +285,41 @@ def compiles_of_graph(compiles: Iterable[CompileSummary], graph: CompileId) -> l
     return [c for c in compiles if c.key.compiled_autograd_id == graph.compiled_autograd_id and c.key.process == graph.process]
 
 
-def slowest(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
-    """Compiles with a known time, slowest first."""
-    timed = [c for c in compiles if c.compile_time_s.total is not None]
-    return sorted(timed, key=lambda c: -(c.compile_time_s.total or 0.0))
+def _slowest(compiles: Iterable[CompileSummary], count: int) -> list[CompileSummary]:
+    """The `count` compiles with a known time that took longest, slowest first (log order among
+    equals), holding no more than `count` of them: a report's compiles may be read back from a scratch file."""
+    timed = (c for c in compiles if c.compile_time_s.total is not None)
+    return heapq.nlargest(count, timed, key=_total)  # as sorted(..., reverse=True)[:count]: stable
+
+
+def _total(compile_: CompileSummary) -> float:
+    return compile_.compile_time_s.total or 0.0
+
+
+# -- asked by both the index and summary.md: of a report's compiles read back from their scratch
+# file, each computed once (`summary.once`), a new list each time -------------------------------
+
+
+def graph_break_groups(compiles: Iterable[CompileSummary]) -> list[GraphBreakGroup]:
+    """`_graph_break_groups`."""
+    return list(once(_again(compiles), "graph_break_groups", _graph_break_groups))
+
+
+def recompiled_frames(compiles: Iterable[CompileSummary]) -> list[FrameRecompiles]:
+    """`_recompiled_frames`."""
+    return list(once(_again(compiles), "recompiled_frames", _recompiled_frames))
+
+
+def failed_compiles(compiles: Iterable[CompileSummary]) -> list[CompileSummary]:
+    """`_failed_compiles`."""
+    return list(once(_again(compiles), "failed_compiles", _failed_compiles))
+
+
+def limit_hits(compiles: Iterable[CompileSummary]) -> list[LimitHit]:
+    """`_limit_hits`."""
+    return list(once(_again(compiles), "limit_hits", _limit_hits))
+
+
+def slowest(compiles: Iterable[CompileSummary], count: int) -> list[CompileSummary]:
+    """`_slowest`."""
+    return list(once(_again(compiles), f"slowest {count}", lambda found: _slowest(found, count)))

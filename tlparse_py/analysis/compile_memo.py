@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 from ..model import CompileId
-from .spools import SpooledCompiles
+from .spools import Reading, Spool, SpooledCompiles
 from .summary import CompileSummary
 
 SPOOLED_FROM = 2000  # compiles, from which they are kept packed in a scratch file
@@ -59,6 +59,21 @@ class CompilesMemo:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__()  # type: ignore[misc]
 
+    @overload
+    def kept_for(self, stamp: tuple[int, ...]) -> Sequence[CompileSummary] | None: ...
+
+    @overload
+    def kept_for(self, stamp: tuple[int, ...], built: list[CompileSummary]) -> Sequence[CompileSummary]: ...
+
+    def kept_for(self, stamp: tuple[int, ...], built: list[CompileSummary] | None = None) -> Sequence[CompileSummary] | None:
+        """The compiles kept for `stamp` as they are kept (their spool, past SPOOLED_FROM; else a new
+        list); None when they must be built (`built`: just built for `stamp`, kept then)."""
+        if self.kept is None or self.stamp != stamp:
+            return None if built is None else list(built)
+        if isinstance(self.kept, Spool):
+            return Reading(self.kept)  # what its asker computes over them goes with it (`summary.once`)
+        return list(self.kept)
+
     def found(self, stamp: tuple[int, ...]) -> list[CompileSummary] | None:
         """The compiles kept for `stamp` (a new list), or None when they must be built."""
         return self.read_back() if self.kept is not None and self.stamp == stamp else None
@@ -95,13 +110,17 @@ class CompilesMemo:
         found.shared = shared  # alive as long as any list handed out from it
         return found
 
-    def compile_at(self, stamp: tuple[int, ...], place: tuple[CompileId, int],
-                   compiles: Callable[[], list[CompileSummary]]) -> CompileSummary | None:
-        """The compile of (frame, generation) in the compiles of `stamp` (`compiles()` builds them)."""
+    def placed(self, stamp: tuple[int, ...], compiles: Callable[[], list[CompileSummary]]) -> dict[tuple[CompileId, int], CompileSummary | int]:
+        """Where each (frame, generation) is in the compiles of `stamp`, found once per stamp."""
         if self.places is None or self.places_stamp != stamp:
             listed = compiles()
             self.places, self.places_stamp = {(c.key, c.generation): at for at, c in enumerate(listed)}, stamp
-        found = self.places.get(place)
+        return self.places
+
+    def compile_at(self, stamp: tuple[int, ...], place: tuple[CompileId, int],
+                   compiles: Callable[[], list[CompileSummary]]) -> CompileSummary | None:
+        """The compile of (frame, generation) in the compiles of `stamp` (`compiles()` builds them)."""
+        found = self.placed(stamp, compiles).get(place)
         if not isinstance(found, int):  # None, or the compile itself (a live report's places hold them)
             return found
         shared = self.held() if self.held is not None else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,7 @@ class Analysis(CompileTimes):
         stamp = compiles_stamp(self)
         memo = self.__dict__.get("_timeline_memo")
         if memo is None or memo[0] != stamp:
-            built = timeline(self, self.clock, self.compiles(), len(self.processes.pids))
+            built = timeline(self, self.clock, self.kept_compiles(), len(self.processes.pids))  # two passes, not a list of them all
             if self.live:  # its compiles started and not ended are under way (a finished log's: metrics missing)
                 open_ = {(c.id, c.generation) for c, _ in self.open_compiles()}
                 last = last_record_s(self)
@@ -125,6 +125,12 @@ class Analysis(CompileTimes):
         mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
         return self.memo.keep(stamp, compiles)
 
+    def kept_compiles(self) -> Sequence[CompileSummary]:
+        """`compiles()` as they are kept (`compile_memo`): past SPOOLED_FROM, their scratch file, each
+        read back at each pass over them, not a list of them all (at 40,000 compiles, 60 MB)."""
+        kept = self.memo.kept_for(compiles_stamp(self))
+        return kept if kept is not None else self.memo.kept_for(compiles_stamp(self), self.compiles())
+
     def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
         return self.memo.compile_at(compiles_stamp(self), (key.frame_key(), generation), self.compiles)
@@ -142,7 +148,7 @@ class Analysis(CompileTimes):
         labels = [display_key(key) for key in attempts]
         pages: dict[CompileId | None, str | None] = {key: self.page_of(key, generation) for key in attempts}
         logged_breaks = [b for key in attempts for b in self.graph_breaks_of(key) if mine(b.line)]
-        breaks = [self._break(b, pages) for b in logged_breaks]
+        breaks = [_graph_break(b, pages) for b in logged_breaks]
         restart_reasons = [first_line(r) for m in metrics for r in m.get("restart_reasons") or () if not str(r).startswith(BY_DESIGN)]
         status = _status(metrics, logged_breaks, restart_reasons)
         return CompileSummary(
@@ -195,13 +201,7 @@ class Analysis(CompileTimes):
         if compile_ is not None:
             return compile_.graph_breaks
         mine = self.in_generation(key, generation)
-        return [self._break(b, {}) for b in self.graph_breaks_of(key) if mine(b.line)]
-
-    @staticmethod
-    def _break(logged: LoggedBreak, pages: dict[CompileId | None, str | None]) -> GraphBreak:
-        attempt = logged.compile_id.directory_key() if logged.compile_id is not None else None
-        return GraphBreak(logged.reason, logged.location, logged.explanation, logged.source, logged.function, logged.registry_id,
-                          logged.hints, logged.doc_url, logged.library_location, display_key(attempt), pages.get(attempt), logged.url)
+        return [_graph_break(b, {}) for b in self.graph_breaks_of(key) if mine(b.line)]
 
     def guard_count(self, key: CompileId | None, generation: int = 0) -> int | None:
         """The guards of the compile logged under exactly this id, in this generation (None: not logged)."""
@@ -228,10 +228,14 @@ class Analysis(CompileTimes):
             "tool": f"tlparse-py {__version__}",
         }
 
-    def summary(self) -> Summary:
-        """What summary.json holds, as typed objects (the same that `summary_load.load_summary` reads back)."""
+    def summary(self, kept: bool = False) -> Summary:
+        """What summary.json holds, as typed objects (the same that `summary_load.load_summary` reads back).
+
+        `kept`: its compiles and timeline as kept (`kept_compiles`, `Timeline.items`), read back or
+        made at each pass, for our writers; else lists (a caller may `msgspec.to_builtins` it)."""
+        compiles, timeline = self.kept_compiles() if kept else self.compiles(), self.timeline()
         return Summary(
-            self.compiles(),
+            compiles,
             [{"path": path, "bytes": size, "rank": self.rank} for path, size in self.source.files()],
             self.torch_version,
             dict(self.stats.counts),
@@ -239,8 +243,8 @@ class Analysis(CompileTimes):
             questions.export_verdict(self) if self.settings.export or questions.export_error(self) is not None or questions.export_inferred(self) else None,
             __version__,
             vllm=vllm_run(self),
-            processes=process_list(self), program=self.source.program,  # program: under `run`, how the program ended
-            timeline=self.timeline().to_list(),
+            processes=process_list(self, compiles), program=self.source.program,  # program: under `run`, how the program ended
+            timeline=timeline.items() if kept else timeline.to_list(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -248,9 +252,22 @@ class Analysis(CompileTimes):
         return summary_dict(self.summary())
 
 
-def process_list(analysis: Analysis) -> list[dict[str, Any]]:
+def ready_for_pages(analysis: Analysis) -> None:
+    """The compiles built, and where each is found (`compile_of`): once, before the page builder
+    forks. A process that found them itself would read them all back from their spool for its
+    first page (at 40,000 compiles, 66 MB each) only to note where each is."""
+    analysis.memo.placed(compiles_stamp(analysis), analysis.compiles)
+
+
+def _graph_break(logged: LoggedBreak, pages: dict[CompileId | None, str | None]) -> GraphBreak:
+    attempt = logged.compile_id.directory_key() if logged.compile_id is not None else None
+    return GraphBreak(logged.reason, logged.location, logged.explanation, logged.source, logged.function, logged.registry_id,
+                      logged.hints, logged.doc_url, logged.library_location, display_key(attempt), pages.get(attempt), logged.url)
+
+
+def process_list(analysis: Analysis, compiles_: Iterable[CompileSummary]) -> list[dict[str, Any]]:
     """The run's processes as summary.json lists them: number, glog pid, the logs it wrote to, its compiles."""
-    compiles = Counter(c.process for c in analysis.compiles())
+    compiles = Counter(c.process for c in compiles_)
     processes = analysis.processes
     return [{"process": i, "pid": pid, "logs": logs, "compiles": compiles[i]} for i, (pid, logs) in enumerate(zip(processes.pids, processes.logs))]
 

@@ -203,7 +203,7 @@ def report_digest(summary: Summary, source_root: str = "") -> ReportDigest:
         recompiled_frames=len(frames),
         failures=[_failure_row(c, roots) for c in failed[:FAILURE_ROWS]],
         failed=len(failed),
-        slowest=slowest(compiles)[:ROWS],
+        slowest=slowest(compiles, ROWS),
         vllm=[(call.prefix or f"call {call.number}", [(group, len(pieces)) for group, pieces in call.groups()])
               for call in (summary.vllm.calls if summary.vllm is not None else [])],
         export=_export_row(summary.export, roots) if summary.export is not None else None,

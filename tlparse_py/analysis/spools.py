@@ -39,9 +39,15 @@ T = TypeVar("T")
 class Spool(Sequence[T], Generic[T]):
     """Items appended to a scratch file; read like a list."""
 
-    def __init__(self, encode: Callable[[T], bytes], decode: Callable[[bytes], T], items: Iterable[T] = ()) -> None:
+    def __init__(self, encode: Callable[[T], bytes], decode: Callable[[bytes], T], items: Iterable[T] = (),
+                 decode_many: Callable[[bytes], list[T]] | None = None) -> None:
         self._encode = encode
         self._decode = decode
+        # items of a msgpack spool, each encoded on its own, are a msgpack array once given its header:
+        # a chunk is decoded in one call, not one an item (the same objects: msgspec decodes both alike)
+        self._decode_many = decode_many
+        # what was computed over all the items (`summary.once`: totals asked by several pages); emptied when one is appended
+        self.memo: dict[tuple[str, int], Any] = {}
         self._file = tempfile.SpooledTemporaryFile(max_size=IN_MEMORY, mode="w+b", prefix=".tlparse-py-spool-")
         self._ends = array("Q")  # where each item ends in the file
         self._writing = True  # the file's position is its end
@@ -53,6 +59,7 @@ class Spool(Sequence[T], Generic[T]):
         return self._ends[-1] if self._ends else 0
 
     def append(self, item: T) -> None:
+        self.memo.clear()
         data = self._encode(item)
         if not self._writing:
             self._file.seek(self._end)
@@ -109,13 +116,16 @@ class Spool(Sequence[T], Generic[T]):
             while last + 1 < count and self._ends[last + 1] - start <= READ_CHUNK:
                 last += 1
             chunk = self._read(start, self._ends[last])
-            for i in range(position, last + 1):
-                begin = (self._ends[i - 1] if i else 0) - start
-                yield self._decode(chunk[begin : self._ends[i] - start])
+            if self._decode_many is not None:
+                yield from self._decode_many(_array_header(last + 1 - position) + chunk)
+            else:
+                for i in range(position, last + 1):
+                    begin = (self._ends[i - 1] if i else 0) - start
+                    yield self._decode(chunk[begin : self._ends[i] - start])
             position = last + 1
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (list, tuple, Spool)):
+        if not isinstance(other, (list, tuple, Spool, Reading)):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
@@ -132,15 +142,57 @@ class Spool(Sequence[T], Generic[T]):
         self._file.close()
 
 
+class Reading(Sequence[T]):
+    """A spool as one asker reads it (a report's summary): its items, and what was computed over
+    them (`memo`, `summary.once`), which goes when the asker lets it go, not with the spool."""
+
+    def __init__(self, spool: Spool[T]) -> None:
+        self.spool = spool
+        self.memo: dict[tuple[str, int], Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.spool)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        return self.spool[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.spool)
+
+    def __eq__(self, other: object) -> bool:
+        return self.spool.__eq__(other.spool if isinstance(other, Reading) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<reading of {self.spool!r}>"
+
+
+def _array_header(count: int) -> bytes:
+    """msgpack's header of an array of `count` items."""
+    if count < 16:
+        return bytes([0x90 | count])
+    if count < 1 << 16:
+        return b"\xdc" + count.to_bytes(2, "big")
+    return b"\xdd" + count.to_bytes(4, "big")
+
+
 _COMPILE_ENCODER = msgspec.msgpack.Encoder()
 _COMPILE_DECODER = msgspec.msgpack.Decoder(CompileSummary)
+_COMPILES_DECODER = msgspec.msgpack.Decoder(list[CompileSummary])
 
 
 class SpooledCompiles(Spool[CompileSummary]):
     """A summary's compiles, in a scratch file: a report's summary.json of 10^6 compiles loaded for a diff."""
 
     def __init__(self, items: Iterable[CompileSummary] = ()) -> None:
-        super().__init__(_COMPILE_ENCODER.encode, _COMPILE_DECODER.decode, items)
+        super().__init__(_COMPILE_ENCODER.encode, _COMPILE_DECODER.decode, items, _COMPILES_DECODER.decode)
 
 
 class SpooledRows(Spool[dict[str, Any]]):
@@ -151,13 +203,14 @@ class SpooledRows(Spool[dict[str, Any]]):
 
 
 _FRAME_DECODER = msgspec.msgpack.Decoder(FrameRow)
+_FRAMES_DECODER = msgspec.msgpack.Decoder(list[FrameRow])
 
 
 class SpooledFrames(Spool[FrameRow]):
     """A comparison's frame rows (typed), in a scratch file: a diff's row per frame of 10^6 compiles."""
 
     def __init__(self, items: Iterable[FrameRow] = ()) -> None:
-        super().__init__(_COMPILE_ENCODER.encode, _FRAME_DECODER.decode, items)
+        super().__init__(_COMPILE_ENCODER.encode, _FRAME_DECODER.decode, items, _FRAMES_DECODER.decode)
 
 
 def as_json(value: Any) -> Any:

@@ -51,8 +51,8 @@ the recompile limit) are in `compile_groups`, and guards in the user's words in 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypeVar
 
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
@@ -62,6 +62,8 @@ from .dict_writer import dict_writer
 from .program import ProgramExit
 from .stacks import LIBRARY_PACKAGE, LIBRARY_STDLIB, LIBRARY_TORCH, library_of, library_path
 from .vllm import VllmRun
+
+T = TypeVar("T")
 
 # Status of a compile: what happened to it (summary.json `status`), first match wins.
 STATUS_MISSING = "missing"  # no compilation metrics were logged (crash, or still running)
@@ -554,7 +556,7 @@ class Summary(Struct):
     processes: list[dict[str, Any]] = field(default_factory=list)
     program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (summary.json 4.1); None: unknown
     # every compile on the run's time axis (summary.json 4.2, `timeline.Timeline.to_list`); None: not known (read back)
-    timeline: list[dict[str, Any]] | None = None
+    timeline: Sequence[dict[str, Any]] | None = None
 
     @property
     def log_name(self) -> str:
@@ -588,3 +590,17 @@ class RanksSummary(Struct):
     def read(self) -> list[RankEntry]:
         """The ranks that could be read."""
         return [entry for entry in self.ranks if entry.summary is not None]
+
+
+def once(compiles: Sequence[CompileSummary], name: str, compute: Callable[[Sequence[CompileSummary]], T]) -> T:
+    """`compute(compiles)`; for compiles kept in a scratch file (`spools.Spool`, whose `memo` is
+    emptied when it grows), computed once under `name` and kept there: each pass over them reads
+    every compile back. A list is computed each time (a pass over it costs little)."""
+    memo: dict[tuple[str, int], Any] | None = getattr(compiles, "memo", None)
+    if memo is None:
+        return compute(compiles)
+    key = (name, len(compiles))  # of these compiles: a spool only grows
+    if key not in memo:
+        memo[key] = compute(compiles)
+    found: T = memo[key]
+    return found

@@ -35,7 +35,7 @@ from .compared import BreakRow, Change, Comparison, EagerRow, FailureRow, Timed,
 from .conditions import Condition, unknown, violated
 from .roots import Roots
 from .compile_groups import slowest
-from .summary import CACHE_RESULTS, CompileSummary, RankEntry, RanksSummary, Summary, first_line
+from .summary import CACHE_RESULTS, CompileSummary, RankEntry, RanksSummary, Summary, first_line, once
 
 Value = int | float | None
 Involved = list[tuple[CompileSummary, str]]  # (a compile behind the number, a detail such as "(2)")
@@ -286,7 +286,7 @@ def _first_of_each_frame(compiles: Sequence[CompileSummary]) -> Involved:
 
 
 def _slowest(compiles: Sequence[CompileSummary]) -> Involved:
-    return [(c, format_seconds(c.compile_time_s.total)) for c in slowest(compiles)[:5]]
+    return [(c, format_seconds(c.compile_time_s.total)) for c in slowest(compiles, 5)]
 
 
 def _breaks_where(compiles: Sequence[CompileSummary]) -> Involved:
@@ -357,6 +357,12 @@ TOTALS_BATCH = 1000  # compiles read at a time for the additive totals
 
 
 def totals_of(compiles: Sequence[CompileSummary]) -> dict[str, Value]:
+    """Every total of a report, by name (of compiles in a scratch file, computed once: the index,
+    the failures page, summary.json and summary.md all ask; `summary.once`)."""
+    return dict(once(compiles, "totals", _totals_of))
+
+
+def _totals_of(compiles: Sequence[CompileSummary]) -> dict[str, Value]:
     """Every total of a report, by name.
 
     The additive totals (a count, the sum of each compile's) are added up a batch at a time, all

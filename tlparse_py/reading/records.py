@@ -25,6 +25,7 @@ from .. import jsondepth
 from ..limits import MB, Limits
 from .gunzip import BoundedGunzip, LogAsRead, open_log
 from .lines import TAB, LineScanner
+from .raw_line import pieces_of
 from ..model import (
     COMPILE_ID_KEYS,
     CONTEXT_KEYS,
@@ -99,12 +100,14 @@ Event = tuple[Any, ...]
 SCANNING_CHILD_MIN_BYTES = 8 * MB
 
 
-def _sendable(events: Iterator[Event], scanned: Callable[[], int]) -> Iterator[Event]:
+def _sendable(events: Iterator[Event], scanned: Callable[[], int],
+              raw_pieces: Callable[[dict[str, Any], re.Match[bytes]], tuple[bytes, bytes] | None]) -> Iterator[Event]:
     """Events as a scanning child sends them: a record's glog match as its bytes (`records_of` matches
-    them again), and how far the scan is (`scanned()`) for the progress bar."""
+    them again), how far the scan is (`scanned()`) for the progress bar, and its raw.jsonl line
+    but the payload file's name (`raw_pieces`)."""
     for event in events:
         if event[0] == RECORD:
-            event = (RECORD, event[1], event[2].group(0), *event[3:], scanned())
+            event = (RECORD, event[1], event[2].group(0), *event[3:], scanned(), raw_pieces(event[3], event[2]))
         yield event
 
 
@@ -169,7 +172,7 @@ class LogReader:
             self.as_read = LogAsRead(self.path, handle)
             scanner = self._scanner = EventScanner(self.max_line)
             if self._worth_a_scanning_child(handle):
-                events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read), _event_size)
+                events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read, self._raw_pieces), _event_size)
             else:
                 events = scanner.events(handle)
             yield from self.records_of(events)
@@ -192,7 +195,7 @@ class LogReader:
         """The events of the `size` bytes `handle` reads, scanned in a forked child when worth it."""
         scanner = self._scanner = EventScanner(self.max_line)
         if self.may_fork(size):
-            return forked_items(lambda: _sendable(scanner.events(handle, lineno, offset), scanner.bytes_read), _event_size)
+            return forked_items(lambda: _sendable(scanner.events(handle, lineno, offset), scanner.bytes_read, self._raw_pieces), _event_size)
         return scanner.events(handle, lineno, offset)
 
     def records_of(self, events: Iterator[Event]) -> Iterator[Record]:
@@ -201,10 +204,11 @@ class LogReader:
             tag = event[0]
             if tag == RECORD:
                 lineno, header, envelope, payload, md5 = event[1:6]
+                raw = None
                 if type(header) is bytes:  # sent by a scanning child: a match does not pickle
                     header = GLOG_PREFIX.match(header)
-                    self.bytes_read = event[6]
-                yield self._record(envelope, header, lineno, payload, md5)
+                    self.bytes_read, raw = event[6], event[7]
+                yield self._record(envelope, header, lineno, payload, md5, raw)
             elif tag == PROBLEM:
                 self._problem(*event[1:])
             elif tag == STRING:
@@ -241,8 +245,28 @@ class LogReader:
         self._problem("fail_field_type", lineno, f"{what} has {len(digits):,} digits", _snippet(digits, 40))
         return 0
 
+    def _pathname(self, path: bytes) -> str:
+        pathname = self._paths.get(path)
+        if pathname is None:
+            pathname = path.decode("utf-8", "replace")
+            if len(self._paths) < 4096:  # a log names a few hundred source files: each decoded once
+                self._paths[path] = pathname
+        return pathname
+
+    def _raw_pieces(self, envelope: Any, header: re.Match[bytes]) -> tuple[bytes, bytes] | None:
+        """In a scanning child: the record's raw.jsonl line but the payload file's name (`raw_line`),
+        from what `_record` makes of its glog prefix; None where only `_record` can say (a number
+        too long to be real is a counted problem there)."""
+        g = header.group
+        pid, line = g("pid"), g("line")
+        if type(envelope) is not dict or len(pid) > MAX_DIGITS or len(line) > MAX_DIGITS:
+            return None
+        when = header.string[header.start() : header.start() + 21].decode("ascii")
+        return pieces_of(envelope, self._timestamp(when), int(pid), self._pathname(g("path")), int(line))
+
     def _record(
-        self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None
+        self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None,
+        raw_pieces: tuple[bytes, bytes] | None = None,
     ) -> Record:
         rank = envelope.get("rank")
         if type(rank) is not int or not 0 <= rank <= MAX_ID:  # a rank names a folder: keep it small
@@ -267,12 +291,7 @@ class LogReader:
         source_line = self._number(g("line"), "glog line number", lineno)
         # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
         when = header.string[header.start() : header.start() + 21].decode("ascii")
-        path = g("path")
-        pathname = self._paths.get(path)
-        if pathname is None:
-            pathname = path.decode("utf-8", "replace")
-            if len(self._paths) < 4096:  # a log names a few hundred source files: each decoded once
-                self._paths[path] = pathname
+        pathname = self._pathname(g("path"))
         return Record(
             lineno=lineno,
             envelope=envelope,
@@ -287,6 +306,7 @@ class LogReader:
             source_line=source_line,
             other_rank=other,
             process=process,
+            raw_pieces=raw_pieces,
         )
 
 

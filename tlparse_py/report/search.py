@@ -43,7 +43,7 @@ from ..analysis.spools import FactSpool
 from ..analysis.summary import STATUS_LABELS
 from ..limits import PAGE_FILES
 from ..model import CompileId, RecordSummary
-from .views.compile import CompileOutline, compile_outline, page_refs
+from .views.compile import CompileOutline, PageRef, compile_outline, page_refs
 from .views.sections import PageBuilder
 
 MANIFEST = "static/search-index.js"
@@ -167,6 +167,7 @@ def build_index(
     builder: PageBuilder,
     *,
     parts: IndexParts | None = None,
+    pages: list[PageRef] | None = None,
     total_bytes: int = TOTAL_BYTES,
     shard_bytes: int = SHARD_BYTES,
     text_chars: int = TEXT_CHARS,
@@ -176,12 +177,12 @@ def build_index(
     `records_of(key)`: the spooled record summaries of a compile id; `read(path)`: a payload file;
     `builder`: the compile pages' builder, whose inline plan says where each text is shown;
     `parts`: the pieces the page jobs took from their outlines (a page missing from them, or all
-    without them, is outlined here).
+    without them, is outlined here); `pages`: the compile pages (`page_refs`), when known already.
     """
     shards = _Shards(total_bytes, shard_bytes)
     texts: list[_Text] = []
     small = 0
-    for pieces in _pieces(analysis, records_of, builder, parts):
+    for pieces in _pieces(analysis, records_of, builder, parts, pages if pages is not None else page_refs(analysis)):
         for entry in pieces.entries:
             small += 1
             shards.add(entry)
@@ -194,7 +195,7 @@ def build_index(
     for entry in _vllm_entries(analysis):
         small += 1
         shards.add(entry)
-    texts.sort(key=lambda t: (t.priority, t.order))
+    texts.sort(key=_priority)  # stable: in log order within a priority (`order` is their place in `texts`)
     covered = partial = 0
     for text in texts:
         if shards.full:
@@ -213,12 +214,17 @@ def build_index(
     return _files(shards, _note(shards, small, covered, len(texts), partial, total_bytes, text_chars))
 
 
-def _pieces(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder, parts: IndexParts | None) -> Iterable[PagePieces]:
+def _priority(text: _Text) -> int:
+    return text.priority
+
+
+def _pieces(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder, parts: IndexParts | None,
+            pages: list[PageRef]) -> Iterable[PagePieces]:
     """Every compile page's pieces in log order: from `parts`, else from its outline made here
     (reading each id's records once)."""
     last_key: Any = object()
     records: list[RecordSummary] = []
-    for position, page in enumerate(page_refs(analysis)):
+    for position, page in enumerate(pages):
         pieces = parts.take(position) if parts is not None else None
         if pieces is None:
             if page.key != last_key:

@@ -228,6 +228,9 @@ def provenance_inputs() -> dict[str, tuple[str, ...]]:
 
 def parsers_for(kinds: list[str]) -> list[Kind]:
     """The declared kinds of a record, in declaration (tlparse) order."""
+    if len(kinds) == 1:  # nearly every record: no sort
+        found = KINDS.get(kinds[0])
+        return [found] if found is not None else []
     return sorted((KINDS[k] for k in kinds if k in KINDS), key=lambda k: k.order)
 
 

@@ -348,7 +348,7 @@ class IndexParts(Struct, kw_only=True):
     no_stack: list[dict[str, Any]]  # those rows whose compile logged no start stack
     totals: dict[str, Value]  # totals_of(every compile)
     entries: list[dict[str, Any]]  # compile_entry of the first limits.INDEX_ROWS compile ids
-    slowest: list[CompileSummary]  # slowest(compiles)[:10]
+    slowest: list[CompileSummary]  # slowest(compiles, 10)
     recompiled: list[FrameRecompiles]  # recompiled_frames(compiles)
     hits: list[LimitHit]  # limit_hits(compiles)
     fragments: dict[str, Markup]  # IndexPage.fragments
@@ -373,7 +373,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None, summary: Summary
         trie = trie_rows(inputs, report.trie)
         unknown_trie = trie_rows(inputs, report.unknown_stacks) if report.unknown_stacks.size else []
         fragments: dict[str, Markup] = {}
-        slow, recompiled, hits = slowest(compiles)[:10], recompiled_frames(compiles), limit_hits(compiles)
+        slow, recompiled, hits = slowest(compiles, 10), recompiled_frames(compiles), limit_hits(compiles)
     else:  # the trie and the unknown stacks are in the fragments
         rows, no_stack, values, entries, fragments = parts.rows, parts.no_stack, parts.totals, parts.entries, parts.fragments
         trie, unknown_trie = [], []

@@ -1,0 +1,84 @@
+"""A report's own writers read its summary as the analysis keeps it: its compiles from their scratch
+file (past `compile_memo.SPOOLED_FROM`), its timeline made item by item (`Analysis.summary(kept=True)`),
+and what several pages ask of them computed once per summary (`summary.once`). What they write must
+be what the lists say: the same summary, the same answers, the same report byte for byte; and the
+metrics pages kept while reading (msgpack, pickle for what msgpack cannot hold) read back equal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cache import files_of
+from tlparse_py.analysis import compile_groups as groups
+from tlparse_py.analysis import compile_memo
+from tlparse_py.analysis.spools import Reading
+from tlparse_py.analysis.totals import totals_of
+from tlparse_py.model import CompileId
+from tlparse_py.pipeline import analyze_logs, write_report
+from tlparse_py.report.outputs import PageSpool
+from tlparse_py.report.summary_json import summary_json
+from tlparse_py.report.views.pages import PendingPage
+
+TRACES = Path(__file__).parent / "fixtures" / "traces"
+SCENARIOS = ["recompile_limit", "graph_break", "failure", "many_small", "processes", "retry_fullgraph"]
+
+
+def logs_of(name: str) -> list[Path]:
+    return sorted(p for p in (TRACES / name).iterdir() if p.name.startswith("dedicated_log"))
+
+
+@pytest.fixture
+def spooled(monkeypatch):
+    """Every log's compiles kept in a scratch file, however few."""
+    monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_kept_summary_says_what_the_lists_say(scenario, spooled):
+    analysis = analyze_logs(logs_of(scenario))
+    plain, kept = analysis.summary(), analysis.summary(kept=True)
+    assert isinstance(kept.compiles, Reading) and plain.compiles
+    assert list(kept.compiles) == plain.compiles and list(kept.timeline) == plain.timeline
+    assert b"".join(summary_json(kept)) == b"".join(summary_json(plain))
+    assert totals_of(kept.compiles) == totals_of(plain.compiles)
+    for name in ("graph_break_groups", "recompiled_frames", "failed_compiles", "limit_hits"):
+        asked = getattr(groups, name)
+        assert asked(kept.compiles) == asked(plain.compiles) == asked(iter(plain.compiles)), name
+        assert asked(kept.compiles) is not asked(kept.compiles)  # a new list each time: a caller may change it
+    assert groups.slowest(kept.compiles, 3) == sorted((c for c in plain.compiles if c.compile_time_s.total is not None),
+                                                       key=lambda c: -(c.compile_time_s.total or 0.0))[:3]
+
+
+def test_what_is_computed_once_goes_with_the_summary_that_asked(spooled):
+    analysis = analyze_logs(logs_of("recompile_limit"))
+    first, second = analysis.summary(kept=True), analysis.summary(kept=True)
+    totals_of(first.compiles)
+    assert ("totals", len(first.compiles)) in first.compiles.memo and not second.compiles.memo
+    assert first.compiles.spool is second.compiles.spool  # one scratch file, read by both
+
+
+@pytest.mark.parametrize("scenario", ["recompile_limit", "many_small"])
+def test_a_report_written_from_the_kept_summary_is_byte_identical(scenario, tmp_path, monkeypatch):
+    write_report(logs_of(scenario), tmp_path / "lists")
+    monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)
+    write_report(logs_of(scenario), tmp_path / "kept")
+    assert files_of(tmp_path / "kept") == files_of(tmp_path / "lists")
+
+
+@pytest.mark.parametrize("data, kept_as", [
+    ({"meta": {"a": 1.5, "b": [None, True, "x"], "c": {"d": -3}}, "title": "t", "other": ["a"], "null": []}, b"m"),
+    ({"meta": {"big": 2**70}}, b"p"),  # past 64 bits: pickled
+    ({"meta": {"odd": "\ud800"}}, b"p"),  # a lone surrogate: pickled
+])
+def test_a_pending_page_reads_back_equal(tmp_path, data, kept_as):
+    with open(tmp_path / "spool", "w+b") as handle:
+        pages = PageSpool(handle)
+        page = PendingPage("a/b_1.html", "metrics", data, CompileId(None, 0, 1, 0), "compilation_metrics", 7, None)
+        pages.add(page)
+        pages.add(page)
+        assert pages.get(1) == page and pages.get(0) == page
+        pages.flush()
+        handle.seek(0)
+        assert handle.read(1) == kept_as
