@@ -203,6 +203,7 @@ class Pipeline:
         if written != [summarised(self.inputs)]:
             write_summaries(self.writer, self.inputs, self.options)
         self.spool.handle.close()
+        self.writer.close_behind()  # no thread left behind by each report a process writes
 
     def _write_search_index(self, builder: PageBuilder, pages: list[PageRef]) -> str | None:
         """The search box's index (search.py); after write_static, so the report's manifest replaces the default one.

@@ -34,6 +34,7 @@ class BehindWrites:
         self.writer_idle = False  # the thread waits for work
         self.waiting = 0  # callers waiting for room, or for the queue to empty
         self.thread: threading.Thread | None = None
+        self.ending = False  # the thread is to end once nothing is queued (`close`)
 
     def put(self, rel: str, data: bytes) -> None:
         with self.condition:
@@ -57,7 +58,7 @@ class BehindWrites:
             self._raise()
 
     def stop(self) -> None:
-        """Drop what is queued; return once no write is under way."""
+        """Drop what is queued; return once no write is under way, and the thread has ended."""
         with self.condition:
             while len(self.queue) > 1:  # the file being written (the first) is finished, the rest dropped
                 self.queue.pop()
@@ -66,6 +67,25 @@ class BehindWrites:
                 self._wait(0.1)
             self.queue.clear()
             self.queued_bytes = 0
+        self._end_thread()
+
+    def close(self) -> None:
+        """`settle`, then end the thread: a process that writes report after report (a notebook, a
+        test session, a server) keeps no thread of each. A later `put` starts another."""
+        try:
+            self.settle()
+        finally:
+            self._end_thread()
+
+    def _end_thread(self) -> None:
+        thread = self.thread
+        if thread is None:
+            return
+        with self.condition:
+            self.ending = True
+            self.condition.notify_all()
+        thread.join()
+        self.thread, self.ending = None, False
 
     def _wake(self) -> None:
         """The thread, if it waits for work (called holding the condition)."""
@@ -91,6 +111,9 @@ class BehindWrites:
         while True:
             with self.condition:
                 while not self.queue:
+                    if self.ending:
+                        self.writer_idle = False
+                        return
                     self.writer_idle = True
                     self.condition.wait()
                 self.writer_idle = False

@@ -26,6 +26,8 @@ WRITE_CHUNK = 1 << 20
 class FolderWriter:
     """Writes report files under `root` (already inside a staging folder): the only file writer."""
 
+    _behind: BehindWrites | None = None  # the thread writing `write_behind`'s files, once one is asked for
+
     def __init__(self, root: Path):
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
@@ -50,6 +52,11 @@ class FolderWriter:
         """Every `write_behind` done (before reading files back, forking, or finishing)."""
         if self._behind is not None:
             self._behind.settle()
+
+    def close_behind(self) -> None:
+        """Every `write_behind` done and its thread ended (the report is written)."""
+        if self._behind is not None:
+            self._behind.close()
 
     def sub(self, folder: str) -> FolderWriter:
         """A writer for a sub-report (e.g. `rank_0/`), inside the same staging folder."""
