@@ -31,8 +31,9 @@ def logs_of(name: str) -> list[Path]:
 
 @pytest.fixture
 def spooled(monkeypatch):
-    """Every log's compiles kept in a scratch file, however few."""
+    """Every log's compiles kept in a scratch file, and its summary read through it, however few."""
     monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)
+    monkeypatch.setattr(compile_memo, "READ_THROUGH_FROM", 1)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -63,6 +64,7 @@ def test_what_is_computed_once_goes_with_the_summary_that_asked(spooled):
 def test_a_report_written_from_the_kept_summary_is_byte_identical(scenario, tmp_path, monkeypatch):
     write_report(logs_of(scenario), tmp_path / "lists")
     monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)
+    monkeypatch.setattr(compile_memo, "READ_THROUGH_FROM", 1)
     write_report(logs_of(scenario), tmp_path / "kept")
     assert files_of(tmp_path / "kept") == files_of(tmp_path / "lists")
 
@@ -82,3 +84,13 @@ def test_a_pending_page_reads_back_equal(tmp_path, data, kept_as):
         pages.flush()
         handle.seek(0)
         assert handle.read(1) == kept_as
+
+
+def test_below_read_through_from_the_summary_reads_its_compiles_back_once(monkeypatch):
+    """A pass over a list costs a fifth of one over the spool: fewer compiles than READ_THROUGH_FROM
+    (at most about 30 MB of them) are read back whole, once, even when kept in a scratch file."""
+    monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)
+    analysis = analyze_logs(logs_of("many_small"))
+    kept = analysis.summary(kept=True)
+    assert isinstance(analysis.memo.kept, compile_memo.Spool)
+    assert type(kept.compiles) is not Reading and list(kept.compiles) == analysis.summary().compiles

@@ -183,8 +183,7 @@ class Pipeline:
         self.highlighter.drain()
         ready_for_pages(self.analysis)  # every page asks: once, before the page builder forks
         self.jobs.on_fork = [self._private_handles]
-        # the compile page jobs gather the search index's pieces (a forked page builder hands its own
-        # over at its end); the index is built from them once every page is written
+        # the compile page jobs gather the search index's pieces (a forked child's handed over at its end)
         build = Builder(self.inputs, self.payloads.get, self.highlighter)
         # the summaries (index, summary.json...) are written while the forked child starts on the pages,
         # from the analysis as it stands; a page or the search index that could not be built changes

@@ -19,6 +19,10 @@ from .spools import Reading, Spool, SpooledCompiles
 from .summary import CompileSummary
 
 SPOOLED_FROM = 2000  # compiles, from which they are kept packed in a scratch file
+# compiles from which a summary reads them from their scratch file at each pass (`kept_for`), not as
+# a list read back once: a list of 20,000 costs about 30 MB, and a pass over the spool five times
+# one over a list (the index, summary.json and summary.md make about 15)
+READ_THROUGH_FROM = 20_000
 
 
 class _ReadBack(list[CompileSummary]):
@@ -66,13 +70,13 @@ class CompilesMemo:
     def kept_for(self, stamp: tuple[int, ...], built: list[CompileSummary]) -> Sequence[CompileSummary]: ...
 
     def kept_for(self, stamp: tuple[int, ...], built: list[CompileSummary] | None = None) -> Sequence[CompileSummary] | None:
-        """The compiles kept for `stamp` as they are kept (their spool, past SPOOLED_FROM; else a new
-        list); None when they must be built (`built`: just built for `stamp`, kept then)."""
+        """The compiles kept for `stamp` as they are kept (their spool, past READ_THROUGH_FROM; else a
+        new list); None when they must be built (`built`: just built for `stamp`, kept then)."""
         if self.kept is None or self.stamp != stamp:
             return None if built is None else list(built)
-        if isinstance(self.kept, Spool):
+        if isinstance(self.kept, Spool) and len(self.kept) >= READ_THROUGH_FROM:
             return Reading(self.kept)  # what its asker computes over them goes with it (`summary.once`)
-        return list(self.kept)
+        return self.read_back()
 
     def found(self, stamp: tuple[int, ...]) -> list[CompileSummary] | None:
         """The compiles kept for `stamp` (a new list), or None when they must be built."""

@@ -146,9 +146,13 @@ class LiveWriter(FolderWriter):
             pass
 
     def release(self) -> None:
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        """Let the folder go: what was queued written (the thread that writes it ended), the lock released."""
+        try:
+            self.close_behind()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
 
 class LiveSubWriter(LiveWriter):
