@@ -32,6 +32,7 @@ from .analysis.live_compiles import CompileChanges, LiveCompiles
 from .analysis.store import InputInfo
 from .model import CompileId, Diagnostic
 from .options import Options
+from .heap import few_full_collections
 from .pipeline import Pipeline, new_analysis, source_of, write_static
 from .reading.records import LogReader
 from .reading.tail import LogReset, LogTail
@@ -69,7 +70,6 @@ class LiveReport:
         self.on_rank = on_rank
         self.version = 0  # updates written so far
         self.versions: dict[str, str] = {}  # page → the version written last (what live.js lists)
-        self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
         self.compiling: frozenset[str] = frozenset()  # the compiles under way at the last update
         self.rendered: Counter[str] = Counter()  # what the last update built and rendered (tests count it)
         self._start()
@@ -83,7 +83,7 @@ class LiveReport:
         reader.on_time = self.pipeline.note_time  # as the one-shot reading does (pipeline.read_logs)
         self.tail = LogTail(self.log, self.analysis.stats, self.analysis.diagnostics, self.analysis.strings, reader)
         self.pending_built = 0  # record pages (pipeline.outputs.pending) written so far
-        self.pids.clear()
+        self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
         self.touched: set[CompileId | None] = set()  # the compile ids read since the last update
         self._incremental()
         self.pages = LivePages(self.analysis)
@@ -112,11 +112,12 @@ class LiveReport:
         """Read what was appended (everything, when `final`); the compile ids that logged something.
         Raises LogReset when the log is no longer the one read so far."""
         touched: set[CompileId | None] = set()
-        for record in self.tail.read(final):
-            self.pipeline.add(record)
-            if not record.other_rank:
-                self.pids.add(record.pid)
-                touched.add(record.compile_id.directory_key() if record.compile_id is not None else None)
+        with few_full_collections():  # what is read is kept: a full collection per batch would find nothing
+            for record in self.tail.read(final):
+                self.pipeline.add(record)
+                if not record.other_rank:
+                    self.pids.add(record.pid)
+                    touched.add(record.compile_id.directory_key() if record.compile_id is not None else None)
         self.touched |= touched
         if self.analysis.rank is None:
             self.analysis.rank = self.tail.reader.expected_rank
@@ -127,8 +128,7 @@ class LiveReport:
     def bytes_read(self) -> int:
         return self.tail.offset
 
-    def size_now(self) -> int:
-        """The log's size now (what is still to be read, with `bytes_read`)."""
+    def size_now(self) -> int:  # the log's size now (what is still to be read, with `bytes_read`)
         return self.tail.size_now()
 
     def compiled(self) -> bool:  # whether a compile was read so far
@@ -235,6 +235,7 @@ class LiveReport:
 
     # -- the end ---------------------------------------------------------------------------------
 
+    @few_full_collections()  # what is read is kept (see heap), and the pages are built from it
     def finish(self) -> Analysis:
         """Read the rest of the log and write the final report: what a one-shot run writes."""
         try:

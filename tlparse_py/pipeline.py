@@ -22,6 +22,7 @@ from .analysis.kinds import LINK, PAYLOAD, REFORMAT, Output, ParseContext
 from .analysis.questions import pageless_keys
 from .analysis.stacks import frames_from_json
 from .analysis.store import InputInfo
+from .heap import few_full_collections
 from .limits import PAGE_RECORDS_PER_KIND, PAGED_START_ONLY
 from .model import HINTS, CompileId, Diagnostic, DiagnosticLog, OutputRef, Record, RecordSummary, Stats, StringTable
 from .options import Options
@@ -384,8 +385,9 @@ def build_report(
     analysis = new_analysis(source, options, echo)
     pipeline = Pipeline(analysis, writer, options)
     try:
-        read_logs(logs, pipeline, on_rank, progress)
-        pipeline.finish()
+        with few_full_collections():
+            read_logs(logs, pipeline, on_rank, progress)
+            pipeline.finish()
     finally:
         pipeline.highlighter.close()
     return analysis
@@ -398,10 +400,11 @@ def analyze_logs(logs: list[Path], options: Options | None = None, source: Input
     pipeline = Pipeline(analysis, NullWriter(), replace(options, highlight_mb=0, workers=0))
     pipeline.outputs.pages = False
     try:
-        read_logs(logs, pipeline, None, None)
-        pipeline.chromium.close()
-        analysis.note_cache_marks()
-        analysis.pageless = pageless_keys(analysis, PAGED_START_ONLY)  # as the written report has them
+        with few_full_collections():
+            read_logs(logs, pipeline, None, None)
+            pipeline.chromium.close()
+            analysis.note_cache_marks()
+            analysis.pageless = pageless_keys(analysis, PAGED_START_ONLY)  # as the written report has them
     finally:
         pipeline.highlighter.close()
     return analysis

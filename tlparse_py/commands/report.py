@@ -24,6 +24,7 @@ from ..outcome import Outcome, Refused, Said, Telling, concluded, report_outcome
 from ..outcome import kept_as as kept_as, source_info as source_info  # what `watch` names its live report's source by
 from ..reading.inputs import ChosenInput
 from ..report.staging import COMMITTED, abort_all
+from ..heap import few_full_collections
 from ..terminal import sanitize
 from .common import CliError, echo_diagnostic, echo_err, echo_out, open_browser
 from .request import ReportRequest, ServeAt, report_options, serve_options
@@ -80,7 +81,8 @@ def write_and_check(path: Path | None, request: ReportRequest, kept: tuple[Path,
     load_plugins(warn=echo_err)
     telling = Telling(_say, echo_diagnostic, ProgressBar)
     try:
-        outcome = report_outcome(path, request, telling, kept, program)
+        with few_full_collections():  # the report and what it came to keep what they read (see heap)
+            outcome = report_outcome(path, request, telling, kept, program)
     except Refused as refused:
         raise CliError(refused.message, refused.code) from None
     show(outcome)
