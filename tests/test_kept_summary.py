@@ -6,6 +6,7 @@ metrics pages kept while reading (msgpack, pickle for what msgpack cannot hold) 
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from test_cache import files_of
 from tlparse_py.analysis import compile_groups as groups
 from tlparse_py.analysis import compile_memo
-from tlparse_py.analysis.spools import Reading
+from tlparse_py.analysis.spools import Reading, Spool
 from tlparse_py.analysis.totals import totals_of
 from tlparse_py.model import CompileId
 from tlparse_py.pipeline import analyze_logs, write_report
@@ -42,6 +43,7 @@ def test_the_kept_summary_says_what_the_lists_say(scenario, spooled):
     plain, kept = analysis.summary(), analysis.summary(kept=True)
     assert isinstance(kept.compiles, Reading) and plain.compiles
     assert list(kept.compiles) == plain.compiles and list(kept.timeline) == plain.timeline
+    assert isinstance(analysis.timeline().spans, Spool)  # the spans of compiles read through are spooled too
     assert b"".join(summary_json(kept)) == b"".join(summary_json(plain))
     assert totals_of(kept.compiles) == totals_of(plain.compiles)
     for name in ("graph_break_groups", "recompiled_frames", "failed_compiles", "limit_hits"):
@@ -50,6 +52,14 @@ def test_the_kept_summary_says_what_the_lists_say(scenario, spooled):
         assert asked(kept.compiles) is not asked(kept.compiles)  # a new list each time: a caller may change it
     assert groups.slowest(kept.compiles, 3) == sorted((c for c in plain.compiles if c.compile_time_s.total is not None),
                                                        key=lambda c: -(c.compile_time_s.total or 0.0))[:3]
+
+
+def test_an_analysis_with_spooled_spans_pickles_them_as_a_list(spooled):
+    analysis = analyze_logs(logs_of("many_small"))
+    spans = analysis.timeline().spans
+    assert isinstance(spans, Spool)
+    copy = pickle.loads(pickle.dumps(analysis))
+    assert copy.timeline() == analysis.timeline() and copy.timeline().spans == list(spans)
 
 
 def test_what_is_computed_once_goes_with_the_summary_that_asked(spooled):

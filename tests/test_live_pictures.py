@@ -100,12 +100,12 @@ def test_the_live_pictures_are_the_full_runs_after_every_piece(tmp_path, monkeyp
 
     def check() -> None:
         expected = full_run(data[: live.bytes_read], tmp_path / "full", live=True)
-        compiling.extend(s.id for s in (expected.drawn if expected else []) if s.outcome == timeline_data.UNDER_WAY)
+        compiling.extend(s.id for s in (expected.drawn_spans() if expected else []) if s.outcome == timeline_data.UNDER_WAY)
         assert data_of(made[-1].timeline) == data_of(expected), f"after {live.bytes_read} bytes"
         index = VLLM_USUAL_INDEX if vllm_run(live.analysis) is not None else "index.html"
         page = (tmp_path / "live" / index).read_text()
         assert drawn_pictures(page) == pictures_of(expected)
-        checked.append((len(expected.drawn), expected.axis.end_s) if expected else (0, 0.0))
+        checked.append((expected.drawn_count, expected.axis.end_s) if expected else (0, 0.0))
 
     updates = read_in_pieces(live, log, data, seed=7, each=check)
     assert updates > 4 and whole == []

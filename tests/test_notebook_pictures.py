@@ -56,7 +56,7 @@ def test_the_summary_draws_the_indexs_pictures_with_a_link_per_drawn_compile(bui
         unscoped = shown[kind].replace(f"-{scope}", "")
         assert unscoped.replace('<a target="_blank" href="report/', '<a href="') == drawn
     bars = HREF.findall(svg_of(shown["timeline"]))
-    assert bars == [f"report/{span.url}" for span in timeline.drawn] and len(bars) == len(timeline.drawn) > 0
+    assert bars == [f"report/{span.url}" for span in timeline.drawn_spans()] and len(bars) == timeline.drawn_count > 0
     assert len(bars) == len(analysis.compiles()), "every compile of these runs logged its times"
     frames = HREF.findall(svg_of(shown["frames"]))
     assert frames == [f"report/{frame.url}" for frame in timeline.frames]
@@ -69,12 +69,12 @@ def test_without_a_report_the_pictures_link_nowhere(monkeypatch, tmp_path):
     analysis = tlparse_py.analyze(TRACES / "reset_phases")
     shown = figures(summary_html(analysis))
     assert sorted(shown) == ["frames", "timeline"] and all("<a " not in figure for figure in shown.values())
-    assert svg_of(shown["timeline"]).count('<rect class="tl-bar') == len(analysis.timeline().drawn)
+    assert svg_of(shown["timeline"]).count('<rect class="tl-bar') == analysis.timeline().drawn_count
 
 
 def test_a_compile_with_no_time_is_said_not_drawn():
     analysis = tlparse_py.analyze(TRACES / "export")  # torch.export: its one compile logs no dynamo_start nor metrics
-    assert analysis.compiles() and not analysis.timeline().drawn
+    assert analysis.compiles() and not analysis.timeline().drawn_count
     html = summary_html(analysis)
     assert "<svg" not in html and "<h4>Run timeline</h4>" in html and "No compile logged a time the timeline could place" in html
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from msgspec.structs import replace
@@ -31,7 +32,7 @@ from .reading.gunzip import LogAsRead
 from .reading.inputs import LeftOut, file_size
 from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .report.highlight import Highlighter, highlight_workers
-from .report.jobs import Job, PageJobs, private_reader
+from .report.jobs import Jobs, PageJobs, private_reader
 from .report.markdown import summary_markdown
 from .report.summary_json import summary_json
 from .report.views.vllm import USUAL_INDEX, vllm_page
@@ -191,8 +192,9 @@ class Pipeline:
         # what they count, and they are written again
         written: list[object] = []
         meanwhile = None if self.options.provenance else lambda: written.append(write_summaries(self.writer, self.inputs, self.options))
-        if not self.jobs.run(self._pending_page_jobs(build) + self._compile_page_jobs(pages := page_refs(self.analysis), builder),
-                             gathered=(self.index_parts.encode, self.index_parts.add_encoded), meanwhile=meanwhile):
+        jobs = Jobs((len(self.outputs.pending), partial(self._pending_page, build)),
+                    (len(pages := page_refs(self.analysis)), partial(self._compile_page, pages, builder)))
+        if not self.jobs.run(jobs, gathered=(self.index_parts.encode, self.index_parts.add_encoded), meanwhile=meanwhile):
             written.clear()
         problem = self._write_search_index(builder, pages)
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
@@ -228,30 +230,21 @@ class Pipeline:
         self.highlighter.spool = private_reader(self.highlighter.spool)
         self.highlighter.store = False
 
-    def _pending_page_jobs(self, build: Builder) -> list[Job]:
-        """The pages kinds asked for while the log was read (code, metrics, guards...), built now."""
-        pending = self.outputs.pending
+    def _pending_page(self, build: Builder, index: int) -> None:
+        """A page kinds asked for while the log was read (code, metrics, guards...), read back (unpickled) now."""
+        page = self.outputs.pending.get(index)
+        self.jobs.page(page.url, page.url, lambda: PAGE_VIEWS[page.view](build, page))
 
-        def job(index: int) -> Job:
-            def run() -> None:
-                page = pending.get(index)  # read back (unpickled) once a page
-                self.jobs.page(page.url, page.url, lambda: PAGE_VIEWS[page.view](build, page))
+    def _compile_page(self, pages: list[PageRef], builder: PageBuilder, position: int) -> None:
+        def make() -> Page:
+            records = self.spool.records(page.key)
+            outline = compile_outline(self.analysis, page, records, builder)
+            self.index_parts.add(position, page_pieces(self.analysis, outline))  # the search index's, from the same outline
+            return compile_page(self.inputs, pages, position, records, builder, outline)
 
-            return run
+        page = pages[position]
+        self.jobs.page(page.url, page.label, make)
 
-        return [job(index) for index in range(len(pending))]
-
-    def _compile_page_jobs(self, pages: list[PageRef], builder: PageBuilder) -> list[Job]:
-        def job(position: int, page: PageRef) -> Job:
-            def make() -> Page:
-                records = self.spool.records(page.key)
-                outline = compile_outline(self.analysis, page, records, builder)
-                self.index_parts.add(position, page_pieces(self.analysis, outline))  # the search index's, from the same outline
-                return compile_page(self.inputs, pages, position, records, builder, outline)
-
-            return lambda: self.jobs.page(page.url, page.label, make)
-
-        return [job(position, page) for position, page in enumerate(pages)]
 
 def write_provenance_pages(jobs: PageJobs, keys: list[CompileId | None], build: Builder) -> None:
     """provenance_tracking_<dir>.html for every compile id (as tlparse names them)."""

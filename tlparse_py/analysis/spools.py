@@ -138,6 +138,9 @@ class Spool(Sequence[T], Generic[T]):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {len(self)} items>"
 
+    def __reduce__(self) -> tuple[Any, ...]:  # a copy (an analysis pickled) travels as a list: a file does not
+        return list, (list(self),)
+
     def close(self) -> None:
         self._file.close()
 

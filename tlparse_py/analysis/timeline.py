@@ -23,12 +23,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from msgspec import Struct, field
 from msgspec.structs import replace
 
 from ..model import CompileId
 from . import questions
 from .phases import compile_time_split
+from .spools import Reading, Spool
 from .store import MetricsEntry, Store
 from .summary import CACHE_RESULTS, CAUSE_RECOMPILE, CompileSummary
 
@@ -197,21 +199,23 @@ class FrameTime(Struct, gc=False):
 class Timeline(Struct, gc=False):
     """The index's pictures' data: every compile on the run's axis, and the frames by compile time."""
 
-    spans: list[CompileSpan]  # every compile, in log order
+    spans: Sequence[CompileSpan]  # every compile, in log order (`spooled_spans`: in a scratch file, from 20,000 on)
     processes: list[int]  # the lanes: every process that compiled, and the first
     axis: Axis
     buckets: list[Bucket] | None  # None: one bar per compile (no more than MAX_BARS with known times)
     frames: list[FrameTime]  # the TOP_FRAMES frames with the most compile time, most first
     frames_with_time: int  # how many frames had any
+    drawn_count: int  # the spans with a known start and end
 
-    @property
-    def drawn(self) -> list[CompileSpan]:
-        return [s for s in self.spans if s.start_s is not None and s.end_s is not None]
+    def drawn_spans(self) -> Iterator[CompileSpan]:
+        """The spans with a known start and end, as they are read (past MAX_BARS, with the spans
+        in a scratch file (`spooled_spans`), a list of them would hold them all again)."""
+        return (s for s in self.spans if s.start_s is not None and s.end_s is not None)
 
     @property
     def unknown(self) -> int:
         """Compiles the log gives no time of: listed, not drawn."""
-        return sum(1 for s in self.spans if s.start_s is None or s.end_s is None)
+        return len(self.spans) - self.drawn_count
 
     def to_list(self) -> list[dict[str, Any]]:
         """summary.json's `timeline`."""
@@ -226,7 +230,7 @@ class Timeline(Struct, gc=False):
 class SpanItems(Sequence[dict[str, Any]]):
     """`Timeline.items()`: each span's summary.json item, made when read."""
 
-    def __init__(self, spans: list[CompileSpan]):
+    def __init__(self, spans: Sequence[CompileSpan]):
         self.spans = spans
 
     def __len__(self) -> int:
@@ -245,7 +249,8 @@ def timeline(store: Store, clock: CompileClock, compiles: Sequence[CompileSummar
     """The pictures' data of a run: its compiles (`Analysis.compiles()`) on the axis of its records'
     glog times, which `clock` noted as the log was read."""
     origin = run_origin(store)
-    spans = [compile_span(store, clock, c, origin) for c in compiles]
+    spans = spooled_spans(compile_span(store, clock, c, origin) for c in compiles) if isinstance(compiles, Reading) else \
+        [compile_span(store, clock, c, origin) for c in compiles]
     frames = frame_times(compiles, spans)
     return timeline_of(store, spans, frames[:TOP_FRAMES], len(frames), processes)
 
@@ -255,19 +260,31 @@ def run_origin(store: Store) -> float | None:
     return glog_seconds(store.first_timestamp or "")
 
 
-def timeline_of(store: Store, spans: list[CompileSpan], frames: list[FrameTime], frames_with_time: int, processes: int) -> Timeline:
+def spooled_spans(spans: Iterable[CompileSpan]) -> Sequence[CompileSpan]:
+    """The spans of compiles read through their scratch file (`Analysis.kept_compiles`, from
+    20,000 compiles), kept in one too: a list of them held 29 MB at 40,000 compiles, each pass
+    over them (about 10 a report) decodes them again."""
+    return Spool(_SPAN_ENCODER.encode, _SPAN_DECODER.decode, spans, _SPANS_DECODER.decode)
+
+
+_SPAN_ENCODER = msgspec.msgpack.Encoder()
+_SPAN_DECODER = msgspec.msgpack.Decoder(CompileSpan)
+_SPANS_DECODER = msgspec.msgpack.Decoder(list[CompileSpan])
+
+
+def timeline_of(store: Store, spans: Sequence[CompileSpan], frames: list[FrameTime], frames_with_time: int, processes: int) -> Timeline:
     """The pictures' data from what costs as much as the compiles, computed already: every compile's
     span (`compile_span`, from `run_origin`), in log order, and the top frames (`frame_times`'s
     first TOP_FRAMES of its `frames_with_time`). The axis, the lanes and the buckets are cheap over
     the spans: a live report (`live_compiles.LiveTimeline`) keeps the rest and asks this at each update."""
     origin, last = run_origin(store), glog_seconds(store.last_timestamp or "")
-    end = max([last - origin if last is not None and origin is not None else 0.0]
-              + [s.end_s for s in spans if s.end_s is not None])
+    end = max((s.end_s for s in spans if s.end_s is not None), default=0.0)
+    end = max(end, last - origin if last is not None and origin is not None else 0.0)
     axis = compressed_axis(spans, end)
     lanes = sorted({0, *range(processes), *(s.process for s in spans)})
-    drawn = [s for s in spans if s.start_s is not None and s.end_s is not None]
-    buckets = bucketed(drawn, axis) if len(drawn) > MAX_BARS else None
-    return Timeline(spans, lanes, axis, buckets, frames, frames_with_time)
+    drawn = sum(1 for s in spans if s.start_s is not None and s.end_s is not None)
+    buckets = bucketed((s for s in spans if s.start_s is not None and s.end_s is not None), axis) if drawn > MAX_BARS else None
+    return Timeline(spans, lanes, axis, buckets, frames, frames_with_time, drawn)
 
 
 def compile_span(store: Store, clock: CompileClock, compile_: CompileSummary, origin: float | None) -> CompileSpan:
@@ -330,7 +347,7 @@ def compressed_axis(spans: Iterable[CompileSpan], end: float) -> Axis:
     return Axis(end, tuple(gaps), gap_length)
 
 
-def bucketed(spans: Sequence[CompileSpan], axis: Axis, count: int = BUCKETS) -> list[Bucket]:
+def bucketed(spans: Iterable[CompileSpan], axis: Axis, count: int = BUCKETS) -> list[Bucket]:
     """Compiles gathered by process into `count` equal stretches of the axis, by where they start;
     every compile is in one, its count kept by outcome."""
     length = axis.length or 1.0

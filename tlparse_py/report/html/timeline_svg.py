@@ -75,8 +75,7 @@ def outcome_class(outcome: str) -> str:
 def timeline_figure(timeline: Timeline) -> str:
     """The run timeline: a lane per process, a bar per compile (or buckets of them), the long gaps
     compressed and marked, with its legend and, folded, the table of the same."""
-    drawn = timeline.drawn
-    if not drawn:
+    if not timeline.drawn_count:
         return ('<p class="muted">No compile logged a time the timeline could place (its <code>dynamo_start</code> or '
                 "<code>compilation_metrics</code> record).</p>")
     scale = Scale(timeline.axis)
@@ -84,7 +83,7 @@ def timeline_figure(timeline: Timeline) -> str:
     height = LANE_HEIGHT * len(lanes) + AXIS_HEIGHT + 4
     compiles, span = len(timeline.spans), timeline.axis.end_s
     title = f"Run timeline: {compiles:,} compile{'s' if compiles != 1 else ''} over {_s(span)}"
-    desc = _timeline_desc(timeline, len(drawn))
+    desc = _timeline_desc(timeline, timeline.drawn_count)
     out = [f'<figure class="picture timeline" id="timeline-figure">\n<svg xmlns="http://www.w3.org/2000/svg" class="pic" viewBox="0 0 {WIDTH} {height}" '
            f'role="group" aria-labelledby="timeline-title timeline-desc">\n<title id="timeline-title">{esc(title)}</title>\n'
            f'<desc id="timeline-desc">{esc(desc)}</desc>\n']
@@ -94,7 +93,7 @@ def timeline_figure(timeline: Timeline) -> str:
                    f'<text class="tl-name" x="{LABEL_WIDTH - 4}" y="{y + 6 + BAR_HEIGHT / 2 + 4:.0f}">{esc(lane_name(process, len(lanes)))}</text>\n')
     out.extend(gap_marks(timeline.axis, scale, height - AXIS_HEIGHT))
     if timeline.buckets is None:
-        out.extend(_bar(s, scale, lanes[s.process] * LANE_HEIGHT + 4) for s in drawn)
+        out.extend(_bar(s, scale, lanes[s.process] * LANE_HEIGHT + 4) for s in timeline.drawn_spans())
     else:
         out.extend(_bucket(b, scale, lanes[b.process] * LANE_HEIGHT + 4) for b in timeline.buckets)
     out.extend(axis_marks(timeline.axis, scale, height - AXIS_HEIGHT))
@@ -220,12 +219,12 @@ def _tick_label(seconds: float, step: float) -> str:
 
 
 def _timeline_legend(timeline: Timeline) -> str:
-    shown = {s.outcome for s in timeline.drawn}
+    shown = {s.outcome for s in timeline.drawn_spans()}
     items = [f'<span class="swatch {outcome_class(o)}"></span>{esc(STATUS_LABELS[o])}' for o in STATUS_LABELS if o in shown]
     if UNDER_WAY in shown:
         items.append(f'<span class="swatch {outcome_class(UNDER_WAY)}"></span>compiling (under way, drawn to the last record)')
-    drawn = timeline.drawn
-    if timeline.buckets is None:
+    if timeline.buckets is None:  # no more than MAX_BARS drawn
+        drawn = list(timeline.drawn_spans())
         if any(s.recompile for s in drawn):
             items.append('<span class="swatch tl-ok tl-recompile"></span>recompile (outlined)')
         if any(s.cause == "retry" for s in drawn):
@@ -250,7 +249,7 @@ def _timeline_table(timeline: Timeline) -> str:
         head = "<tr><th>Process</th><th>From (s)</th><th>To (s)</th><th>Compiles</th><th>Outcomes</th></tr>"
         what = f"The {len(timeline.buckets):,} buckets as a table"
     else:
-        rows = "".join(_span_row(s, len(timeline.processes)) for s in timeline.drawn)
+        rows = "".join(_span_row(s, len(timeline.processes)) for s in timeline.drawn_spans())
         head = "<tr><th>Compile</th><th>Process</th><th>Start (s)</th><th>End (s)</th><th>Outcome</th><th>Phases</th></tr>"
         what = "The timeline as a table"
     unknown = f' <span class="muted">({timeline.unknown:,} with no known time left out)</span>' if timeline.unknown else ""
