@@ -8,7 +8,6 @@ needs the whole log: raw.jsonl, the directory, the compile pages, the index and 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -18,6 +17,7 @@ from msgspec.structs import replace
 from .analysis import kinds
 from .analysis.compiles import Analysis, ready_for_pages
 from .analysis.digest import report_digest
+from .analysis.kind_counts import KindCounts
 from .analysis.summary import Summary
 from .analysis.kinds import LINK, PAYLOAD, REFORMAT, Output, ParseContext
 from .analysis.questions import pageless_keys
@@ -48,11 +48,6 @@ from .report.folder_writer import FolderWriter, NullWriter
 from .report.staging import ReportWriter
 
 
-# The record kinds of every compile id that logged nothing but its dynamo_start so far, shared (a
-# log may hold 100,000s of them): never changed in place, copied at the id's next record.
-ONE_START: Counter[str] = Counter({"dynamo_start": 1})
-
-
 class Pipeline:
     def __init__(self, analysis: Analysis, writer: FolderWriter, options: Options):
         self.analysis = analysis
@@ -69,6 +64,7 @@ class Pipeline:
         self.raw = RawJsonl(writer.scratch(), self.ctx.problem)
         self.chromium = ChromiumEvents(writer.open("chromium_events.json"), analysis, self.ctx.problem)
         self.ctx.on_chromium_event = self.chromium.add
+        self.kind_counts = KindCounts()  # analysis.kinds, equal counts shared
         self.collected = frozenset(name for name, declared in kinds.KINDS.items() if declared.collected)
         self.inputs = Inputs(analysis, options, self.outputs.global_files)  # what the views read, once reading is done
         self.jobs = PageJobs(self.inputs, writer, self.label)
@@ -152,14 +148,9 @@ class Pipeline:
         return payload_file, refs
 
     def _note_kinds(self, record: Record, key: CompileId | None) -> None:
-        counts = self.analysis.kinds.get(key)
-        if counts is None and record.kinds == ["dynamo_start"]:
-            self.analysis.kinds[key] = ONE_START
-            return
-        if counts is None or counts is ONE_START:
-            counts = self.analysis.kinds[key] = Counter(counts or ())
-        for name in record.kinds or ["(no kind)"]:
-            counts[name] += 1
+        names = record.kinds or ["(no kind)"]
+        self.kind_counts.add(self.analysis.kinds, key, names)
+        for name in names:
             if not kinds.known(name) and name != "(no kind)":
                 self.analysis.stats.add("unknown")
                 self.analysis.unknown_kinds[name] += 1
