@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import sys
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ class Reuse(NamedTuple):
 
 
 _METRIC_PLACES = {name: place for place, name in enumerate(METRIC_SUMMARY_FIELDS)}
+# the fields most compiles share a value of with others: the frame's function and file, the failure's kind and file
+_SHARED_TEXTS = tuple(_METRIC_PLACES[name] for name in ("co_name", "co_filename", "fail_type", "fail_user_frame_filename"))
 
 
 class MetricFields(Mapping[str, Any]):
@@ -100,7 +103,12 @@ class MetricFields(Mapping[str, Any]):
 
     def __init__(self, meta: Mapping[str, Any], **replaced: Any):
         """The fields of `meta`, those named in `replaced` with the value given there."""
-        self._values = tuple(replaced[name] if name in replaced else meta.get(name) for name in METRIC_SUMMARY_FIELDS)
+        values = [replaced[name] if name in replaced else meta.get(name) for name in METRIC_SUMMARY_FIELDS]
+        for place in _SHARED_TEXTS:  # one copy of each name, not one a compile (a log may hold 100,000s)
+            value = values[place]
+            if type(value) is str:
+                values[place] = sys.intern(value)
+        self._values = tuple(values)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[_METRIC_PLACES[name]]
