@@ -294,3 +294,31 @@ def test_pages_without_an_index_show_no_box(browser, tmp_path):
     page.keyboard.press("/")
     assert view.errors == []
     view.close()
+
+
+def test_a_forked_builders_pieces_reach_its_parent_whole():
+    """A page builder's child hands its pieces over as position, length and bytes, one page at a
+    time; the parent takes each as the child packed it."""
+    from tlparse_py.report.search import IndexParts, PagePieces, _Text
+
+    made = {position: PagePieces([["compile", f"t{position}", "u", None]] * (position % 3),
+                                 [_Text(position % 2, position, "graph", "title é", "u#a", "p", None, ["file", "u", None])])
+            for position in (0, 5, 7, 300_000)}
+    child = IndexParts()
+    child.owner = -1  # as in a forked child: kept in memory, to be handed over
+    for position, pieces in made.items():
+        child.add(position, pieces)
+    parent = IndexParts()
+    parent.add_encoded(memoryview(child.encode()))
+    assert {position: parent.take(position) for position in made} == made
+    parent.close()
+
+
+def test_the_texts_wait_by_priority_in_log_order_within_one():
+    from tlparse_py.report.search import _Text, _Waiting
+
+    waiting = _Waiting()
+    for order, priority in enumerate([2, 0, 1, 0, 2, 1]):
+        waiting.add(_Text(priority, order, "graph", f"t{order}", "u", "p", None, None))
+    assert len(waiting) == 6
+    assert [(t.priority, t.order) for t in waiting.in_order()] == [(0, 1), (0, 3), (1, 2), (1, 5), (2, 0), (2, 4)]
