@@ -185,7 +185,7 @@ class Pipeline:
         meanwhile = None if self.options.provenance else lambda: written.append(write_summaries(self.writer, self.inputs, self.options))
         jobs = Jobs((len(self.outputs.pending), partial(self._pending_page, build)),
                     (len(pages := page_refs(self.analysis)), partial(self._compile_page, pages, builder)))
-        if not self.jobs.run(jobs, gathered=(self.index_parts.encode, self.index_parts.add_encoded), meanwhile=meanwhile):
+        if not self.jobs.run(jobs, gathered=(self.index_parts.encode, self.index_parts.add_from), meanwhile=meanwhile):
             written.clear()
         problem = self._write_search_index(builder, pages)
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report

@@ -16,7 +16,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 from .. import shutdown
 from ..model import HINTS
@@ -124,7 +124,7 @@ class PageJobs:
         self.inputs.analysis.stats.add("fail_parser")
         self.inputs.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
-    def run(self, jobs: Jobs, gathered: tuple[Callable[[], bytes], Callable[[bytes | memoryview], None]] | None = None,
+    def run(self, jobs: Jobs, gathered: tuple[Callable[[], bytes], Callable[[IO[bytes]], None]] | None = None,
             meanwhile: Callable[[], None] | None = None) -> bool:
         """Run the jobs, in this process and a forked child when there are enough of them (each takes
         the next few whenever it is free: `SharedJobs`; not a third process: each fork copies much
@@ -167,13 +167,11 @@ class PageJobs:
             except BaseException:  # a full disk, Ctrl-C...: the child must not go on writing into
                 self._stop(pid, reader_fd)  # a staging folder about to be removed
                 raise
-            ok, result, failures = self._wait(pid, reader_fd)
-            if not ok:  # the child died: what it did not finish is done here (what it gathered is lost: the
-                for index in shared.not_done():  # gatherer makes up for pieces it lacks)
+            ok, failures = self._wait(pid, reader_fd, gathered[1] if gathered is not None else None)
+            if not ok:  # the child died: what it did not finish is done here (what it gathered may be cut
+                for index in shared.not_done():  # short: the gatherer makes up for pieces it lacks)
                     self.job = index
                     jobs[index]()
-            elif gathered is not None:
-                gathered[1](result)
             mine, self.failures = self.failures, None
         finally:
             gc.unfreeze()
@@ -225,15 +223,18 @@ class PageJobs:
             pass
 
     @staticmethod
-    def _wait(pid: int, reader_fd: int) -> tuple[bool, memoryview, list[list[Any]]]:
-        """(whether the child finished, what its work returned, the pages it could not build)."""
+    def _wait(pid: int, reader_fd: int, receive: Callable[[IO[bytes]], None] | None) -> tuple[bool, list[list[Any]]]:
+        """(whether the child finished, the pages it could not build); `receive` reads what its work
+        returned from the pipe as it comes (never held whole: at 40,000 compile ids, 20 MB)."""
         with os.fdopen(reader_fd, "rb") as pipe:
             failures = pipe.readline()
-            reported = pipe.read()
+            if receive is not None and failures.endswith(b"\n"):
+                receive(pipe)
+            pipe.read()  # the rest, if any: the child ends once all it wrote is read
         _, status = os.waitpid(pid, 0)
         if status != 0 or not failures.endswith(b"\n"):
-            return False, memoryview(b""), []
-        return True, memoryview(reported), json.loads(failures)
+            return False, []
+        return True, json.loads(failures)
 
 
 _REPLACED: list[Any] = []  # the handles private_reader replaced in a forked child: never closed there

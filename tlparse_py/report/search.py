@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 from msgspec import Struct, field
@@ -150,8 +150,8 @@ class IndexParts:
 
     def encode(self) -> bytes:
         """A forked builder's pieces for its parent: each page's position, length and packed pieces,
-        one after another, taken one at a time by `add_encoded` (a dict of them all, decoded at
-        once, held 20 MB beside the bytes received at 40,000 compile ids)."""
+        one after another, for `add_from` to take one at a time as the pipe brings them (a dict of
+        them all, read and decoded at once, had held 40 MB at 40,000 compile ids)."""
         return b"".join(_PLACE.pack(position, len(packed)) + packed for position, packed in self.packed.items())
 
     def close(self) -> None:
@@ -159,13 +159,15 @@ class IndexParts:
         self.spooled.close()
         self.packed.clear()
 
-    def add_encoded(self, data: bytes | memoryview) -> None:
-        view, at = memoryview(data), 0
-        while at < len(view):
-            position, size = _PLACE.unpack_from(view, at)
-            at += _PLACE.size
-            self._keep(position, bytes(view[at : at + size]))
-            at += size
+    def add_from(self, stream: IO[bytes]) -> None:
+        """The pieces `encode` wrote, read from `stream` a page at a time; one cut short (its child
+        died) is left out, and made again by the index."""
+        while len(head := stream.read(_PLACE.size)) == _PLACE.size:
+            position, size = _PLACE.unpack(head)
+            packed = stream.read(size)
+            if len(packed) < size:
+                return
+            self._keep(position, packed)
 
 
 _PLACE = struct.Struct("<QI")  # a page's position and the length of its packed pieces (`IndexParts.encode`)
