@@ -205,6 +205,12 @@ class SpooledRows(Spool[dict[str, Any]]):
         super().__init__(orjson.dumps, orjson.loads, items)
 
 
+def typed_spool(kind: type[T], items: Iterable[T] = ()) -> Spool[T]:
+    """A spool of msgspec Structs of one type (`kind`), each read back as its own type."""
+    one, many = msgspec.msgpack.Decoder(kind), msgspec.msgpack.Decoder(list[kind])  # type: ignore[valid-type]
+    return Spool(_COMPILE_ENCODER.encode, one.decode, items, many.decode)
+
+
 _FRAME_DECODER = msgspec.msgpack.Decoder(FrameRow)
 _FRAMES_DECODER = msgspec.msgpack.Decoder(list[FrameRow])
 

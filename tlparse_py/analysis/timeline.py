@@ -23,14 +23,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-import msgspec
 from msgspec import Struct, field
 from msgspec.structs import replace
 
 from ..model import CompileId
 from . import questions
 from .phases import compile_time_split
-from .spools import Reading, Spool
+from .spools import Reading, typed_spool
 from .store import MetricsEntry, Store
 from .summary import CACHE_RESULTS, CAUSE_RECOMPILE, CompileSummary
 
@@ -210,7 +209,7 @@ class Timeline(Struct, gc=False):
     def drawn_spans(self) -> Iterator[CompileSpan]:
         """The spans with a known start and end, as they are read (past MAX_BARS, with the spans
         in a scratch file (`spooled_spans`), a list of them would hold them all again)."""
-        return (s for s in self.spans if s.start_s is not None and s.end_s is not None)
+        return placed(self.spans)
 
     @property
     def unknown(self) -> int:
@@ -249,8 +248,8 @@ def timeline(store: Store, clock: CompileClock, compiles: Sequence[CompileSummar
     """The pictures' data of a run: its compiles (`Analysis.compiles()`) on the axis of its records'
     glog times, which `clock` noted as the log was read."""
     origin = run_origin(store)
-    spans = spooled_spans(compile_span(store, clock, c, origin) for c in compiles) if isinstance(compiles, Reading) else \
-        [compile_span(store, clock, c, origin) for c in compiles]
+    made = (compile_span(store, clock, c, origin) for c in compiles)
+    spans = spooled_spans(made) if isinstance(compiles, Reading) else list(made)
     frames = frame_times(compiles, spans)
     return timeline_of(store, spans, frames[:TOP_FRAMES], len(frames), processes)
 
@@ -264,12 +263,12 @@ def spooled_spans(spans: Iterable[CompileSpan]) -> Sequence[CompileSpan]:
     """The spans of compiles read through their scratch file (`Analysis.kept_compiles`, from
     20,000 compiles), kept in one too: a list of them held 29 MB at 40,000 compiles, each pass
     over them (about 10 a report) decodes them again."""
-    return Spool(_SPAN_ENCODER.encode, _SPAN_DECODER.decode, spans, _SPANS_DECODER.decode)
+    return typed_spool(CompileSpan, spans)
 
 
-_SPAN_ENCODER = msgspec.msgpack.Encoder()
-_SPAN_DECODER = msgspec.msgpack.Decoder(CompileSpan)
-_SPANS_DECODER = msgspec.msgpack.Decoder(list[CompileSpan])
+def placed(spans: Iterable[CompileSpan]) -> Iterator[CompileSpan]:
+    """The spans with a known start and end: those the pictures draw."""
+    return (s for s in spans if s.start_s is not None and s.end_s is not None)
 
 
 def timeline_of(store: Store, spans: Sequence[CompileSpan], frames: list[FrameTime], frames_with_time: int, processes: int) -> Timeline:
@@ -282,8 +281,8 @@ def timeline_of(store: Store, spans: Sequence[CompileSpan], frames: list[FrameTi
     end = max(end, last - origin if last is not None and origin is not None else 0.0)
     axis = compressed_axis(spans, end)
     lanes = sorted({0, *range(processes), *(s.process for s in spans)})
-    drawn = sum(1 for s in spans if s.start_s is not None and s.end_s is not None)
-    buckets = bucketed((s for s in spans if s.start_s is not None and s.end_s is not None), axis) if drawn > MAX_BARS else None
+    drawn = sum(1 for _ in placed(spans))
+    buckets = bucketed(placed(spans), axis) if drawn > MAX_BARS else None
     return Timeline(spans, lanes, axis, buckets, frames, frames_with_time, drawn)
 
 

@@ -40,7 +40,7 @@ import orjson
 
 from ..analysis import kinds
 from ..analysis.compiles import Analysis, vllm_run
-from ..analysis.spools import FactSpool, Spool
+from ..analysis.spools import FactSpool, Spool, typed_spool
 from ..analysis.summary import STATUS_LABELS
 from ..limits import PAGE_FILES
 from ..model import CompileId, RecordSummary
@@ -200,7 +200,6 @@ def build_index(
             small += 1
             shards.add(entry)
         for text in pieces.texts:
-            text.order = len(texts)
             texts.add(text)
     if parts is not None:  # each page's pieces are taken once: their scratch file goes
         parts.close()
@@ -236,7 +235,7 @@ class _Waiting:
     def add(self, text: _Text) -> None:
         spool = self.spools.get(text.priority)
         if spool is None:
-            spool = self.spools[text.priority] = Spool(_TEXT_ENCODE, _TEXT_DECODE, decode_many=_TEXTS_DECODE)
+            spool = self.spools[text.priority] = typed_spool(_Text)
         spool.append(text)
 
     def __len__(self) -> int:
@@ -247,10 +246,6 @@ class _Waiting:
         for priority in sorted(self.spools):
             yield from self.spools[priority]
 
-
-_TEXT_ENCODE = msgspec.msgpack.Encoder().encode
-_TEXT_DECODE = msgspec.msgpack.Decoder(_Text).decode
-_TEXTS_DECODE = msgspec.msgpack.Decoder(list[_Text]).decode
 
 
 def _pieces(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder, parts: IndexParts | None,
