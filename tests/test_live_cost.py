@@ -116,9 +116,31 @@ def test_an_update_renders_what_changed_however_many_compiles_the_report_holds(t
     assert few == many
     assert few["new compile 2 compiles"] == 1 and few["new compile 2 rows"] == 1 and few["new compile 2 sections"] == 1
     assert few["new compile 0 trie links"] == 1 and few["new compile 0 trie frames"] == 1  # its new frame, once
-    assert few["new compile 2 compile pages"] == 2  # its page, and the one before it ("next")
+    assert few["new compile 0 compile pages"] == 2  # its page, and the one before it (its "next" link is new)
+    assert few["new compile 1 compile pages"] == few["new compile 2 compile pages"] == 1  # the one before links to it already
     assert "new compile 1 failures page" not in few and few.get("new compile 1 trie frames", 0) == 0
     assert all(n <= 3 for n in few.values()), few
+
+
+def test_the_page_before_a_new_compile_links_to_it_from_its_first_record_on(tmp_path):
+    """The compile before a new one is written again once, when the new one's first record comes:
+    its "next" link then stays right while the new compile logs the rest."""
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text(line({"str": ["model.py", 0]}) + "".join(r for frame in range(3) for r in compile_records(frame, frame)))
+    out = tmp_path / "out"
+    live = LiveReport(log, out, Options())
+    live.update("first", live.read())
+    written = []
+    for record in compile_records(3, 7):
+        with open(log, "a") as handle:
+            handle.write(record)
+        live.update("next", live.read())
+        before, new = live.pages.plain[-2], live.pages.plain[-1]
+        assert f'href="../{new.url}">{new.label}</a> →' in (out / before.url).read_text()
+        assert f'← <a href="../{before.url}">{before.label}</a>' in (out / new.url).read_text()
+        written.append(live.rendered["compile pages"])
+    live.close()
+    assert written == [2, 1, 1]
 
 
 def test_the_first_update_renders_every_part_once(tmp_path):

@@ -18,7 +18,6 @@ note nothing in the analysis: the final report is built as if the updates never 
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Callable
@@ -48,7 +47,7 @@ from .report.views.vllm import vllm_page
 from .report.views.live import LiveMark, live_banner
 from .report.views.pages import PAGE_VIEWS, Builder
 from .report.views.sections import PageBuilder
-from .report.live_writer import LiveWriter
+from .report.live_writer import LiveWriter, content_digest
 
 LIVE_STATE = "live.js"
 
@@ -136,6 +135,7 @@ class LiveReport:
 
     # -- a live update ---------------------------------------------------------------------------
 
+    @few_full_collections()  # the report is kept: a full collection would walk all of it and find nothing
     def update(self, note: str = "", touched: set[CompileId | None] | None = None) -> None:
         """Rewrite the pages that changed since the last update (read with `read`), with the banner's `note`.
 
@@ -219,18 +219,15 @@ class LiveReport:
 
     def _write_compile_pages(self, touched: set[CompileId | None]) -> None:
         """The compile pages of the compile ids that logged something, and of the compiles just
-        before new ones (their "next" link)."""
+        before new ones (their "next" link): `LivePages.refresh`."""
         pages = self.pages.refresh(touched)
-        if not touched:
-            return
-        chosen = [page for page in pages if page.key in touched or (page.next is not None and page.next.key in touched)]
         builder = PageBuilder(self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool),
                               inline_budget=self.options.inline_mb * 1e6)
-        keys = list(dict.fromkeys(page.key for page in chosen))
-        builder.plan_inline(keys, self.pipeline.spool.records)
-        for page in chosen:
+        records = {key: self.pipeline.spool.records(key) for key in dict.fromkeys(page.key for page in pages)}  # read back once
+        builder.plan_inline(list(records), records.__getitem__)
+        for page in pages:
             self._write(page.url, lambda page=page: compile_page(  # type: ignore[misc]
-                self.pipeline.inputs, [page], 0, self.pipeline.spool.records(page.key), builder))
+                self.pipeline.inputs, [page], 0, records[page.key], builder))
             self.rendered["compile pages"] += 1
 
     # -- the end ---------------------------------------------------------------------------------
@@ -263,11 +260,11 @@ def write_live_page(writer: LiveWriter, versions: dict[str, str], url: str, html
     # the page's version is a digest of what it shows: an unchanged page is the same bytes (not
     # rewritten, not reloaded). The mark is in <head>, before any text from the log.
     data = html.encode("utf-8", "surrogatepass")
-    digest = hashlib.blake2b(data, digest_size=8)
-    version = digest.hexdigest()
+    digest = content_digest(data)
+    version = digest[:8].hex()
     if versions.get(url) == version:
         return  # the same bytes as written last (encoded and hashed once: an index may be megabytes)
-    writer.write(url, data.replace(b' data-version=""', b' data-version="%s"' % version.encode(), 1), digest=b"v" + digest.digest())
+    writer.write(url, data.replace(b' data-version=""', b' data-version="%s"' % version.encode(), 1), digest=b"v" + digest)
     versions[url] = version
 
 
@@ -291,12 +288,13 @@ class LivePages:
         self.rank: dict[int, int] = {}  # a compile page's position → its place in `compiles`
 
     def refresh(self, touched: set[CompileId | None]) -> list[PageRef]:
-        """The pages of the compile ids that logged something and of the compiles just before theirs,
-        each linked as `page_refs` links it, in log order."""
+        """The pages of the compile ids that logged something, and of the compiles just before the
+        new ones among them (whose "next" link is new), each linked as `page_refs` links it, in log order."""
         report = self.analysis
         grown = [key for key in touched if key in self.at and len(report.generations_of(key)) != len(self.at[key])]
         if grown:  # an id reused after reset(): its new page goes after its others, mid-list
             self.keys_seen, self.plain, self.at, self.compiles, self.rank = 0, [], {}, [], {}
+        linked = len(self.compiles)  # the compiles whose pages were written with their "next" link (all but the last)
         for key in itertools.islice(report.directory, self.keys_seen, None):
             if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
                 continue
@@ -309,7 +307,8 @@ class LivePages:
                 self.plain.append(page)
         self.keys_seen = len(report.directory)
         positions = {p for key in touched for p in self.at.get(key, ())}
-        positions |= {self.compiles[self.rank[p] - 1] for p in list(positions) if self.rank.get(p, 0) > 0}
+        # a compile's page already written links to the one after it: only a new compile changes its neighbour's link
+        positions |= {self.compiles[self.rank[p] - 1] for p in list(positions) if self.rank.get(p, 0) >= max(linked, 1)}
         return [self._linked(p) for p in sorted(positions)]
 
     def _linked(self, position: int) -> PageRef:

@@ -43,6 +43,9 @@ class CompileChanges(NamedTuple):
     order, a compile of an id in a later generation too (`Generations.in_log_order`)."""
 
     changed: list[tuple[int, CompileSummary | None, CompileSummary]]
+    # the positions among them whose compile changed only its unusual settings (`LiveCompiles._mark_unusual`:
+    # the run's usual values moved); its span, which reads no setting, stays
+    settings_only: frozenset[int] = frozenset()
 
 
 def function_of(frame: CompileId) -> Function:
@@ -107,10 +110,11 @@ class LiveCompiles:
             self.at[(frame, generation)] = len(self.compiles)
             changed.append((len(self.compiles), None, self.by_frame[frame][generation]))
             self.compiles.append(self.by_frame[frame][generation])
-        changed += self._mark_unusual(changed)
+        replaced = self._mark_unusual(changed)
+        changes = CompileChanges(changed + replaced, frozenset(position for position, _, _ in replaced))
         keep_compiles(analysis, self.compiles, self.index)
-        self.timeline.update(CompileChanges(changed))
-        return CompileChanges(changed)
+        self.timeline.update(changes)
+        return changes
 
     def _mark_unusual(self, changed: list[tuple[int, CompileSummary | None, CompileSummary]]) -> list[tuple[int, CompileSummary | None, CompileSummary]]:
         """Set the unusual settings (`compiles.mark_unusual`) of the compiles just built; the run's usual
@@ -178,7 +182,7 @@ class LiveTimeline:
         analysis = self.analysis
         compiles = self.live_compiles.compiles
         origin = run_origin(analysis)
-        positions = {position for position, _, _ in changes.changed}
+        positions = {position for position, _, _ in changes.changed if position not in changes.settings_only}
         if origin != self.origin:
             self.origin = origin
             positions = set(range(len(compiles)))

@@ -13,11 +13,12 @@ MIN_PHASE_WIDTH also shows its phases. The frame chart shows `timeline.TOP_FRAME
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 
 from ...analysis.summary import STATUS_LABELS, STATUS_SEVERITY
-from ...analysis.timeline import PART_NAMES, UNDER_WAY, Axis, Bucket, CompileSpan, FrameTime, Timeline
+from ...analysis.timeline import MAX_BARS, PART_NAMES, UNDER_WAY, Axis, Bucket, CompileSpan, FrameTime, Timeline
 from ...units import format_seconds
 from .escaping import esc
 
@@ -123,7 +124,15 @@ def _timeline_desc(timeline: Timeline, drawn: int) -> str:
 
 
 def _bar(span: CompileSpan, scale: Scale, y: float) -> str:
+    return _drawn_bar(span, scale.axis, y)
+
+
+# A live report draws its timeline again at each update, over the spans it kept: a bar (and a table
+# row) is drawn once for as long as its span and the axis stay the same, not at each update.
+@functools.lru_cache(maxsize=MAX_BARS)
+def _drawn_bar(span: CompileSpan, axis: Axis, y: float) -> str:
     assert span.start_s is not None and span.end_s is not None
+    scale = Scale(axis)
     x0, x1 = scale.x(span.start_s), scale.x(span.end_s)
     width = max(x1 - x0, MIN_BAR_WIDTH)
     marks = (" tl-recompile" if span.recompile else "") + (" tl-retry" if span.cause == "retry" else "") + (" tl-hit" if span.cache_hit else "")
@@ -257,6 +266,7 @@ def _timeline_table(timeline: Timeline) -> str:
             f"<thead>{head}</thead><tbody>\n{rows}</tbody></table></div></details>\n")
 
 
+@functools.lru_cache(maxsize=MAX_BARS)
 def _span_row(span: CompileSpan, lanes: int) -> str:
     assert span.start_s is not None and span.end_s is not None
     label = f'<a href="{esc(span.url)}">{esc(span.label)}</a>' if span.url else esc(span.label)
