@@ -20,6 +20,7 @@ from tlparse_py.analysis.tables import TensorRow, compile_tables
 from tlparse_py.limits import PAGE_RECORDS_PER_KIND
 from tlparse_py.model import CompileId
 from tlparse_py.paths import compile_page_url
+from tlparse_py.report.render import STATIC_DIR
 from tlparse_py.report.views import compile as compile_view
 
 SHOWN_KINDS = re.compile(
@@ -408,6 +409,18 @@ def test_the_search_index_from_the_pages_outlines(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "build_index", broken)
     report = pipeline.write_report(fixture("graph_break"), tmp_path / "broken")
     assert [(d.problem, d.detail) for d in report.diagnostics.kept] == [("could not build the search index", "RuntimeError: boom")]
+
+    def breaks_after_a_shard(*args, **kwargs):  # a shard is written as soon as it is made, the manifest last
+        files = original(*args, **kwargs)
+        yield next(files)
+        raise RuntimeError("boom after a shard")
+
+    monkeypatch.setattr(pipeline, "build_index", breaks_after_a_shard)
+    report = pipeline.write_report(fixture("graph_break"), tmp_path / "broken_late")
+    assert [d.detail for d in report.diagnostics.kept] == ["RuntimeError: boom after a shard"]
+    assert (tmp_path / "broken_late" / "static" / "search" / "index-0.js").exists()
+    default = (STATIC_DIR / "search-index.js").read_bytes()
+    assert (tmp_path / "broken_late" / "static" / "search-index.js").read_bytes() == default  # no manifest names it: the box stays hidden
 
     monkeypatch.setattr(pipeline, "build_index", original)
     pieces = pipeline.page_pieces

@@ -70,7 +70,7 @@ def read_pipeline(tmp_path_factory):
 def build(pipeline: Pipeline, **caps) -> list[tuple[str, bytes]]:
     # no inline budget: every text a compile page can show inline is shown there
     builder = PageBuilder(pipeline.payloads.get, pipeline.highlighter, inline_budget=float("inf"))
-    return search.build_index(pipeline.analysis, pipeline.spool.records, pipeline.payloads.get, builder, **caps)
+    return list(search.build_index(pipeline.analysis, pipeline.spool.records, pipeline.payloads.get, builder, **caps))
 
 
 def test_index_is_valid_script_and_covers_everything_under_the_cap(read_pipeline, tmp_path):

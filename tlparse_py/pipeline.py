@@ -203,15 +203,14 @@ class Pipeline:
 
         Returns why the index could not be built, if it could not, for `finish` to note.
         """
-        try:
-            index = build_index(self.analysis, self.spool.records, self.payloads.get, builder, parts=self.index_parts, pages=pages,
-                                total_bytes=int(self.options.search_mb * 1e6))
+        try:  # each file written as it comes: the index is never held whole
+            for path, content in build_index(self.analysis, self.spool.records, self.payloads.get, builder, parts=self.index_parts,
+                                             pages=pages, total_bytes=int(self.options.search_mb * 1e6)):
+                self.writer.write(path, content)
         except OSError:
             raise
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
-        for path, content in index:
-            self.writer.write(path, content)
         return None
 
     def _private_handles(self) -> None:

@@ -3,8 +3,8 @@
 Built once the pages are written, from the compile-page outlines the pages were built from
 (`views.compile.compile_outline`: anchors, headings and inline decisions are made there, once; each
 page job takes its `PagePieces` from the outline it made, gathered in `IndexParts`), the payload
-texts read back through the payload store; pure: `build_index` returns the files, the pipeline
-writes them. Pages load it from script files, not JSON (a `file://` page may not fetch):
+texts read back through the payload store; pure: `build_index` hands out the files as it makes
+them (a shard once full: the index is never held whole), the pipeline writes them. Pages load it from script files, not JSON (a `file://` page may not fetch):
 
 - `static/search-index.js`, the manifest, read by every page: which shards exist, how many
   entries, and a note when the index was cut short. `templates/static/search-index.js` is the
@@ -71,11 +71,17 @@ class _Text(Struct, array_like=True):
 
 
 class _Shards(Struct):
+    """The index's entries, cut into shard files of about `shard_bytes`: each shard is handed out
+    (`take`) once the next one opens, so the index is never held whole (it was a report's peak of
+    memory: 20 MB of entries and their copy as files)."""
+
     total_bytes: int
     shard_bytes: int
-    # each shard's entries, joined as the shard file holds them: orjson hands back bytes with room to
-    # grow (up to 8x their length), so keeping them one by one would hold several times the index
-    shards: list[bytearray] = field(default_factory=lambda: [bytearray()])
+    # the open shard's entries, joined as the shard file holds them: orjson hands back bytes with room
+    # to grow (up to 8x their length), so keeping them one by one would hold several times the shard
+    shard: bytearray = field(default_factory=bytearray)
+    names: list[str] = field(default_factory=list)  # the shard files made so far, the open one's not yet
+    ready: list[tuple[str, bytes]] = field(default_factory=list)  # shard files made and not yet taken
     size: int = 0  # bytes of entries so far, all shards
     current: int = 0  # bytes of the open shard
     entries: int = 0
@@ -88,9 +94,8 @@ class _Shards(Struct):
             self.full = True
             return False
         if self.current and self.current + len(data) > self.shard_bytes:
-            self.shards.append(bytearray())
-            self.current = 0
-        shard = self.shards[-1]
+            self.close()
+        shard = self.shard
         if shard:
             shard += b",\n"
         shard += data
@@ -98,6 +103,22 @@ class _Shards(Struct):
         self.size += len(data) + 1
         self.entries += 1
         return True
+
+    def close(self) -> None:
+        """Make the open shard's file (none for a shard with no entry); the next entry opens another."""
+        if not self.shard:
+            return
+        number = len(self.names)
+        name = SHARD.format(number)
+        body = b"window.TLPARSE_SEARCH = window.TLPARSE_SEARCH || [];\nTLPARSE_SEARCH.push([" + str(number).encode() + b", [\n"
+        self.ready.append((name, body + self.shard + b"\n]]);\n"))
+        self.names.append(name.removeprefix("static/"))
+        self.shard, self.current = bytearray(), 0
+
+    def take(self) -> list[tuple[str, bytes]]:
+        """The shard files made since the last take."""
+        ready, self.ready = self.ready, []
+        return ready
 
 
 def clean(text: Any) -> str:
@@ -184,8 +205,10 @@ def build_index(
     total_bytes: int = TOTAL_BYTES,
     shard_bytes: int = SHARD_BYTES,
     text_chars: int = TEXT_CHARS,
-) -> list[tuple[str, bytes]]:
-    """The search index of a report: [(path, file content)], the manifest last.
+) -> Iterator[tuple[str, bytes]]:
+    """The search index of a report: (path, file content), each shard as soon as it is full (to be
+    written as it comes), the manifest last. A failure part way leaves the shards handed out so far
+    unnamed by any manifest: the report keeps the one that hides the search box.
 
     `records_of(key)`: the spooled record summaries of a compile id; `read(path)`: a payload file;
     `builder`: the compile pages' builder, whose inline plan says where each text is shown;
@@ -201,6 +224,7 @@ def build_index(
             shards.add(entry)
         for text in pieces.texts:
             texts.add(text)
+        yield from shards.take()
     if parts is not None:  # each page's pieces are taken once: their scratch file goes
         parts.close()
     for entry in _vllm_entries(analysis):
@@ -221,7 +245,8 @@ def build_index(
             break
         covered += 1
         partial += cut
-    return _files(shards, _note(shards, small, covered, len(texts), partial, total_bytes, text_chars))
+        yield from shards.take()
+    yield from _files(shards, _note(shards, small, covered, len(texts), partial, total_bytes, text_chars))
 
 
 class _Waiting:
@@ -357,17 +382,10 @@ def _note(shards: _Shards, small: int, covered: int, texts: int, partial: int, t
 
 
 def _files(shards: _Shards, note: str) -> list[tuple[str, bytes]]:
-    files = []
-    names = []
-    for number, entries in enumerate(s for s in shards.shards if s):
-        name = SHARD.format(number)
-        body = b"window.TLPARSE_SEARCH = window.TLPARSE_SEARCH || [];\nTLPARSE_SEARCH.push([" + str(number).encode() + b", [\n"
-        body += entries + b"\n]]);\n"
-        files.append((name, body))
-        names.append(name.removeprefix("static/"))
-    manifest = {"shards": names, "entries": shards.entries, "note": note}
-    files.append((MANIFEST, b"window.TLPARSE_SEARCH_INDEX = " + orjson.dumps(manifest) + b";\n"))
-    return files
+    """The last shard's file, then the manifest, which names every shard."""
+    shards.close()
+    manifest = {"shards": shards.names, "entries": shards.entries, "note": note}
+    return shards.take() + [(MANIFEST, b"window.TLPARSE_SEARCH_INDEX = " + orjson.dumps(manifest) + b";\n")]
 
 
 __all__ = ["MANIFEST", "SHARD", "IndexParts", "build_index", "page_pieces"]
