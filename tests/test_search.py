@@ -310,13 +310,16 @@ def test_a_forked_builders_pieces_reach_its_parent_whole():
     child.owner = -1  # as in a forked child: kept in memory, to be handed over
     for position, pieces in made.items():
         child.add(position, pieces)
+    handed = b"".join(child.encode())  # read back from the child's own scratch file, in chunks
+    assert child.handed is not None and not child.spooled.get(0)
     parent = IndexParts()
-    parent.add_from(io.BytesIO(child.encode()))
+    parent.add_from(io.BytesIO(handed))
     assert {position: parent.take(position) for position in made} == made
     parent.close()
     cut = IndexParts()
-    cut.add_from(io.BytesIO(child.encode()[:-3]))  # a child that died writing them: the whole pages only
+    cut.add_from(io.BytesIO(handed[:-3]))  # a child that died writing them: the whole pages only
     assert [cut.take(position) for position in made] == [made[0], made[5], made[7], None]
+    child.close()
 
 
 def test_the_texts_wait_by_priority_in_log_order_within_one():

@@ -8,7 +8,7 @@ needs the whole log: raw.jsonl, the directory, the compile pages, the index and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -198,7 +198,7 @@ class Pipeline:
         self.spool.handle.close()
         self.writer.close_behind()  # no thread left behind by each report a process writes
 
-    def _write_search_index(self, builder: PageBuilder, pages: list[PageRef]) -> str | None:
+    def _write_search_index(self, builder: PageBuilder, pages: Sequence[PageRef]) -> str | None:
         """The search box's index (search.py); after write_static, so the report's manifest replaces the default one.
 
         Returns why the index could not be built, if it could not, for `finish` to note.
@@ -225,7 +225,7 @@ class Pipeline:
         page = self.outputs.pending.get(index)
         self.jobs.page(page.url, page.url, lambda: PAGE_VIEWS[page.view](build, page))
 
-    def _compile_page(self, pages: list[PageRef], builder: PageBuilder, position: int) -> None:
+    def _compile_page(self, pages: Sequence[PageRef], builder: PageBuilder, position: int) -> None:
         def make() -> Page:
             records = self.spool.records(page.key)
             outline = compile_outline(self.analysis, page, records, builder)

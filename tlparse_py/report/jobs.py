@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar
 
 from .. import shutdown
@@ -124,7 +124,7 @@ class PageJobs:
         self.inputs.analysis.stats.add("fail_parser")
         self.inputs.analysis.diagnostics.add(self.label, 0, f"could not build the page of {what}", detail, HINTS["fail_parser"])
 
-    def run(self, jobs: Jobs, gathered: tuple[Callable[[], bytes], Callable[[IO[bytes]], None]] | None = None,
+    def run(self, jobs: Jobs, gathered: tuple[Callable[[], Iterable[bytes]], Callable[[IO[bytes]], None]] | None = None,
             meanwhile: Callable[[], None] | None = None) -> bool:
         """Run the jobs, in this process and a forked child when there are enough of them (each takes
         the next few whenever it is free: `SharedJobs`; not a third process: each fork copies much
@@ -150,9 +150,9 @@ class PageJobs:
                     jobs[index]()
                     shared.done(index)
 
-        def child() -> bytes:
+        def child() -> Iterable[bytes]:
             share()
-            return gathered[0]() if gathered is not None else b""  # what it gathered, as it keeps it
+            return gathered[0]() if gathered is not None else ()  # what it gathered, as it keeps it, in pieces
 
         # a garbage collection in the child would write to every object the two processes share,
         # copying the parent's whole heap page by page: frozen objects are left alone
@@ -185,9 +185,9 @@ class PageJobs:
         for job in jobs:
             job()
 
-    def _fork(self, work: Callable[[], bytes]) -> tuple[int, int]:
+    def _fork(self, work: Callable[[], Iterable[bytes]]) -> tuple[int, int]:
         """Start `work` in a forked child; (its pid, the pipe it reports on: the pages it could not
-        build, as a JSON line, then the bytes `work` returned, as they are)."""
+        build, as a JSON line, then the bytes `work` returned, piece by piece, as they are)."""
         reader_fd, writer_fd = os.pipe()
         parent = os.getpid()
         pid = os.fork()
@@ -202,7 +202,8 @@ class PageJobs:
                 result = work()
                 with os.fdopen(writer_fd, "wb") as pipe:  # every byte, however many (a write may take part)
                     pipe.write(json.dumps(self.failures).encode() + b"\n")
-                    pipe.write(result)
+                    for piece in result:
+                        pipe.write(piece)
                 code = 0
             finally:
                 os._exit(code)

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import msgspec
@@ -148,7 +149,7 @@ class IndexParts:
     parent appends to), and they travel to the parent as they are kept."""
 
     def __init__(self) -> None:
-        self.packed: dict[int, bytes] = {}  # a forked page builder's
+        self.handed: IO[bytes] | None = None  # a forked page builder's own scratch file, as `encode` hands it over
         self.spooled = FactSpool()
         self.owner = os.getpid()
 
@@ -158,27 +159,33 @@ class IndexParts:
     def _keep(self, position: int, packed: bytes) -> None:
         if os.getpid() == self.owner:
             self.spooled.add(position, packed)
-        else:
-            self.packed[position] = packed
+            return
+        if self.handed is None:  # made in the child: a fork must not append to the file its parent appends to
+            self.handed = tempfile.TemporaryFile()
+        self.handed.write(_PLACE.pack(position, len(packed)) + packed)
 
     def take(self, position: int) -> PagePieces | None:
         """A page's pieces (the index is built once: they are read once)."""
-        packed = self.packed.pop(position, None)
-        if packed is None:
-            found = self.spooled.get(position)
-            packed = found[0] if found else None
-        return msgspec.msgpack.decode(packed, type=PagePieces) if packed is not None else None
+        found = self.spooled.get(position)
+        return msgspec.msgpack.decode(found[0], type=PagePieces) if found else None
 
-    def encode(self) -> bytes:
-        """A forked builder's pieces for its parent: each page's position, length and packed pieces,
-        one after another, for `add_from` to take one at a time as the pipe brings them (a dict of
-        them all, read and decoded at once, had held 40 MB at 40,000 compile ids)."""
-        return b"".join(_PLACE.pack(position, len(packed)) + packed for position, packed in self.packed.items())
+    def encode(self) -> Iterator[bytes]:
+        """A forked builder's pieces for its parent, in chunks of its scratch file: each page's
+        position, length and packed pieces, one after another, for `add_from` to take one at a time
+        as the pipe brings them. Never held whole: kept in memory until the child's end, they had
+        made its peak (20 MB and their copy at 40,000 compile ids)."""
+        if self.handed is None:
+            return
+        self.handed.flush()
+        self.handed.seek(0)
+        while chunk := self.handed.read(HAND_OVER_BYTES):
+            yield chunk
 
     def close(self) -> None:
         """Once the index is built: its scratch file goes."""
         self.spooled.close()
-        self.packed.clear()
+        if self.handed is not None:
+            self.handed.close()
 
     def add_from(self, stream: IO[bytes]) -> None:
         """The pieces `encode` wrote, read from `stream` a page at a time; one cut short (its child
@@ -192,6 +199,7 @@ class IndexParts:
 
 
 _PLACE = struct.Struct("<QI")  # a page's position and the length of its packed pieces (`IndexParts.encode`)
+HAND_OVER_BYTES = 1 << 20  # what a forked builder reads back and writes into its pipe at a time
 
 
 def build_index(
@@ -201,7 +209,7 @@ def build_index(
     builder: PageBuilder,
     *,
     parts: IndexParts | None = None,
-    pages: list[PageRef] | None = None,
+    pages: Sequence[PageRef] | None = None,
     total_bytes: int = TOTAL_BYTES,
     shard_bytes: int = SHARD_BYTES,
     text_chars: int = TEXT_CHARS,
@@ -274,7 +282,7 @@ class _Waiting:
 
 
 def _pieces(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder, parts: IndexParts | None,
-            pages: list[PageRef]) -> Iterable[PagePieces]:
+            pages: Sequence[PageRef]) -> Iterable[PagePieces]:
     """Every compile page's pieces in log order: from `parts`, else from its outline made here
     (reading each id's records once)."""
     last_key: Any = object()

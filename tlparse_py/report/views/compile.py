@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
+from array import array
 from collections import Counter
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, overload
 
 from msgspec import Struct
 
@@ -177,20 +180,56 @@ def pages_in_log_order(report: Analysis) -> list[tuple[CompileId | None, int]]:
     return [(key, generation) for key, generation in order if key not in report.pageless]
 
 
-def page_refs(report: Analysis) -> list[PageRef]:
+def page_refs(report: Analysis) -> PageRefs:
     """Every compile page, in log order (`pages_in_log_order`), linked to its neighbours."""
-    plain = [page_ref(report, key, generation) for key, generation in pages_in_log_order(report)]
-    compiles = [page for page in plain if page.is_compile]
-    neighbours = {page.url: (compiles[i - 1] if i else None, compiles[i + 1] if i + 1 < len(compiles) else None) for i, page in enumerate(compiles)}
-    by_key: dict[CompileId | None, list[PageRef]] = {}
-    for page in plain:
-        by_key.setdefault(page.key, []).append(page)
-    refs = []
-    for page in plain:
-        before, after = neighbours.get(page.url, (None, None))
-        others = tuple(p for p in by_key[page.key] if p is not page) if len(by_key[page.key]) > 1 else ()
-        refs.append(PageRef(page.key, page.generation, page.url, page.label, page.is_compile, before, after, others))
-    return refs
+    return PageRefs(report)
+
+
+class PageRefs(Sequence[PageRef]):
+    """Every compile page in log order, each linked to its neighbours (the compiles before and after
+    it, the other generations of its id) when it is asked for. What is kept is a compile id and a
+    generation a page: a list of linked refs, with their urls and labels, held 36 MB at 100,000
+    compile ids through the page jobs and the search index."""
+
+    def __init__(self, report: Analysis):
+        self.report = report
+        self.keys: list[CompileId | None] = []
+        self.generations = array("q")
+        self.compiles = array("q")  # the positions of the compiles' pages, in order
+        self.reused: dict[CompileId | None, list[int]] = {}  # an id with a page in each of several generations → their positions
+        for key, generation in pages_in_log_order(report):
+            position = len(self.keys)
+            self.keys.append(key)
+            self.generations.append(generation)
+            if questions.is_compile(key):
+                self.compiles.append(position)
+            if len(report.generations_of(key)) > 1:
+                self.reused.setdefault(key, []).append(position)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, position: int) -> PageRef: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[PageRef]: ...
+
+    def __getitem__(self, position: int | slice) -> PageRef | list[PageRef]:
+        if isinstance(position, slice):
+            return [self[p] for p in range(*position.indices(len(self)))]
+        page = self._plain(position)  # (raises IndexError past the end, which ends an iteration)
+        position = position % len(self)
+        before = after = None
+        if page.is_compile:
+            place = bisect.bisect_left(self.compiles, position)
+            before = self._plain(self.compiles[place - 1]) if place else None
+            after = self._plain(self.compiles[place + 1]) if place + 1 < len(self.compiles) else None
+        others = tuple(self._plain(p) for p in self.reused.get(page.key, ()) if p != position)
+        return PageRef(page.key, page.generation, page.url, page.label, page.is_compile, before, after, others)
+
+    def _plain(self, position: int) -> PageRef:
+        return page_ref(self.report, self.keys[position], self.generations[position])
 
 
 def page_records(report: Analysis, page: PageRef, records: list[RecordSummary]) -> list[RecordSummary]:
@@ -279,7 +318,7 @@ def compile_outline(report: Analysis, page: PageRef, records: list[RecordSummary
     )
 
 
-def compile_page(inputs: Inputs, pages: list[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder,
+def compile_page(inputs: Inputs, pages: Sequence[PageRef], position: int, records: list[RecordSummary], builder: PageBuilder,
                  outline: CompileOutline | None = None) -> CompilePage:
     """The page of `pages[position]`, with links to the compiles before and after it in log order;
     `records`: the compile id's spooled records (of every generation); `outline`: its outline, if
