@@ -9,6 +9,7 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from test_cache import files_of
@@ -70,7 +71,23 @@ def test_what_is_computed_once_goes_with_the_summary_that_asked(spooled):
     assert first.compiles.spool is second.compiles.spool  # one scratch file, read by both
 
 
-@pytest.mark.parametrize("scenario", ["recompile_limit", "many_small"])
+@pytest.mark.parametrize("scenario", [*SCENARIOS, "config_patch", "reset_reuse", "compiled_autograd", "recompile_restart"])
+def test_compiles_built_straight_into_their_spool_are_those_built_as_a_list(scenario, monkeypatch):
+    """Past SPOOLED_FROM a report's compiles are built into their scratch file as they come (each after
+    its frame's previous one, which is kept as `Followed`), their unusual settings given as they are
+    read back: the compiles a list of them all holds, each where the list has it."""
+    listed = [msgspec.to_builtins(c) for c in analyze_logs(logs_of(scenario)).compiles()]
+    monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)
+    analysis = analyze_logs(logs_of(scenario))
+    kept = analysis.kept_compiles()
+    assert isinstance(analysis.memo.kept, Spool) and analysis.memo.places is not None  # built into the spool, where each is noted
+    assert [msgspec.to_builtins(c) for c in kept] == listed == [msgspec.to_builtins(c) for c in analysis.compiles()]
+    assert [msgspec.to_builtins(analysis.compile_of(c.key, c.generation)) for c in kept] == listed
+    if scenario == "config_patch":
+        assert any(c["config_unusual"] for c in listed) and any(c["config_changes"] for c in listed)
+
+
+@pytest.mark.parametrize("scenario", ["recompile_limit", "many_small", "config_patch"])
 def test_a_report_written_from_the_kept_summary_is_byte_identical(scenario, tmp_path, monkeypatch):
     write_report(logs_of(scenario), tmp_path / "lists")
     monkeypatch.setattr(compile_memo, "SPOOLED_FROM", 1)

@@ -33,11 +33,16 @@ class _ReadBack(list[CompileSummary]):
     shared: _ReadBack
 
 
+def spooled(count: int) -> bool:
+    """Whether `count` compiles are kept in a scratch file (SPOOLED_FROM, as it is when asked)."""
+    return count >= SPOOLED_FROM
+
+
 def kept_compiles(compiles: list[CompileSummary]) -> Sequence[CompileSummary]:
     """How the memo keeps what was built: past SPOOLED_FROM, packed in a scratch file, written
     through before any page builder forks (`Spool.settle`); a log whose summaries do not pack (a
     lone surrogate in a name) keeps them as they are."""
-    if len(compiles) < SPOOLED_FROM:
+    if not spooled(len(compiles)):
         return compiles
     try:
         spool = SpooledCompiles(compiles)
@@ -78,6 +83,10 @@ class CompilesMemo:
             return Reading(self.kept)  # what its asker computes over them goes with it (`summary.once`)
         return self.read_back()
 
+    def holds(self, stamp: tuple[int, ...]) -> bool:
+        """Whether the compiles of `stamp` are kept (built)."""
+        return self.kept is not None and self.stamp == stamp
+
     def found(self, stamp: tuple[int, ...]) -> list[CompileSummary] | None:
         """The compiles kept for `stamp` (a new list), or None when they must be built."""
         return self.read_back() if self.kept is not None and self.stamp == stamp else None
@@ -90,6 +99,11 @@ class CompilesMemo:
             self.held = weakref.ref(shared)
             return self.read_back(shared)
         return list(compiles)
+
+    def keep_spooled(self, stamp: tuple[int, ...], spool: SpooledCompiles, places: dict[tuple[CompileId, int], CompileSummary | int]) -> None:
+        """Keep compiles built straight into their spool for `stamp`, and where each is in it."""
+        self.stamp, self.kept, self.held = stamp, spool, None
+        self.places_stamp, self.places = stamp, places
 
     def take(self, stamp: tuple[int, ...], compiles: list[CompileSummary], places: dict[tuple[CompileId, int], CompileSummary]) -> None:
         """Take compiles (and where each is) built elsewhere for `stamp` (a live report's)."""

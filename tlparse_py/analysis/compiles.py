@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from msgspec import structs
@@ -27,13 +27,14 @@ from . import questions
 from .files import FileSizes
 from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
 from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
-from .compile_memo import CompilesMemo
+from .compile_memo import CompilesMemo, spooled
+from .spools import SpooledCompiles
 from .compile_times import CompileTimes
 from .compile_groups import distinct_breaks
 from .summary import (
     CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING, STATUS_OK,
     STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
-    FrameIdentity, Summary, first_line, over_recompile_limit,
+    FrameIdentity, LibraryFrame, Summary, first_line, over_recompile_limit,
 )
 from .timeline import CompileClock, Timeline, last_record_s, timeline, timeline_of, under_way
 from .totals import Value, nested, totals_of
@@ -112,24 +113,58 @@ class Analysis(CompileTimes):
         if found is not None:
             return found
         frames: dict[CompileId, list[CompileId]] = {}
-        compiles = []
-        previous: dict[FrameIdentity, CompileSummary] = {}  # the frame's latest compile
-        for frame, generation in compiles_read(self, frames):
+        compiles = list(self._followed(compiles_read(self, frames), frames, lambda compile_: compile_))
+        mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
+        return self.memo.keep(stamp, compiles)
+
+    def _followed(self, read: list[tuple[CompileId, int]], frames: dict[CompileId, list[CompileId]],
+                  kept: Callable[[CompileSummary], CompileSummary | Followed]) -> Iterator[CompileSummary]:
+        """The compiles `compiles_read` listed, each after its frame's previous one (`_follow`,
+        `follow_config`); `kept`: what is kept of that previous one (itself, or `Followed.of` it)."""
+        previous: dict[FrameIdentity, CompileSummary | Followed] = {}  # the frame's latest compile
+        for frame, generation in read:
             compile_ = self._compile(frame, frames[frame], generation)
             identity = compile_.frame_identity
             if identity is not None:
-                _follow(compile_, previous.get(identity))
-                follow_config(compile_, previous.get(identity), self.configs)
-                previous[identity] = compile_
-            compiles.append(compile_)
-        mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
-        return self.memo.keep(stamp, compiles)
+                before = previous.get(identity)
+                _follow(compile_, before)
+                follow_config(compile_, before, self.configs)
+                previous[identity] = kept(compile_)
+            yield compile_
 
     def kept_compiles(self) -> Sequence[CompileSummary]:
         """`compiles()` as they are kept (`compile_memo`): past SPOOLED_FROM, their scratch file, each
         read back at each pass over them, not a list of them all (at 40,000 compiles, 60 MB)."""
-        kept = self.memo.kept_for(compiles_stamp(self))
-        return kept if kept is not None else self.memo.kept_for(compiles_stamp(self), self.compiles())
+        stamp = compiles_stamp(self)
+        kept = self.memo.kept_for(stamp)
+        if kept is None and self.spool_compiles(stamp):
+            kept = self.memo.kept_for(stamp)
+        return kept if kept is not None else self.memo.kept_for(stamp, self.compiles())
+
+    def spool_compiles(self, stamp: tuple[int, ...]) -> bool:
+        """Past SPOOLED_FROM, build the compiles straight into their scratch file, noting where each
+        is, and keep them for `stamp`: never a list of them all (at 100,000 compiles, 119 MB while
+        it lasted). False where they are to be built as a list: fewer, or one that does not pack (a
+        lone surrogate in a name)."""
+        frames: dict[CompileId, list[CompileId]] = {}
+        read = compiles_read(self, frames)
+        if not spooled(len(read)):
+            return False
+        spool, counts = SpooledCompiles(), Counter[int]()
+        places: dict[tuple[CompileId, int], CompileSummary | int] = {}
+        try:
+            for compile_ in self._followed(read, frames, Followed.of):
+                places[(compile_.key, compile_.generation)] = len(spool)
+                spool.append(compile_)
+                counts.update(config_counts((compile_,)))
+        except (UnicodeEncodeError, TypeError, OverflowError):
+            spool.close()
+            return False
+        unusual = self.configs.unusual(counts)  # the run's usual settings: known once every compile is
+        spool.marked = lambda compiles: mark_unusual(compiles, unusual)
+        spool.settle()
+        self.memo.keep_spooled(stamp, spool, places)
+        return True
 
     def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
@@ -256,7 +291,10 @@ def ready_for_pages(analysis: Analysis) -> None:
     """The compiles built, and where each is found (`compile_of`): once, before the page builder
     forks. A process that found them itself would read them all back from their spool for its
     first page (at 40,000 compiles, 66 MB each) only to note where each is."""
-    analysis.memo.placed(compiles_stamp(analysis), analysis.compiles)
+    stamp = compiles_stamp(analysis)
+    if not analysis.memo.holds(stamp):  # past SPOOLED_FROM, built into their spool with where each is: never listed whole
+        analysis.spool_compiles(stamp)
+    analysis.memo.placed(stamp, analysis.compiles)
 
 
 def _graph_break(logged: LoggedBreak, pages: dict[CompileId | None, str | None]) -> GraphBreak:
@@ -381,7 +419,25 @@ def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reas
     return STATUS_OK
 
 
-def _follow(compile_: CompileSummary, before: CompileSummary | None) -> None:
+class Followed(NamedTuple):
+    """What a compile's frame's next compile reads of it (`_cause`, `_follow`, `follow_config`): kept
+    a frame while the compiles are built straight into their spool, where the compile is not."""
+
+    failure: Failure | None
+    library_frame: LibraryFrame | None
+    frame: str | None
+    user_location: str | None
+    label: str
+    config: int | None
+    url: str | None
+
+    @classmethod
+    def of(cls, compile_: CompileSummary) -> Followed:
+        return cls(compile_.failure, compile_.library_frame, compile_.frame, compile_.user_location, compile_.label, compile_.config,
+                   compile_.url)
+
+
+def _follow(compile_: CompileSummary, before: CompileSummary | Followed | None) -> None:
     """What a compile is, after its frame's previous compile in the same generation (`before`): why
     it happened, and its frame's name and user location where it logged none (one frame in one
     generation is one code object: the compile over the recompile limit logs neither). A library
@@ -401,7 +457,7 @@ def _follow(compile_: CompileSummary, before: CompileSummary | None) -> None:
         compile_.headline = "; ".join(filter(None, [f"retry after {before.label} failed", compile_.headline]))
 
 
-def follow_config(compile_: CompileSummary, before: CompileSummary | None, configs: ConfigSnapshots) -> None:
+def follow_config(compile_: CompileSummary, before: CompileSummary | Followed | None, configs: ConfigSnapshots) -> None:
     """The settings a compile ran with that differ from its frame's previous compile's (`before`, in
     the same generation), when both logged their config; the graph breaks that name one of them say
     so, and so does its headline: a compile under `torch._dynamo.config.patch(...)` and its recompile
@@ -434,7 +490,7 @@ def mark_unusual(compiles: Iterable[CompileSummary], unusual: dict[int, list[Unu
         compile_.config_unusual = list(unusual.get(compile_.config, ())) if compile_.config is not None else []
 
 
-def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:
+def _cause(compile_: CompileSummary, previous: CompileSummary | Followed | None) -> str:
     """Why a compile happened: its frame's first, a recompile after a guard failed, or a retry
     right after the frame's previous compile failed with no guard failure logged."""
     if previous is None:

@@ -192,10 +192,24 @@ _COMPILES_DECODER = msgspec.msgpack.Decoder(list[CompileSummary])
 
 
 class SpooledCompiles(Spool[CompileSummary]):
-    """A summary's compiles, in a scratch file: a report's summary.json of 10^6 compiles loaded for a diff."""
+    """A summary's compiles, in a scratch file: a report's summary.json of 10^6 compiles loaded for a
+    diff, an analysis' compiles built straight into it. `marked`: what each compile read back is
+    given that was only known once all were written (their unusual settings, `compiles.mark_unusual`)."""
 
     def __init__(self, items: Iterable[CompileSummary] = ()) -> None:
-        super().__init__(_COMPILE_ENCODER.encode, _COMPILE_DECODER.decode, items, _COMPILES_DECODER.decode)
+        self.marked: Callable[[list[CompileSummary]], None] | None = None
+        super().__init__(_COMPILE_ENCODER.encode, self._decode_one, items, self._decode_chunk)
+
+    def _decode_one(self, data: bytes) -> CompileSummary:
+        return self._decode_chunk_of([_COMPILE_DECODER.decode(data)])[0]
+
+    def _decode_chunk(self, data: bytes) -> list[CompileSummary]:
+        return self._decode_chunk_of(_COMPILES_DECODER.decode(data))
+
+    def _decode_chunk_of(self, compiles: list[CompileSummary]) -> list[CompileSummary]:
+        if self.marked is not None:
+            self.marked(compiles)
+        return compiles
 
 
 class SpooledRows(Spool[dict[str, Any]]):

@@ -185,6 +185,9 @@ def page_refs(report: Analysis) -> PageRefs:
     return PageRefs(report)
 
 
+RECENT_PAGES = 8
+
+
 class PageRefs(Sequence[PageRef]):
     """Every compile page in log order, each linked to its neighbours (the compiles before and after
     it, the other generations of its id) when it is asked for. What is kept is a compile id and a
@@ -197,6 +200,7 @@ class PageRefs(Sequence[PageRef]):
         self.generations = array("q")
         self.compiles = array("q")  # the positions of the compiles' pages, in order
         self.reused: dict[CompileId | None, list[int]] = {}  # an id with a page in each of several generations → their positions
+        self.recent: dict[int, PageRef] = {}  # the last RECENT_PAGES pages made, unlinked, by position
         for key, generation in pages_in_log_order(report):
             position = len(self.keys)
             self.keys.append(key)
@@ -229,7 +233,13 @@ class PageRefs(Sequence[PageRef]):
         return PageRef(page.key, page.generation, page.url, page.label, page.is_compile, before, after, others)
 
     def _plain(self, position: int) -> PageRef:
-        return page_ref(self.report, self.keys[position], self.generations[position])
+        # pages are asked for in log order: a page's neighbours are the pages asked for just before and after it
+        found = self.recent.get(position)
+        if found is None:
+            found = self.recent[position] = page_ref(self.report, self.keys[position], self.generations[position])
+            if len(self.recent) > RECENT_PAGES:
+                del self.recent[next(iter(self.recent))]
+        return found
 
 
 def page_records(report: Analysis, page: PageRef, records: list[RecordSummary]) -> list[RecordSummary]:
