@@ -113,58 +113,18 @@ class Analysis(CompileTimes):
         if found is not None:
             return found
         frames: dict[CompileId, list[CompileId]] = {}
-        compiles = list(self._followed(compiles_read(self, frames), frames, lambda compile_: compile_))
+        compiles = list(followed(self, compiles_read(self, frames), frames, lambda compile_: compile_))
         mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
         return self.memo.keep(stamp, compiles)
-
-    def _followed(self, read: list[tuple[CompileId, int]], frames: dict[CompileId, list[CompileId]],
-                  kept: Callable[[CompileSummary], CompileSummary | Followed]) -> Iterator[CompileSummary]:
-        """The compiles `compiles_read` listed, each after its frame's previous one (`_follow`,
-        `follow_config`); `kept`: what is kept of that previous one (itself, or `Followed.of` it)."""
-        previous: dict[FrameIdentity, CompileSummary | Followed] = {}  # the frame's latest compile
-        for frame, generation in read:
-            compile_ = self._compile(frame, frames[frame], generation)
-            identity = compile_.frame_identity
-            if identity is not None:
-                before = previous.get(identity)
-                _follow(compile_, before)
-                follow_config(compile_, before, self.configs)
-                previous[identity] = kept(compile_)
-            yield compile_
 
     def kept_compiles(self) -> Sequence[CompileSummary]:
         """`compiles()` as they are kept (`compile_memo`): past SPOOLED_FROM, their scratch file, each
         read back at each pass over them, not a list of them all (at 40,000 compiles, 60 MB)."""
         stamp = compiles_stamp(self)
         kept = self.memo.kept_for(stamp)
-        if kept is None and self.spool_compiles(stamp):
+        if kept is None and spool_compiles(self, stamp):
             kept = self.memo.kept_for(stamp)
         return kept if kept is not None else self.memo.kept_for(stamp, self.compiles())
-
-    def spool_compiles(self, stamp: tuple[int, ...]) -> bool:
-        """Past SPOOLED_FROM, build the compiles straight into their scratch file, noting where each
-        is, and keep them for `stamp`: never a list of them all (at 100,000 compiles, 119 MB while
-        it lasted). False where they are to be built as a list: fewer, or one that does not pack (a
-        lone surrogate in a name)."""
-        frames: dict[CompileId, list[CompileId]] = {}
-        read = compiles_read(self, frames)
-        if not spooled(len(read)):
-            return False
-        spool, counts = SpooledCompiles(), Counter[int]()
-        places: dict[tuple[CompileId, int], CompileSummary | int] = {}
-        try:
-            for compile_ in self._followed(read, frames, Followed.of):
-                places[(compile_.key, compile_.generation)] = len(spool)
-                spool.append(compile_)
-                counts.update(config_counts((compile_,)))
-        except (UnicodeEncodeError, TypeError, OverflowError):
-            spool.close()
-            return False
-        unusual = self.configs.unusual(counts)  # the run's usual settings: known once every compile is
-        spool.marked = lambda compiles: mark_unusual(compiles, unusual)
-        spool.settle()
-        self.memo.keep_spooled(stamp, spool, places)
-        return True
 
     def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
@@ -287,13 +247,55 @@ class Analysis(CompileTimes):
         return summary_dict(self.summary())
 
 
+def followed(analysis: Analysis, read: list[tuple[CompileId, int]], frames: dict[CompileId, list[CompileId]],
+              kept: Callable[[CompileSummary], CompileSummary | Followed]) -> Iterator[CompileSummary]:
+    """The compiles `compiles_read` listed, each after its frame's previous one (`_follow`,
+    `follow_config`); `kept`: what is kept of that previous one (itself, or `Followed.of` it)."""
+    previous: dict[FrameIdentity, CompileSummary | Followed] = {}  # the frame's latest compile
+    for frame, generation in read:
+        compile_ = analysis._compile(frame, frames[frame], generation)
+        identity = compile_.frame_identity
+        if identity is not None:
+            before = previous.get(identity)
+            _follow(compile_, before)
+            follow_config(compile_, before, analysis.configs)
+            previous[identity] = kept(compile_)
+        yield compile_
+
+
+def spool_compiles(analysis: Analysis, stamp: tuple[int, ...]) -> bool:
+    """Past SPOOLED_FROM, build the compiles straight into their scratch file, noting where each
+    is, and keep them for `stamp` (the analysis' `kept_compiles`): never a list of them all (at
+    100,000 compiles, 119 MB while it lasted). False where they are to be built as a list: fewer,
+    or one that does not pack (a lone surrogate in a name)."""
+    frames: dict[CompileId, list[CompileId]] = {}
+    read = compiles_read(analysis, frames)
+    if not spooled(len(read)):
+        return False
+    spool, counts = SpooledCompiles(), Counter[int]()
+    places: dict[tuple[CompileId, int], CompileSummary | int] = {}
+    try:
+        for compile_ in followed(analysis, read, frames, Followed.of):
+            places[(compile_.key, compile_.generation)] = len(spool)
+            spool.append(compile_)
+            counts.update(config_counts((compile_,)))
+    except (UnicodeEncodeError, TypeError, OverflowError):
+        spool.close()
+        return False
+    unusual = analysis.configs.unusual(counts)  # the run's usual settings: known once every compile is
+    spool.marked = lambda compiles: mark_unusual(compiles, unusual)
+    spool.settle()
+    analysis.memo.keep_spooled(stamp, spool, places)
+    return True
+
+
 def ready_for_pages(analysis: Analysis) -> None:
     """The compiles built, and where each is found (`compile_of`): once, before the page builder
     forks. A process that found them itself would read them all back from their spool for its
     first page (at 40,000 compiles, 66 MB each) only to note where each is."""
     stamp = compiles_stamp(analysis)
     if not analysis.memo.holds(stamp):  # past SPOOLED_FROM, built into their spool with where each is: never listed whole
-        analysis.spool_compiles(stamp)
+        spool_compiles(analysis, stamp)
     analysis.memo.placed(stamp, analysis.compiles)
 
 
