@@ -89,7 +89,7 @@ class CompilesMemo:
 
     def found(self, stamp: tuple[int, ...]) -> list[CompileSummary] | None:
         """The compiles kept for `stamp` (a new list), or None when they must be built."""
-        return self.read_back() if self.kept is not None and self.stamp == stamp else None
+        return self.read_back() if self.holds(stamp) else None
 
     def keep(self, stamp: tuple[int, ...], compiles: list[CompileSummary]) -> list[CompileSummary]:
         """Keep what was just built for `stamp`; a new list of them."""
