@@ -26,7 +26,7 @@ from tlparse_py.options import Options
 from tlparse_py.pipeline import new_analysis, source_of
 from tlparse_py.report.render import render_macro, render_page
 from tlparse_py.report.views.common import Inputs
-from tlparse_py.report.views.index import index_page, trie_rows
+from tlparse_py.report.views.index import failures_page, index_page, trie_rows
 from tlparse_py.report.views.live import LiveMark
 from tlparse_py.report.views.live_index import LiveTrie
 
@@ -49,6 +49,9 @@ def as_built_whole(live: LiveReport, model) -> None:
     assert model.fragments, "the live index is assembled from its parts"
     mark = LiveMark("index.html", "", None, live.compiling)
     assert render_page(model, mark) == render_page(index_page(live.pipeline.inputs), mark)
+    # the failures page says the totals the live index tallied: those computed over every compile
+    assert live.index.totals is not None
+    assert render_page(failures_page(live.pipeline.inputs, totals=live.index.totals)) == render_page(failures_page(live.pipeline.inputs))
     keep_compiles(analysis, live.compiles.compiles, live.compiles.index)
 
 

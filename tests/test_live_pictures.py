@@ -205,7 +205,7 @@ def test_an_update_builds_the_spans_of_what_changed_however_many_compiles_the_ru
 
 def test_a_compile_whose_unusual_settings_moved_keeps_its_span(tmp_path):
     """When the run's usual settings move, the compiles whose unusual settings read differently are
-    replaced (their rows say so), but a span reads no setting: none is built again for them."""
+    replaced (their rows say so), but a span or a section reads no setting: none is built again for them."""
     usual, odd = '{"capture_scalar_outputs": false}', '{"capture_scalar_outputs": true}'
     one = lambda frame, config: (start(frame, fn=f"f{frame}") + metrics(frame, co_name=f"f{frame}", dynamo_config=config))  # noqa: E731
     log = tmp_path / "dedicated_log_torch_trace_x.log"
@@ -219,5 +219,6 @@ def test_a_compile_whose_unusual_settings_moved_keeps_its_span(tmp_path):
     live.update("next", live.read())
     assert [u.usual_compiles for u in live.analysis.compiles()[0].config_unusual] == [3]  # "false in 3 of the run's 4 compiles"
     assert live.rendered["rows"] == 2 and live.rendered["timeline spans"] == 1  # the new compile's span only
+    assert live.rendered["section entries"] == 1  # and its "Files by compile id" section only: a section reads no setting
     assert data_of(made[-1].timeline) == data_of(full_run(log.read_bytes(), tmp_path / "full"))
     live.close()

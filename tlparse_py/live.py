@@ -161,8 +161,6 @@ class LiveReport:
         self._write_record_pages(builder)
         self._write_compile_pages(touched)
         banner = live_banner(self.analysis, note)
-        frames = {c.key for _, _, c in changes.changed} if changes is not None else None
-        self._write_failures(frames)
         index = lambda: self._index_page(changes, touched)  # noqa: E731
         run = vllm_run(self.analysis)
         if run is not None:  # vLLM's pieces, as they compile: its summary is the front page, as in the final report
@@ -170,6 +168,7 @@ class LiveReport:
             self._write("index.html", lambda: vllm_page(self.pipeline.inputs, run), banner)
         else:
             self._write("index.html", index, banner)
+        self._write_failures({c.key for _, _, c in changes.changed} if changes is not None else None)  # after the index (its totals)
         write_live_state(self.writer, self.version, self.versions)
 
     def _write(self, url: str, make: Callable[[], Model], banner: object = None) -> None:
@@ -207,7 +206,7 @@ class LiveReport:
             return
         self.failures_seen = seen
         self.rendered["failures page"] += 1
-        self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs))
+        self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs, totals=self.index.totals))
 
     def _write_record_pages(self, builder: Builder) -> None:
         pending = self.pipeline.outputs.pending

@@ -44,7 +44,8 @@ class CompileChanges(NamedTuple):
 
     changed: list[tuple[int, CompileSummary | None, CompileSummary]]
     # the positions among them whose compile changed only its unusual settings (`LiveCompiles._mark_unusual`:
-    # the run's usual values moved); its span, which reads no setting, stays
+    # the run's usual values moved); what reads no setting stays: its span, and all the index shows
+    # of it but its row (`LiveIndex.page`)
     settings_only: frozenset[int] = frozenset()
 
 

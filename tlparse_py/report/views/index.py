@@ -450,7 +450,8 @@ class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compare
     words: str  # what the rows are, by the declared totals (`counted`)
 
 
-def failures_page(inputs: Inputs, summary: Summary | None = None) -> FailuresPage:
+def failures_page(inputs: Inputs, summary: Summary | None = None, totals: dict[str, Value] | None = None) -> FailuresPage:
+    """`totals`: the run's totals where they are at hand (a live index tallies them as compiles change)."""
     # what became of each row's compile, in the report's words: a frame torch skipped, or one over
     # the recompile limit, ran eagerly and is no failure, as the index and summary.json say
     compiles = summary.compiles if summary is not None else inputs.analysis.compiles()
@@ -467,5 +468,5 @@ def failures_page(inputs: Inputs, summary: Summary | None = None) -> FailuresPag
         }
         for row in inputs.analysis.failures
     ]
-    words = counted(totals_of(compiles), FAILURES_PAGE_TOTALS)
+    words = counted(totals if totals is not None else totals_of(compiles), FAILURES_PAGE_TOTALS)
     return FailuresPage(**page_base(inputs, "Failures and restarts"), rows=rows, words=words)

@@ -41,7 +41,7 @@ from ...analysis.stacks import Frame, StackTrie, TrieNode, eval_with_key
 from ...analysis.store import Reuse
 from ...analysis.compile_groups import FrameRecompiles, LimitHit, limit_hits, recompiled_frames
 from ...analysis.summary import STATUS_LABELS, STATUS_SEVERITY, CompileSummary
-from ...analysis.totals import Tally, live_tallies
+from ...analysis.totals import Tally, Value, live_tallies
 from ...model import CompileId
 from ..render import render_macro
 from .common import Inputs, frame_view
@@ -84,6 +84,7 @@ class LiveIndex:
         self.captures: dict[tuple[int, int | None], list[CompileId]] = {}  # (process, graph) → its captures listed
         self.started = False  # the first page takes every compile as changed
         self.whole = True  # the last page was made to the end (else what is kept may be half updated)
+        self.totals: dict[str, Value] | None = None  # the run's totals, as of the last page (the failures page says them too)
 
     @property
     def analysis(self) -> Analysis:
@@ -98,12 +99,15 @@ class LiveIndex:
             self.started = True
             changes = CompileChanges([(i, None, c) for i, c in enumerate(self.live_compiles.compiles)])
         changed = sorted(changes.changed, key=lambda item: item[0])
-        self._rows(changed, compiling)
-        self._totals(changed)
-        self._slowest(changed)
-        self._frames({c.frame_identity for _, _, c in changed} - {None})
-        frames = {c.key for _, _, c in changed}
-        self._sections(touched, frames, changed)
+        self._rows(changed, compiling)  # a row shows the compile's unusual settings, and so does
+        self._frames({c.frame_identity for _, _, c in changed} - {None})  # what a recompiled frame's compiles changed
+        # nothing else here reads a setting: a compile whose unusual settings alone moved (the run's
+        # usual values change with every compile) changes no total, section or trie link
+        moved = [item for item in changed if item[0] not in changes.settings_only]
+        self._totals(moved)
+        self._slowest(moved)
+        frames = {c.key for _, _, c in moved}
+        self._sections(touched, frames, moved)
         fragments = {
             "compile_rows": Markup("".join(self.row_html)),
             "compiles": Markup("".join(self.section_html)),
@@ -118,7 +122,7 @@ class LiveIndex:
         compiles = self.live_compiles.compiles
         at = self.live_compiles.at
         parts = IndexParts(
-            rows=self.rows, no_stack=no_stack, totals={name: tally.value() for name, tally in self.tallies.items()}, entries=self.entries, fragments=fragments,
+            rows=self.rows, no_stack=no_stack, totals=self._totals_now(), entries=self.entries, fragments=fragments,
             slowest=[compiles[position] for _, position in self.by_time[:10]],
             recompiled=[frame for _, frame in sorted(self.recompiled.values(), key=lambda item: (-len(item[1].compiles), item[0]))],
             hits=sorted((hit for hits in self.hits.values() for hit in hits), key=lambda h: at[(h.compile.key, h.compile.generation)]),
@@ -126,6 +130,10 @@ class LiveIndex:
         page = index_page(self.inputs, parts)
         self.whole = True
         return page
+
+    def _totals_now(self) -> dict[str, Value]:
+        self.totals = {name: tally.value() for name, tally in self.tallies.items()}
+        return self.totals
 
     # -- the compiles table ------------------------------------------------------------------------
 
@@ -220,6 +228,7 @@ class LiveIndex:
             if position is None:
                 continue
             entry = self.entries[position] = compile_entry(report, key, report.directory[key])
+            self.rendered["section entries"] += 1
             digest = hashlib.blake2b(orjson.dumps(entry, default=str), digest_size=16).digest()
             if digest != self.digests[position]:
                 self.digests[position] = digest
