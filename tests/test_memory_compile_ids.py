@@ -20,7 +20,7 @@ from tlparse_py.analysis import compile_memo
 from tlparse_py.analysis.compiles import summary_dict
 from tlparse_py.analysis.files import Files
 from tlparse_py.analysis.spools import FactSpool
-from tlparse_py.analysis.store import METRIC_SUMMARY_FIELDS, MetricFields
+from tlparse_py.analysis.metric_fields import METRIC_SUMMARY_FIELDS, MetricFields
 from tlparse_py.model import Artifact
 from tlparse_py.options import Options
 from tlparse_py.pipeline import analyze_logs
@@ -117,3 +117,22 @@ def test_metric_fields_read_as_the_dict_of_the_summary_fields():
     assert fields["co_name"] == "f" and fields.get("not_summarised") is None and fields.get("nope", 7) == 7
     assert "co_name" in fields and "not_summarised" not in fields
     assert pickle.loads(pickle.dumps(fields)) == expected
+
+
+def test_metric_fields_are_packed_and_read_back_as_logged():
+    """A compile's fields cost a short bytes object (not a tuple of 21 values and their objects);
+    values read back as they were logged, one compile's after another's, and those that do not
+    pack (a lone surrogate, an integer past 64 bits) are kept as they are."""
+    meta = {"co_name": "helper_23", "co_filename": "many_small_helpers.py", "co_firstlineno": 70, "graph_op_count": 6,
+            "entire_frame_compile_time_s": 0.040912, "backend_compile_time_s": 0.000301, "restart_reasons": [],
+            "recompile_reason": "0/0: tensor 'x' rank mismatch. expected 1, actual 2", "guard_count": 8, "cache_size": 0,
+            "fail_type": None, "config_suppress_errors": False}
+    fields = MetricFields(meta, restart_reasons=[])
+    assert type(fields._packed) is bytes and sys.getsizeof(fields._packed) < 200
+    other = MetricFields({**meta, "co_name": "other", "graph_op_count": 7, "fail_reason": "é ✅"})
+    for _ in range(2):  # alternating between two compiles reads each one's own
+        assert dict(fields) == {name: meta.get(name) for name in METRIC_SUMMARY_FIELDS}
+        assert other["co_name"] == "other" and other["graph_op_count"] == 7 and other["fail_reason"] == "é ✅"
+        assert fields["config_suppress_errors"] is False and fields["restart_reasons"] == [] and fields["fail_type"] is None
+    odd = MetricFields({"co_name": "\ud800", "guard_count": 2**70})
+    assert type(odd._packed) is tuple and odd["co_name"] == "\ud800" and odd["guard_count"] == 2**70

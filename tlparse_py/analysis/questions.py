@@ -87,7 +87,7 @@ def _name_from_pool(report: Store, key: CompileId, generation: int) -> str:
             return str(entry.get("co_name"))
     # the frame's other compiles' entries, through the keys the store keeps per frame (a scan of all
     # metrics per compile was quadratic on logs with 100,000s of compiles)
-    for frame_key in report.metric_keys_by_frame.get((key.process, key.compiled_autograd_id, key.frame_id), []):
+    for frame_key in report.metric_keys_by_frame.of(key):
         for entry in report.metrics[frame_key]:
             if entry.generation == generation and entry.get("co_name"):
                 return str(entry.get("co_name"))

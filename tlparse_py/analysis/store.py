@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-import sys
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from ..model import Artifact, CompileId, DiagnosticLog, Processes, Record, Stats
 from ..paths import compile_page_url
 from ..reading.inputs import LeftOut
 from .configs import ConfigSnapshots
+from .metric_fields import METRIC_SUMMARY_FIELDS, MetricFields
 from .export_shapes import ExportShapes
 from .export_trace import ExportTrace
 from .program import ProgramExit
@@ -52,32 +52,6 @@ def readable_restart(reason: str) -> str:
     return RESTART_CLASSES.get(match.group(1), f"Dynamo restarted the analysis ({match.group(1)})")
 
 
-# compilation_metrics fields summarised for the index and status (all fields stay on the page)
-METRIC_SUMMARY_FIELDS = (
-    "co_name",
-    "co_filename",
-    "co_firstlineno",
-    "fail_type",
-    "fail_reason",
-    "fail_user_frame_filename",
-    "fail_user_frame_lineno",
-    "config_suppress_errors",
-    "restart_reasons",
-    "graph_op_count",
-    "graph_node_count",
-    "entire_frame_compile_time_s",
-    "backend_compile_time_s",
-    "inductor_compile_time_s",
-    "code_gen_time_s",
-    "dynamo_time_before_restart_s",
-    "recompile_reason",
-    "cache_size",
-    "accumulated_cache_size",
-    "guard_count",
-    "shape_env_guard_count",
-)
-
-
 # bwd_compilation_metrics fields kept for compile times (the record itself is on its own page)
 BACKWARD_SUMMARY_FIELDS = ("inductor_compile_time_s",)
 
@@ -87,55 +61,6 @@ class Reuse(NamedTuple):
 
     compile_id: CompileId
     generation: int
-
-
-_METRIC_PLACES = {name: place for place, name in enumerate(METRIC_SUMMARY_FIELDS)}
-# the fields most compiles share a value of with others: the frame's function and file, the failure's kind and file
-_SHARED_TEXTS = tuple(_METRIC_PLACES[name] for name in ("co_name", "co_filename", "fail_type", "fail_user_frame_filename"))
-
-
-class MetricFields(Mapping[str, Any]):
-    """A compilation_metrics record's METRIC_SUMMARY_FIELDS, read as a dict: their values in a tuple,
-    in that order. Every compile keeps one (a log may hold 100,000s), where a dict of them costs
-    several times the tuple."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, meta: Mapping[str, Any], **replaced: Any):
-        """The fields of `meta`, those named in `replaced` with the value given there."""
-        values = [replaced[name] if name in replaced else meta.get(name) for name in METRIC_SUMMARY_FIELDS]
-        for place in _SHARED_TEXTS:  # one copy of each name, not one a compile (a log may hold 100,000s)
-            value = values[place]
-            if type(value) is str:
-                values[place] = sys.intern(value)
-        self._values = tuple(values)
-
-    def __getitem__(self, name: str) -> Any:
-        return self._values[_METRIC_PLACES[name]]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        place = _METRIC_PLACES.get(name)
-        return default if place is None else self._values[place]
-
-    def __contains__(self, name: object) -> bool:
-        return name in _METRIC_PLACES
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(METRIC_SUMMARY_FIELDS)
-
-    def __len__(self) -> int:
-        return len(METRIC_SUMMARY_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return dict(self.items()) == other if isinstance(other, Mapping) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (MetricFields, (dict(self.items()),))
 
 
 class MetricsEntry(msgspec.Struct):
@@ -499,6 +424,26 @@ class Generations:
             start = next(starts, None)
 
 
+class KeysByFunction(dict[tuple[int, int | None, int | None], "CompileId | list[CompileId]"]):
+    """A function's (process, compiled autograd id, frame id) frame compiles, in the order they came:
+    most functions compile once, and their one key is kept as it is, not in a list (a log may hold 100,000s)."""
+
+    def add(self, key: CompileId) -> None:
+        function = (key.process, key.compiled_autograd_id, key.frame_id)
+        known = self.get(function)
+        if known is None:
+            self[function] = key
+        elif isinstance(known, list):
+            known.append(key)
+        else:
+            self[function] = [known, key]
+
+    def of(self, key: CompileId) -> list[CompileId]:
+        """The frame compiles of the function of `key`."""
+        found = self.get((key.process, key.compiled_autograd_id, key.frame_id))
+        return [] if found is None else found if isinstance(found, list) else [found]
+
+
 class Questions:
     """What views, the summary and multi-rank ask of the store once reading is done.
 
@@ -617,7 +562,7 @@ class Store(Questions):
     # frame (process, compiled autograd id, frame id) → its keys in `metrics`, in the order they came:
     # a frame's metrics entries across its compiles, kept as they are read (a live report asks after
     # every update; an index of all the metrics built again each time grew with the run)
-    metric_keys_by_frame: dict[tuple[int, int | None, int | None], list[CompileId]] = field(default_factory=dict)
+    metric_keys_by_frame: KeysByFunction = field(default_factory=KeysByFunction)
     # the metrics entries that logged a `fail_type`, as (their key's place among `metrics`' keys, their
     # place under it, the entry): in `metrics`' order without a pass over every compile's metrics
     failed_metrics: list[tuple[int, int, MetricsEntry]] = field(default_factory=list)
@@ -730,7 +675,7 @@ class Store(Questions):
             entries = self.metrics[key] = []
             self._metric_key_places[key] = len(self._metric_key_places)
             if key is not None:
-                self.metric_keys_by_frame.setdefault((key.process, key.compiled_autograd_id, key.frame_id), []).append(key)
+                self.metric_keys_by_frame.add(key)
         entry = MetricsEntry(record.compile_id, "", fields, generation, self.configs.note(meta))
         if fields.get("fail_type"):
             self.failed_metrics.append((self._metric_key_places[key], len(entries), entry))
