@@ -105,8 +105,7 @@ class Pipeline:
         self.inline_texts.note(key, summary)
         if declared.step is not None or declared.section == "code":
             step = declared.step
-            self.analysis.note_graph(key, declared.name, step.stage if step else "", step.role if step else "",
-                                     step.lineage if step else "", record.lineno, payload_file)
+            self.analysis.note_graph(key, step.stage if step else "", step.lineage if step else "", record.lineno)
         if self.outputs.pages:  # highlight it beside the reading, for its compile page
             self.highlighter.request(record.payload_text(), declared.lang)
 

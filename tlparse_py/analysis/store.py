@@ -230,40 +230,35 @@ def graph_of(compile_id: CompileId | None) -> str:
 WHOLE_GRAPH_STAGES = ("dynamo", "ddp", "pre_grad", "recompile_pre_grad", "joint", "compiled_autograd")
 
 
-class GraphStep(msgspec.Struct):
-    """A graph or generated code of a compile, with where it sits in the pipeline and its lineage."""
-
-    name: str
-    stage: str  # "" for generated code
-    role: str
-    lineage: str  # "forward" / "backward" / "inference" / "joint", or "" (whole graph, or not known)
-    line: int
-    url: str | None
+# What a compile has logged so far that tells forward from backward, packed in an int (a log may hold
+# 100,000s of compiles): whether it trains (logged a backward or joint graph), whether it is inference,
+# and how many output codes it logged. AOTAutograd logs the forward and backward graphs when it
+# partitions; Inductor then compiles the forward, and the backward (lazily, at the first backward call,
+# after `compilation_metrics`, or right after the forward when lowering is not lazy). So in a training
+# compile the first Inductor pipeline, up to its output code, is the forward, and the next one the backward.
+_TRAINING, _INFERENCE, _CODE = 1, 2, 4
 
 
-class LineageState(msgspec.Struct):
-    """What a compile has logged so far that tells forward from backward.
+def lineage_step(state: int, stage: str, declared: str) -> tuple[int, str]:
+    """A compile's lineage state after it logged a graph (`stage`; "" for generated code), and the graph's lineage."""
+    if declared in ("backward", "joint"):
+        state |= _TRAINING
+    elif declared == "inference":
+        state |= _INFERENCE
+    return state + _CODE if not stage else state, graph_lineage(state, stage, declared)  # generated code ends an Inductor pipeline
 
-    AOTAutograd logs the forward and backward graphs when it partitions; Inductor then compiles the
-    forward, and the backward (lazily, at the first backward call, after `compilation_metrics`, or
-    right after the forward when lowering is not lazy). So in a training compile the first Inductor
-    pipeline, up to its output code, is the forward, and the next one the backward.
-    """
 
-    training: bool = False
-    inference: bool = False
-    codes: int = 0
-
-    def lineage(self, stage: str, declared: str) -> str:
-        if declared:
-            return declared
-        if stage in WHOLE_GRAPH_STAGES:
-            return ""
-        if self.inference:
-            return "inference"
-        if self.training:
-            return "forward" if self.codes == 0 else "backward"
+def graph_lineage(state: int, stage: str, declared: str) -> str:
+    """The lineage of a graph (`stage`; "" for generated code) of a compile whose lineage state is `state`."""
+    if declared:
+        return declared
+    if stage in WHOLE_GRAPH_STAGES:
         return ""
+    if state & _INFERENCE:
+        return "inference"
+    if state & _TRAINING:
+        return "forward" if state < _CODE else "backward"
+    return ""
 
 
 class FailureRow(msgspec.Struct):
@@ -458,7 +453,7 @@ class Questions:
     generations: Generations
     generation_stacks: dict[tuple[CompileId, int], list[Frame]]
     start_stacks: dict[CompileId, list[Frame]]
-    graphs: dict[CompileId | None, list[GraphStep]]
+    lineages: dict[CompileId | None, dict[int, str]]
     facts: FactSpool
     strings: StringTable
     pageless: set[CompileId | None]
@@ -512,8 +507,8 @@ class Questions:
         return [m for m in self.metrics.get(frame, []) if _directory_key(m.compile_id) == key]
 
     def lineages_of(self, key: CompileId | None) -> dict[int, str]:
-        """Log line → lineage of each graph and output code of a compile."""
-        return {step.line: step.lineage for step in self.graphs.get(key, [])}
+        """Log line → lineage of each graph and output code of a compile that has one."""
+        return self.lineages.get(key, {})
 
     def dynamo_names_of(self, key: CompileId | None, generation: int = 0) -> list[str]:
         """The names Dynamo made up that a compile's installed guards mention, in this generation of its id."""
@@ -598,8 +593,8 @@ class Store(Questions):
     pageless: set[CompileId | None] = field(default_factory=set)
     generations: Generations = field(default_factory=Generations)  # after each torch._dynamo.reset()
     generation_stacks: dict[tuple[CompileId, int], list[Frame]] = field(default_factory=dict)
-    graphs: dict[CompileId | None, list[GraphStep]] = field(default_factory=dict)  # per compile id, in log order
-    lineage_states: dict[CompileId | None, LineageState] = field(default_factory=dict)
+    lineages: dict[CompileId | None, dict[int, str]] = field(default_factory=dict)  # per compile id: log line → lineage, where it has one
+    lineage_states: dict[CompileId | None, int] = field(default_factory=dict)  # per compile id (`graph_lineage`)
     torch_version: str | None = None
     torch_commit: str | None = None  # the commit of the torch that wrote the log: its `torch_version` record's
     # the earliest and latest glog time of this report's records (ISO, `Record.timestamp`; None before any)
@@ -724,18 +719,14 @@ class Store(Questions):
                            entry.generation)
             )
 
-    def note_graph(self, key: CompileId | None, name: str, stage: str, role: str, declared_lineage: str, line: int, url: str | None) -> GraphStep:
-        """A graph or output code of a compile; its lineage is read from what the compile logged before it."""
-        state = self.lineage_states.setdefault(key, LineageState())
-        if declared_lineage in ("backward", "joint"):
-            state.training = True
-        elif declared_lineage == "inference":
-            state.inference = True
-        step = GraphStep(name, stage, role, state.lineage(stage, declared_lineage), line, url)
-        if not stage:  # generated code ends an Inductor pipeline
-            state.codes += 1
-        self.graphs.setdefault(key, []).append(step)
-        return step
+    def note_graph(self, key: CompileId | None, stage: str, declared_lineage: str, line: int) -> str:
+        """A graph or output code of a compile; its lineage, read from what the compile logged before it."""
+        state, lineage = lineage_step(self.lineage_states.get(key, 0), stage, declared_lineage)
+        if state:
+            self.lineage_states[key] = state
+        if lineage:  # (a graph with none, most of them, costs nothing)
+            self.lineages.setdefault(key, {})[line] = lineage
+        return lineage
 
     def note_cache_marks(self) -> None:
         """Every cache-marked output in log order, for cross-rank comparison (once reading is done)."""

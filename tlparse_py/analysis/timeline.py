@@ -79,24 +79,34 @@ def glog_seconds(timestamp: str) -> float | None:
 class CompileClock:
     """When each compile (frame compile, generation) began and ended: the glog seconds of its
     `dynamo_start` and of its last `compilation_metrics`, noted as the log is read. Two floats a
-    compile; nothing else is kept."""
+    compile; nothing else is kept (a compile of the first generation, most of them, is keyed by its
+    frame compile alone, not a tuple a compile)."""
 
     __slots__ = ("began", "ended")
 
     def __init__(self) -> None:
-        self.began: dict[tuple[CompileId, int], float] = {}
-        self.ended: dict[tuple[CompileId, int], float] = {}
+        self.began: dict[CompileId | tuple[CompileId, int], float] = {}
+        self.ended: dict[CompileId | tuple[CompileId, int], float] = {}
 
     def start(self, key: CompileId, generation: int, timestamp: str) -> None:
         at = glog_seconds(timestamp)
         if at is not None:
-            self.began.setdefault((key, generation), at)  # a later attempt's start is the same compile's
+            self.began.setdefault(clock_place(key, generation), at)  # a later attempt's start is the same compile's
 
     def end(self, key: CompileId, generation: int, timestamp: str) -> None:
         at = glog_seconds(timestamp)
         if at is not None:
-            place = (key, generation)
+            place = clock_place(key, generation)
             self.ended[place] = max(at, self.ended.get(place, at))  # the last attempt's metrics end it
+
+    def times(self, key: CompileId, generation: int) -> tuple[float | None, float | None]:
+        """When the compile began and ended, where the log says."""
+        place = clock_place(key, generation)
+        return self.began.get(place), self.ended.get(place)
+
+
+def clock_place(key: CompileId, generation: int) -> CompileId | tuple[CompileId, int]:
+    return (key, generation) if generation else key  # (a pair is never equal to a compile id: its length differs)
 
 
 class PhaseSpan(Struct, frozen=True, gc=False):
@@ -288,11 +298,10 @@ def timeline_of(store: Store, spans: Sequence[CompileSpan], frames: list[FrameTi
 
 def compile_span(store: Store, clock: CompileClock, compile_: CompileSummary, origin: float | None) -> CompileSpan:
     """One compile on the axis (see the module's docstring for what its times are read from)."""
-    place = (compile_.key, compile_.generation)
     entry = forward_entry(store, compile_)
     split = compile_time_split(store, entry) if entry is not None else None
     forward = compile_.compile_time_s.forward or 0.0
-    began, ended = clock.began.get(place), clock.ended.get(place)
+    began, ended = clock.times(compile_.key, compile_.generation)
     start = end = None
     if origin is not None and (began is not None or ended is not None):
         start = (began if began is not None else ended - forward) - origin  # type: ignore[operator]

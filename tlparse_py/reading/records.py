@@ -87,7 +87,7 @@ def compile_id_of(envelope: dict[str, Any], process: int = 0) -> CompileId | Non
         return found
     compile_id = CompileId(*parts)
     if len(_IDS) < MAX_SHARED_IDS:
-        _IDS[parts] = compile_id
+        _IDS[compile_id] = compile_id  # itself the key: a CompileId is a tuple equal to its parts (not a second tuple an id)
     return compile_id
 
 
