@@ -18,6 +18,8 @@ no start, and neither has any phase after it.
 
 from __future__ import annotations
 
+import heapq
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -260,8 +262,8 @@ def timeline(store: Store, clock: CompileClock, compiles: Sequence[CompileSummar
     origin = run_origin(store)
     made = (compile_span(store, clock, c, origin) for c in compiles)
     spans = spooled_spans(made) if isinstance(compiles, Reading) else list(made)
-    frames = frame_times(compiles, spans)
-    return timeline_of(store, spans, frames[:TOP_FRAMES], len(frames), processes)
+    sums = frame_sums(compiles, spans)
+    return timeline_of(store, spans, sums.top(compiles, TOP_FRAMES), sums.timed_frames(), processes)
 
 
 def run_origin(store: Store) -> float | None:
@@ -372,18 +374,74 @@ def bucketed(spans: Iterable[CompileSpan], axis: Axis, count: int = BUCKETS) -> 
     return [found[place] for place in sorted(found)]
 
 
-def frame_times(compiles: Iterable[CompileSummary], spans: Iterable[CompileSpan]) -> list[FrameTime]:
+def frame_sums(compiles: Sequence[CompileSummary], spans: Iterable[CompileSpan]) -> FrameSums:
+    """Every frame's compile time, summed over its compiles (`spans` theirs, in the same order)."""
+    sums = FrameSums()
+    for position, (compile_, span) in enumerate(zip(compiles, spans)):
+        sums.add(position, compile_, span)
+    return sums
+
+
+def frame_times(compiles: Sequence[CompileSummary], spans: Iterable[CompileSpan]) -> list[FrameTime]:
     """Every frame with a known compile time, most first: its compiles' time by part (`parts`)."""
-    # summed as they come, not grouped first: a report's compiles may be read back from a scratch file
-    frames: dict[Any, FrameTime] = {}
-    for compile_, span in zip(compiles, spans):
+    sums = frame_sums(compiles, spans)
+    return sums.top(compiles, sums.timed_frames())
+
+
+class FrameSums:
+    """Every frame's compile time by part (`parts`), summed as its compiles come (a report's compiles
+    may be read back from a scratch file), for the frames with the most (`top`).
+
+    A run may have 100,000s of frames: each is a place in arrays of numbers, found by its `frame_key`,
+    and its first compile and the one that names it are kept as positions among the compiles, read
+    back for the frames shown only (a `FrameTime` a frame, its texts and its dict of parts, held 30 MB
+    at 25,000 frames). The sums are `frame_time`'s, in the same order, to the same floats."""
+
+    def __init__(self) -> None:
+        self.place: dict[Any, int] = {}
+        self.first, self.named = array("q"), array("q")  # a frame's first compile, the first with a name (-1: none)
+        self.compiles, self.recompiles = array("q"), array("q")
+        self.timed = bytearray()  # whether a compile of the frame had a known time
+        self.parts = {key: array("d") for key in PART_NAMES}
+
+    def add(self, position: int, compile_: CompileSummary, span: CompileSpan) -> None:
         key = frame_key(compile_)
-        frame = frames.get(key)
-        if frame is None:
-            frame = frames[key] = _frame_of(compile_)
-        _add(frame, compile_, span)
-    timed = [found for found in map(_summed, frames.values()) if found is not None]
-    return sorted(timed, key=lambda f: -f.total)
+        at = self.place.get(key)
+        if at is None:
+            at = self.place[key] = len(self.first)
+            self.first.append(position)
+            self.named.append(-1)
+            self.compiles.append(0)
+            self.recompiles.append(0)
+            self.timed.append(0)
+            for column in self.parts.values():
+                column.append(0.0)
+        self.compiles[at] += 1
+        self.recompiles[at] += compile_.is_recompile
+        if self.named[at] < 0 and compile_.frame:
+            self.named[at] = position
+        for part, seconds in parts(compile_, span):
+            self.timed[at] = 1
+            summed = self.parts.get(part)
+            if summed is not None:
+                summed[at] += seconds
+
+    def timed_frames(self) -> int:
+        """How many frames have a known compile time."""
+        return sum(self.timed)
+
+    def top(self, compiles: Sequence[CompileSummary], count: int) -> list[FrameTime]:
+        """The `count` frames with the most compile time, most first (ties: the first compiled first)."""
+        totals = ((-sum(self._rounded(at).values()), at) for at in range(len(self.first)) if self.timed[at])
+        return [self._frame(compiles, at) for _, at in heapq.nsmallest(count, totals)]
+
+    def _rounded(self, at: int) -> dict[str, float]:
+        return {part: round(sums[at], 6) for part, sums in self.parts.items() if sums[at]}
+
+    def _frame(self, compiles: Sequence[CompileSummary], at: int) -> FrameTime:
+        first = compiles[self.first[at]]
+        name = compiles[self.named[at]].frame or "" if self.named[at] >= 0 else ""
+        return FrameTime(first.frame_label, name, first.url, self.compiles[at], self.recompiles[at], self._rounded(at))
 
 
 def frame_key(compile_: CompileSummary) -> Any:
@@ -395,30 +453,9 @@ def frame_time(compiles: Sequence[tuple[CompileSummary, CompileSpan]]) -> FrameT
     """One frame's compile time from its compiles (one `frame_key`, in log order, each with its span);
     None when none of them has a known time. Each frame is summed on its own, in log order: a live
     report sums again only the frames whose compiles changed, to the same floats."""
-    frame = _frame_of(compiles[0][0])
-    for compile_, span in compiles:
-        _add(frame, compile_, span)
-    return _summed(frame)
-
-
-def _frame_of(first: CompileSummary) -> FrameTime:
-    return FrameTime(first.frame_label, first.frame or "", first.url, 0, 0)
-
-
-def _add(frame: FrameTime, compile_: CompileSummary, span: CompileSpan) -> None:
-    frame.compiles += 1
-    frame.recompiles += compile_.is_recompile
-    frame.name = frame.name or compile_.frame or ""
-    for key, seconds in parts(compile_, span):
-        frame.parts[key] = frame.parts.get(key, 0.0) + seconds
-
-
-def _summed(frame: FrameTime) -> FrameTime | None:
-    """The frame with its parts rounded, in PART_NAMES order; None when none has a known time."""
-    if not frame.parts:
-        return None
-    frame.parts = {key: round(frame.parts[key], 6) for key in PART_NAMES if frame.parts.get(key)}
-    return frame
+    listed = [compile_ for compile_, _ in compiles]
+    frames = frame_sums(listed, [span for _, span in compiles]).top(listed, 1)
+    return frames[0] if frames else None
 
 
 def parts(compile_: CompileSummary, span: CompileSpan) -> list[tuple[str, float]]:
