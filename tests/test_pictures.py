@@ -172,6 +172,32 @@ def test_the_frame_chart_adds_up_to_the_compile_time(reports, scenario):
     assert len(list(svg.iter(f"{SVG}a"))) == min(len(frames), timeline_module.TOP_FRAMES)
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_frames_summed_in_arrays_are_the_frames_summed_one_by_one(reports, scenario):
+    """`frame_times` (a frame a place in arrays) against the plain way: a dict of parts a frame, in log
+    order, rounded, sorted by total with ties in the order of their first compile."""
+    from tlparse_py.analysis.summary_load import load_summary
+
+    summary = _summary(reports[scenario])
+    compiles, spans = load_summary(summary).compiles, [_span(t) for t in summary["timeline"]]
+    frames: dict = {}
+    for compile_, span in zip(compiles, spans):
+        frame = frames.setdefault(timeline_module.frame_key(compile_), {"first": compile_, "name": "", "n": 0, "re": 0, "parts": {}})
+        frame["n"] += 1
+        frame["re"] += compile_.is_recompile
+        frame["name"] = frame["name"] or compile_.frame or ""
+        for part, seconds in timeline_module.parts(compile_, span):
+            frame["parts"][part] = frame["parts"].get(part, 0.0) + seconds
+    expected = []
+    for f in frames.values():
+        if f["parts"]:
+            rounded = {part: round(f["parts"][part], 6) for part in timeline_module.PART_NAMES if f["parts"].get(part)}
+            expected.append((f["first"].frame_label, f["name"], f["first"].url, f["n"], f["re"], rounded))
+    expected.sort(key=lambda f: -sum(f[5].values()))
+    found = [(f.frame, f.name, f.url, f.compiles, f.recompiles, f.parts) for f in timeline_module.frame_times(compiles, spans)]
+    assert found and found == expected
+
+
 def _span(item: dict) -> timeline_module.CompileSpan:
     phases = tuple(timeline_module.PhaseSpan(p["name"], {"Dynamo": "dynamo", "AOTAutograd": "aot", "Inductor": "inductor",
                                                           "Code generation": "codegen"}.get(p["name"], "backend"), p["start_s"], p["seconds"])
