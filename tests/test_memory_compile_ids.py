@@ -107,6 +107,12 @@ def test_directory_entries_are_packed_and_read_back_as_they_were_listed():
     assert files + [entries[0]] == entries + [entries[0]]
     assert pickle.loads(pickle.dumps(files)) == entries
     assert sum(type(packed) is bytes for packed in list.__iter__(files)) == 3
+    # what the url says is left out: the graph's name, raw file and kind are its url's (one copy of the words)
+    assert next(list.__iter__(files)).count(b"dynamo_output_graph") == 1
+    named = Artifact(url="-_0_0_0/x.y_12.txt", name="x.y_12.txt", number=12, kind="x.y")  # named after its kind, with a dot
+    unnamed = Artifact(url="-_0_0_0/x_12.txt", name="x_12.txt", number=12, kind="")  # not named after its kind
+    again = Files(FactSpool(), [named, unnamed])
+    assert list(again) == [named, unnamed] and list.__getitem__(again, 0).count(b"x.y") == 1
 
 
 def test_metric_fields_read_as_the_dict_of_the_summary_fields():
@@ -136,3 +142,14 @@ def test_metric_fields_are_packed_and_read_back_as_logged():
         assert fields["config_suppress_errors"] is False and fields["restart_reasons"] == [] and fields["fail_type"] is None
     odd = MetricFields({"co_name": "\ud800", "guard_count": 2**70})
     assert type(odd._packed) is tuple and odd["co_name"] == "\ud800" and odd["guard_count"] == 2**70
+
+
+def test_the_records_of_one_compile_id_share_one_compile_id_object():
+    """A log of 100,000s of records of a few compile ids keeps one object an id, not one a record."""
+    from tlparse_py.reading.records import compile_id_of
+
+    envelope = {"frame_id": 7, "frame_compile_id": 0, "attempt": 0}
+    assert compile_id_of(dict(envelope)) is compile_id_of(dict(envelope))
+    assert compile_id_of(dict(envelope), process=2) is compile_id_of(dict(envelope), process=2)
+    assert compile_id_of(dict(envelope), process=2) != compile_id_of(dict(envelope))
+

@@ -35,13 +35,15 @@ _DECODE = msgspec.msgpack.Decoder(tuple).decode
 
 def _pack(item: Artifact) -> bytes | Artifact:
     """An entry as a msgpack tuple of its fields, leaving out what its url says: its name when it is
-    the url's last part (None), its raw file when it is the url itself (True). One that does not
-    encode (a lone surrogate in a subgraph name) stays as it is."""
+    the url's last part (None), its raw file when it is the url itself (True), its kind when the
+    file is named after it (True: `dynamo_output_graph_12.txt`). One that does not encode (a lone
+    surrogate in a subgraph name) stays as it is."""
     url = item.url
     name = None if item.name == url.rpartition("/")[2] else item.name
     raw = True if item.raw == url else item.raw
+    kind: str | bool = True if item.kind == _named_after(url, item.number) else item.kind
     try:
-        return _ENCODE((url, name, item.number, item.suffix, item.readable_url, item.kind, item.is_link, raw, item.subgraph))
+        return _ENCODE((url, name, item.number, item.suffix, item.readable_url, kind, item.is_link, raw, item.subgraph))
     except (UnicodeEncodeError, TypeError, OverflowError):
         return item
 
@@ -50,8 +52,18 @@ def _unpack(packed: bytes | Artifact) -> Artifact:
     if type(packed) is not bytes:
         return packed  # type: ignore[return-value]
     url, name, number, suffix, readable_url, kind, is_link, raw, subgraph = _DECODE(packed)
-    return Artifact(url, url.rpartition("/")[2] if name is None else name, number, suffix, readable_url, kind, is_link,
-                    url if raw is True else raw, subgraph)
+    return Artifact(url, url.rpartition("/")[2] if name is None else name, number, suffix, readable_url,
+                    _named_after(url, number) if kind is True else kind, is_link, url if raw is True else raw, subgraph)
+
+
+def _named_after(url: str, number: int) -> str:
+    """What a numbered file is named after (`paths.numbered`): `a/dynamo_output_graph_12.txt` → `dynamo_output_graph`
+    ("" when it is not numbered so)."""
+    stem, dot, _ = url.rpartition("/")[2].rpartition(".")
+    if not dot:
+        stem = url.rpartition("/")[2]
+    tail = f"_{number}"
+    return stem[: -len(tail)] if stem.endswith(tail) else ""
 
 
 class FileSizes:

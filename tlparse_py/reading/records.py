@@ -80,8 +80,7 @@ def compile_id_of(envelope: dict[str, Any], process: int = 0) -> CompileId | Non
     for value in parts:  # checked first: True == 1 as a dict key, and a list is no key at all
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_ID):
             return None
-    if process:
-        parts = (*parts, process)
+    parts = (*parts, process)  # the id's every field: equal to the CompileId made of it, its own key below
     found = _IDS.get(parts)
     if found is not None:
         return found
