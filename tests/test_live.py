@@ -231,17 +231,20 @@ def test_pages_that_did_not_change_are_not_written_again(tmp_path):
 # -- tlparse-py watch -----------------------------------------------------------------------------
 
 
-def tlparse(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
-    """The command in the background; its stderr goes to cwd/stderr.txt (read with `stderr_of`).
+def tlparse(*args: str, cwd: Path, preexec_fn=None, **kwargs) -> subprocess.Popen:
+    """The command in the background; its stderr goes to cwd/stderr.txt (read with `stderr_of`);
+    `preexec_fn`: what the child does first besides (a limit on its file sizes...).
 
     Its Ctrl-C is the terminal's default, however the tests were started: a suite started in the
     background by a shell (`... &`) ignores SIGINT, and Python left ignoring it would not stop."""
+
+    def prepare() -> None:  # in the child, before it runs Python (a signal call and the caller's: safe after fork)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if preexec_fn is not None:
+            preexec_fn()
+
     return subprocess.Popen([sys.executable, "-m", "tlparse_py", *args], cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=open(cwd / "stderr.txt", "w"), text=True, preexec_fn=_default_ctrl_c, **kwargs)
-
-
-def _default_ctrl_c() -> None:  # in the child, before it runs Python (only a signal call: safe after fork)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                            stderr=open(cwd / "stderr.txt", "w"), text=True, preexec_fn=prepare, **kwargs)
 
 
 def finished(process: subprocess.Popen, cwd: Path, timeout: float = 60) -> str:

@@ -23,7 +23,7 @@ from ..model import Artifact, CompileId, DiagnosticLog, Processes, Record, Stats
 from ..paths import compile_page_url
 from ..reading.inputs import LeftOut
 from .configs import ConfigSnapshots
-from .metric_fields import METRIC_SUMMARY_FIELDS, MetricFields
+from .metric_fields import MetricFields
 from .export_shapes import ExportShapes
 from .export_trace import ExportTrace
 from .program import ProgramExit
