@@ -394,8 +394,9 @@ class FrameSums:
 
     A run may have 100,000s of frames: each is a place in arrays of numbers, found by its `frame_key`,
     and its first compile and the one that names it are kept as positions among the compiles, read
-    back for the frames shown only (a `FrameTime` a frame, its texts and its dict of parts, held 30 MB
-    at 25,000 frames). The sums are `frame_time`'s, in the same order, to the same floats."""
+    back for the frames shown only (a `FrameTime` a frame, its texts and its dict of parts, held 10 MB
+    at 25,000 compiles). Each frame's parts are added in log order, so a live report summing one
+    frame again (`frame_time`, by this same class) gets the same floats."""
 
     def __init__(self) -> None:
         self.place: dict[Any, int] = {}
