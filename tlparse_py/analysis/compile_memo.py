@@ -16,6 +16,7 @@ from typing import Any, overload
 
 from ..model import CompileId
 from .spools import Reading, Spool, SpooledCompiles
+from .store import compile_place
 from .summary import CompileSummary
 
 SPOOLED_FROM = 2000  # compiles, from which they are kept packed in a scratch file
@@ -59,7 +60,8 @@ class CompilesMemo:
         self.stamp: tuple[int, ...] | None = None
         self.kept: Sequence[CompileSummary] | None = None
         self.held: weakref.ref[_ReadBack] | None = None  # the list read back now in use, if any
-        self.places: dict[tuple[CompileId, int], CompileSummary | int] | None = None
+        # where each compile is among them, by `compile_place`
+        self.places: dict[CompileId | tuple[CompileId, int], CompileSummary | int] | None = None
         self.places_stamp: tuple[int, ...] | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # a cache: a copy of the analysis (a rank's, pickled) builds its own
@@ -100,7 +102,7 @@ class CompilesMemo:
             return self.read_back(shared)
         return list(compiles)
 
-    def keep_spooled(self, stamp: tuple[int, ...], spool: SpooledCompiles, places: dict[tuple[CompileId, int], CompileSummary | int]) -> None:
+    def keep_spooled(self, stamp: tuple[int, ...], spool: SpooledCompiles, places: dict[CompileId | tuple[CompileId, int], CompileSummary | int]) -> None:
         """Keep compiles built straight into their spool for `stamp`, and where each is in it."""
         self.stamp, self.kept, self.held = stamp, spool, None
         self.places_stamp, self.places = stamp, places
@@ -108,7 +110,7 @@ class CompilesMemo:
     def take(self, stamp: tuple[int, ...], compiles: list[CompileSummary], places: dict[tuple[CompileId, int], CompileSummary]) -> None:
         """Take compiles (and where each is) built elsewhere for `stamp` (a live report's)."""
         self.stamp, self.kept, self.held = stamp, compiles, None
-        self.places_stamp, self.places = stamp, dict(places)
+        self.places_stamp, self.places = stamp, {compile_place(key, generation): compile_ for (key, generation), compile_ in places.items()}
 
     def forget(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -128,17 +130,17 @@ class CompilesMemo:
         found.shared = shared  # alive as long as any list handed out from it
         return found
 
-    def placed(self, stamp: tuple[int, ...], compiles: Callable[[], list[CompileSummary]]) -> dict[tuple[CompileId, int], CompileSummary | int]:
+    def placed(self, stamp: tuple[int, ...], compiles: Callable[[], list[CompileSummary]]) -> dict[CompileId | tuple[CompileId, int], CompileSummary | int]:
         """Where each (frame, generation) is in the compiles of `stamp`, found once per stamp."""
         if self.places is None or self.places_stamp != stamp:
             listed = compiles()
-            self.places, self.places_stamp = {(c.key, c.generation): at for at, c in enumerate(listed)}, stamp
+            self.places, self.places_stamp = {compile_place(c.key, c.generation): at for at, c in enumerate(listed)}, stamp
         return self.places
 
-    def compile_at(self, stamp: tuple[int, ...], place: tuple[CompileId, int],
+    def compile_at(self, stamp: tuple[int, ...], frame: CompileId, generation: int,
                    compiles: Callable[[], list[CompileSummary]]) -> CompileSummary | None:
         """The compile of (frame, generation) in the compiles of `stamp` (`compiles()` builds them)."""
-        found = self.placed(stamp, compiles).get(place)
+        found = self.placed(stamp, compiles).get(compile_place(frame, generation))
         if not isinstance(found, int):  # None, or the compile itself (a live report's places hold them)
             return found
         shared = self.held() if self.held is not None else None

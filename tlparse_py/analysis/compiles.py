@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 from msgspec import structs
@@ -26,7 +26,7 @@ from ..model import CompileId, Record, display_key
 from . import questions
 from .files import FileSizes
 from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
-from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store
+from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store, compile_place
 from .compile_memo import CompilesMemo, spooled
 from .spools import SpooledCompiles
 from .compile_times import CompileTimes
@@ -113,7 +113,7 @@ class Analysis(CompileTimes):
         if found is not None:
             return found
         frames: dict[CompileId, list[CompileId]] = {}
-        compiles = list(followed(self, compiles_read(self, frames), frames, lambda compile_: compile_))
+        compiles = list(followed(self, compiles_read(self, frames), frames))
         mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
         return self.memo.keep(stamp, compiles)
 
@@ -128,7 +128,7 @@ class Analysis(CompileTimes):
 
     def compile_of(self, key: CompileId, generation: int = 0) -> CompileSummary | None:
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
-        return self.memo.compile_at(compiles_stamp(self), (key.frame_key(), generation), self.compiles)
+        return self.memo.compile_at(compiles_stamp(self), key.frame_key(), generation, self.compiles)
 
     def _compile(self, frame: CompileId, logged_attempts: list[CompileId], generation: int) -> CompileSummary:
         # a reused id's attempts: those logged in this generation (the first, whatever it logged, names the compile)
@@ -248,18 +248,21 @@ class Analysis(CompileTimes):
 
 
 def followed(analysis: Analysis, read: list[tuple[CompileId, int]], frames: dict[CompileId, list[CompileId]],
-              kept: Callable[[CompileSummary], CompileSummary | Followed]) -> Iterator[CompileSummary]:
+             spool: SpooledCompiles | None = None) -> Iterator[CompileSummary]:
     """The compiles `compiles_read` listed, each after its frame's previous one (`_follow`,
-    `follow_config`); `kept`: what is kept of that previous one (itself, or `Followed.of` it)."""
-    previous: dict[FrameIdentity, CompileSummary | Followed] = {}  # the frame's latest compile
-    for frame, generation in read:
+    `follow_config`). `spool`: where the caller appends each compile yielded, in turn; the frame's
+    previous compile is then read back from there, where it is needed (a frame that compiles again),
+    not kept a frame (its strings cost 330 bytes a frame at the peak of `ready_for_pages`)."""
+    previous: dict[FrameIdentity, CompileSummary | int] = {}  # the frame's latest compile, or its place in `spool`
+    for at, (frame, generation) in enumerate(read):
         compile_ = analysis._compile(frame, frames[frame], generation)
         identity = compile_.frame_identity
         if identity is not None:
-            before = previous.get(identity)
+            found = previous.get(identity)
+            before = spool[found] if isinstance(found, int) and spool is not None else None if isinstance(found, int) else found
             _follow(compile_, before)
             follow_config(compile_, before, analysis.configs)
-            previous[identity] = kept(compile_)
+            previous[identity] = at if spool is not None else compile_
         yield compile_
 
 
@@ -273,10 +276,10 @@ def spool_compiles(analysis: Analysis, stamp: tuple[int, ...]) -> bool:
     if not spooled(len(read)):
         return False
     spool, counts = SpooledCompiles(), Counter[int]()
-    places: dict[tuple[CompileId, int], CompileSummary | int] = {}
+    places: dict[CompileId | tuple[CompileId, int], CompileSummary | int] = {}
     try:
-        for compile_ in followed(analysis, read, frames, Followed.of):
-            places[(compile_.key, compile_.generation)] = len(spool)
+        for compile_ in followed(analysis, read, frames, spool):
+            places[compile_place(compile_.key, compile_.generation)] = len(spool)
             spool.append(compile_)
             counts.update(config_counts((compile_,)))
     except (UnicodeEncodeError, TypeError, OverflowError):
@@ -421,25 +424,7 @@ def _status(metrics: list[MetricsEntry], breaks: list[LoggedBreak], restart_reas
     return STATUS_OK
 
 
-class Followed(NamedTuple):
-    """What a compile's frame's next compile reads of it (`_cause`, `_follow`, `follow_config`): kept
-    a frame while the compiles are built straight into their spool, where the compile is not."""
-
-    failure: Failure | None
-    library_frame: LibraryFrame | None
-    frame: str | None
-    user_location: str | None
-    label: str
-    config: int | None
-    url: str | None
-
-    @classmethod
-    def of(cls, compile_: CompileSummary) -> Followed:
-        return cls(compile_.failure, compile_.library_frame, compile_.frame, compile_.user_location, compile_.label, compile_.config,
-                   compile_.url)
-
-
-def _follow(compile_: CompileSummary, before: CompileSummary | Followed | None) -> None:
+def _follow(compile_: CompileSummary, before: CompileSummary | None) -> None:
     """What a compile is, after its frame's previous compile in the same generation (`before`): why
     it happened, and its frame's name and user location where it logged none (one frame in one
     generation is one code object: the compile over the recompile limit logs neither). A library
@@ -459,7 +444,7 @@ def _follow(compile_: CompileSummary, before: CompileSummary | Followed | None) 
         compile_.headline = "; ".join(filter(None, [f"retry after {before.label} failed", compile_.headline]))
 
 
-def follow_config(compile_: CompileSummary, before: CompileSummary | Followed | None, configs: ConfigSnapshots) -> None:
+def follow_config(compile_: CompileSummary, before: CompileSummary | None, configs: ConfigSnapshots) -> None:
     """The settings a compile ran with that differ from its frame's previous compile's (`before`, in
     the same generation), when both logged their config; the graph breaks that name one of them say
     so, and so does its headline: a compile under `torch._dynamo.config.patch(...)` and its recompile
@@ -492,7 +477,7 @@ def mark_unusual(compiles: Iterable[CompileSummary], unusual: dict[int, list[Unu
         compile_.config_unusual = list(unusual.get(compile_.config, ())) if compile_.config is not None else []
 
 
-def _cause(compile_: CompileSummary, previous: CompileSummary | Followed | None) -> str:
+def _cause(compile_: CompileSummary, previous: CompileSummary | None) -> str:
     """Why a compile happened: its frame's first, a recompile after a guard failed, or a retry
     right after the frame's previous compile failed with no guard failure logged."""
     if previous is None:

@@ -15,7 +15,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, overload
 
 import msgspec
 
@@ -41,6 +41,7 @@ RESTART_CLASSES = {
     "SpeculationRestartAnalysis": "Speculation failed: Dynamo traced the frame again without the path it had speculated on",
     "TensorifyScalarRestartAnalysis": "Dynamo traced the frame again to turn a Python scalar into a tensor input",
 }
+_T = TypeVar("_T")
 _CLASS_REPR = re.compile(r"^<class '(?:[\w.]+\.)?(\w+)'>$")
 
 
@@ -65,13 +66,93 @@ class Reuse(NamedTuple):
 
 class MetricsEntry(msgspec.Struct):
     compile_id: CompileId | None
-    url: str  # the compilation_metrics page
+    # the compilation_metrics page (`url`): its number alone when it lies in the compile id's folder
+    # under the usual name (most do: a url string held 90 bytes a compile), else its url
+    page: str | int
     fields: Mapping[str, Any]  # METRIC_SUMMARY_FIELDS (a `MetricFields` once read from a log)
     generation: int = 0  # > 0: compiled after torch._dynamo.reset() (`Generations`)
     config: int | None = None  # the number of the config it logged (`Store.configs`); None: none logged
 
     def get(self, name: str) -> Any:
         return self.fields.get(name)
+
+    @property
+    def url(self) -> str:
+        """The compilation_metrics page ("" until it is written)."""
+        page = self.page
+        return page if type(page) is str else _metrics_url(self.compile_id, page)  # type: ignore[arg-type]
+
+    def page_written(self, url: str) -> None:
+        number = url[url.rfind("_") + 1 : -len(".html")]
+        self.page = url
+        if number.isdigit() and number[0] != "0" and _metrics_url(self.compile_id, int(number)) == url:
+            self.page = int(number)
+
+
+def compile_place(key: CompileId, generation: int) -> CompileId | tuple[CompileId, int]:
+    """What a compile (frame compile, generation) is keyed by in tables of every compile: its frame
+    compile alone in the first generation (most compiles: no tuple a compile), else the pair (a
+    pair is never equal to a compile id: its length differs)."""
+    return (key, generation) if generation else key
+
+
+def _metrics_url(compile_id: CompileId | None, number: int) -> str:
+    return f"{compile_id.dirname if compile_id is not None else ''}/compilation_metrics_{number}.html"
+
+
+class MetricsByFrame(Mapping["CompileId | None", "list[MetricsEntry]"]):
+    """Frame compile → its metrics entries, in the order they came (a list read back for each ask).
+    Most frame compiles log one, kept as it is, not in a list: a log may hold 100,000s."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[CompileId | None, MetricsEntry | list[MetricsEntry]] = {}
+
+    def add(self, key: CompileId | None, entry: MetricsEntry) -> tuple[int, int]:
+        """Note `entry`; returns (the place of `key` among the keys, the entry's place under it)."""
+        entries = self._entries
+        known = entries.get(key)
+        if known is None:
+            entries[key] = entry
+            return len(entries) - 1, 0
+        if isinstance(known, list):
+            known.append(entry)
+            return -1, len(known) - 1
+        entries[key] = [known, entry]
+        return -1, 1
+
+    def place_of(self, key: CompileId | None) -> int:
+        """The place of `key` among the keys (a pass over them: asked only for a frame compile's failed later entry)."""
+        return next(at for at, known in enumerate(self._entries) if known == key)
+
+    def last(self, key: CompileId | None) -> MetricsEntry:
+        known = self._entries[key]
+        return known[-1] if isinstance(known, list) else known
+
+    def __getitem__(self, key: CompileId | None) -> list[MetricsEntry]:
+        known = self._entries[key]
+        return known if isinstance(known, list) else [known]
+
+    @overload
+    def get(self, key: CompileId | None, /) -> list[MetricsEntry] | None: ...
+    @overload
+    def get(self, key: CompileId | None, default: list[MetricsEntry] | _T, /) -> list[MetricsEntry] | _T: ...
+
+    def get(self, key: CompileId | None, default: Any = None) -> Any:
+        known = self._entries.get(key)
+        if known is None:
+            return default
+        return known if isinstance(known, list) else [known]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[CompileId | None]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class LoggedBreak(msgspec.Struct):
@@ -419,12 +500,12 @@ class Generations:
             start = next(starts, None)
 
 
-class KeysByFunction(dict[tuple[int, int | None, int | None], "CompileId | list[CompileId]"]):
+class KeysByFunction(dict["int | tuple[int, int | None, int | None]", "CompileId | list[CompileId]"]):
     """A function's (process, compiled autograd id, frame id) frame compiles, in the order they came:
     most functions compile once, and their one key is kept as it is, not in a list (a log may hold 100,000s)."""
 
     def add(self, key: CompileId) -> None:
-        function = (key.process, key.compiled_autograd_id, key.frame_id)
+        function = _function_of(key)
         known = self.get(function)
         if known is None:
             self[function] = key
@@ -435,8 +516,16 @@ class KeysByFunction(dict[tuple[int, int | None, int | None], "CompileId | list[
 
     def of(self, key: CompileId) -> list[CompileId]:
         """The frame compiles of the function of `key`."""
-        found = self.get((key.process, key.compiled_autograd_id, key.frame_id))
+        found = self.get(_function_of(key))
         return [] if found is None else found if isinstance(found, list) else [found]
+
+
+def _function_of(key: CompileId) -> int | tuple[int, int | None, int | None]:
+    """`KeysByFunction`'s key of a frame compile's function: its frame id alone in the first process
+    without compiled autograd (most: an int costs half the tuple), else (process, compiled autograd id, frame id)."""
+    if key.process == 0 and key.compiled_autograd_id is None and key.frame_id is not None:
+        return key.frame_id
+    return (key.process, key.compiled_autograd_id, key.frame_id)
 
 
 class Questions:
@@ -446,7 +535,7 @@ class Questions:
     """
 
     directory: dict[CompileId | None, list[Artifact]]
-    metrics: dict[CompileId | None, list[MetricsEntry]]
+    metrics: MetricsByFrame
     cache_events: list[CacheEvent]
     graph_breaks: list[LoggedBreak]
     recompile_reasons: dict[CompileId | None, list[tuple[int, str]]]
@@ -553,7 +642,7 @@ class Store(Questions):
     start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)
-    metrics: dict[CompileId | None, list[MetricsEntry]] = field(default_factory=dict)
+    metrics: MetricsByFrame = field(default_factory=MetricsByFrame)
     # frame (process, compiled autograd id, frame id) → its keys in `metrics`, in the order they came:
     # a frame's metrics entries across its compiles, kept as they are read (a live report asks after
     # every update; an index of all the metrics built again each time grew with the run)
@@ -561,7 +650,6 @@ class Store(Questions):
     # the metrics entries that logged a `fail_type`, as (their key's place among `metrics`' keys, their
     # place under it, the entry): in `metrics`' order without a pass over every compile's metrics
     failed_metrics: list[tuple[int, int, MetricsEntry]] = field(default_factory=list)
-    _metric_key_places: dict[CompileId | None, int] = field(default_factory=dict)
     # frame compile → (compile id, log line, bwd_compilation_metrics' BACKWARD_SUMMARY_FIELDS) in log order
     backward_metrics: dict[CompileId | None, list[tuple[CompileId | None, int, dict[str, Any]]]] = field(default_factory=dict)
     failures: list[FailureRow] = field(default_factory=list)
@@ -665,16 +753,12 @@ class Store(Questions):
             self.generations.finished(key)
             self.open_starts.pop((key, generation), None)
         self.note_torch_version(meta.get("pytorch_version"))
-        entries = self.metrics.get(key)
-        if entries is None:
-            entries = self.metrics[key] = []
-            self._metric_key_places[key] = len(self._metric_key_places)
-            if key is not None:
-                self.metric_keys_by_frame.add(key)
         entry = MetricsEntry(record.compile_id, "", fields, generation, self.configs.note(meta))
+        key_place, place = self.metrics.add(key, entry)
+        if place == 0 and key is not None:
+            self.metric_keys_by_frame.add(key)
         if fields.get("fail_type"):
-            self.failed_metrics.append((self._metric_key_places[key], len(entries), entry))
-        entries.append(entry)
+            self.failed_metrics.append((key_place if key_place >= 0 else self.metrics.place_of(key), place, entry))
 
     def note_backward_metrics(self, compile_id: CompileId | None, line: int, meta: dict[str, Any]) -> None:
         key = compile_id.frame_key() if compile_id is not None else None
@@ -705,8 +789,8 @@ class Store(Questions):
     def metrics_page_written(self, record: Record, url: str) -> None:
         """Attach the page url to the newest metrics entry and derive its failures-page rows."""
         key = record.compile_id.frame_key() if record.compile_id is not None else None
-        entry = self.metrics[key][-1]
-        entry.url = url
+        entry = self.metrics.last(key)
+        entry.page_written(url)
         for reason in entry.get("restart_reasons"):
             self.failures.append(FailureRow(record.compile_id, url, "RestartAnalysis", str(reason), "", entry.generation))
         fail_type = entry.get("fail_type")

@@ -32,7 +32,7 @@ from ..model import CompileId
 from . import questions
 from .phases import compile_time_split
 from .spools import Reading, typed_spool
-from .store import MetricsEntry, Store
+from .store import MetricsEntry, Store, compile_place
 from .summary import CACHE_RESULTS, CAUSE_RECOMPILE, CompileSummary
 
 # Past this many compiles with known times, the timeline draws buckets of compiles (per process,
@@ -80,35 +80,50 @@ def glog_seconds(timestamp: str) -> float | None:
 
 class CompileClock:
     """When each compile (frame compile, generation) began and ended: the glog seconds of its
-    `dynamo_start` and of its last `compilation_metrics`, noted as the log is read. Two floats a
-    compile; nothing else is kept (a compile of the first generation, most of them, is keyed by its
-    frame compile alone, not a tuple a compile)."""
+    `dynamo_start` and of its last `compilation_metrics`, noted as the log is read. A compile has a
+    row: two floats in arrays (NaN where the log gave no time), one dict entry to find it (a compile
+    of the first generation, most of them, is keyed by its frame compile alone, not a tuple)."""
 
-    __slots__ = ("began", "ended")
+    __slots__ = ("rows", "began", "ended")
 
     def __init__(self) -> None:
-        self.began: dict[CompileId | tuple[CompileId, int], float] = {}
-        self.ended: dict[CompileId | tuple[CompileId, int], float] = {}
+        self.rows: dict[CompileId | tuple[CompileId, int], int] = {}
+        self.began = array("d")
+        self.ended = array("d")
+
+    def _row(self, key: CompileId, generation: int) -> int:
+        place = compile_place(key, generation)
+        row = self.rows.get(place)
+        if row is None:
+            row = self.rows[place] = len(self.began)
+            self.began.append(_NO_TIME)
+            self.ended.append(_NO_TIME)
+        return row
 
     def start(self, key: CompileId, generation: int, timestamp: str) -> None:
         at = glog_seconds(timestamp)
         if at is not None:
-            self.began.setdefault(clock_place(key, generation), at)  # a later attempt's start is the same compile's
+            row = self._row(key, generation)
+            if self.began[row] != self.began[row]:  # NaN: a later attempt's start is the same compile's
+                self.began[row] = at
 
     def end(self, key: CompileId, generation: int, timestamp: str) -> None:
         at = glog_seconds(timestamp)
         if at is not None:
-            place = clock_place(key, generation)
-            self.ended[place] = max(at, self.ended.get(place, at))  # the last attempt's metrics end it
+            row = self._row(key, generation)
+            known = self.ended[row]
+            self.ended[row] = at if known != known else max(at, known)  # the last attempt's metrics end it
 
     def times(self, key: CompileId, generation: int) -> tuple[float | None, float | None]:
         """When the compile began and ended, where the log says."""
-        place = clock_place(key, generation)
-        return self.began.get(place), self.ended.get(place)
+        row = self.rows.get(compile_place(key, generation))
+        if row is None:
+            return None, None
+        began, ended = self.began[row], self.ended[row]
+        return (began if began == began else None), (ended if ended == ended else None)
 
 
-def clock_place(key: CompileId, generation: int) -> CompileId | tuple[CompileId, int]:
-    return (key, generation) if generation else key  # (a pair is never equal to a compile id: its length differs)
+_NO_TIME = float("nan")
 
 
 class PhaseSpan(Struct, frozen=True, gc=False):

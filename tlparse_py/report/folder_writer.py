@@ -33,7 +33,6 @@ class FolderWriter:
         self.root.mkdir(parents=True, exist_ok=True)
         self.bytes_written = 0
         self._root = os.fspath(root)
-        self._dirs: set[str] = {""}  # the report's folders already made (relative; "" is the root)
         self._behind: BehindWrites | None = None
 
     def write_behind(self, rel: str, data: bytes | str) -> None:
@@ -63,19 +62,29 @@ class FolderWriter:
         return FolderWriter(self.path(f"{folder}/.keep").parent)
 
     def path(self, rel: str) -> Path:
-        """The staging path of a relative report path; anything that would leave the report is refused."""
-        return Path(self._place(rel))
+        """The staging path of a relative report path, its folder made; anything that would leave the report is refused."""
+        place = self._place(rel)
+        self._make_folder(rel)
+        return Path(place)
 
     def _place(self, rel: str) -> str:
-        """`path` as a string, its folder made: a report of 10,000s of small compiles asks this for
-        every file it writes and reads, and pathlib's joins cost more than the file's system calls."""
-        folder, _, name = rel.rpartition("/")
-        if folder not in self._dirs or name in ("", ".", "..") or "\\" in name or "\0" in name or rel[0] == "/":
+        """`path` as a string, its folder not made: a report of 10,000s of small compiles asks this for
+        every file it writes and reads, and pathlib's joins cost more than the file's system calls. A
+        path of plain names (most) is told safe by a few substring tests."""
+        if rel[:1] in ("", "/", ".") or "/." in rel or "//" in rel or "\\" in rel or "\0" in rel or rel[-1] == "/":
             self._check_relative(rel)
-            if folder not in self._dirs:
-                os.makedirs(f"{self._root}/{folder}", exist_ok=True)
-                self._dirs.add(folder)
         return f"{self._root}/{rel}"
+
+    def _make_folder(self, rel: str) -> None:
+        """The folders of `rel` below the root, each made where it is missing. Folders are made when a
+        write finds its folder missing, not remembered: a set of every folder made held 110 bytes a
+        compile id (docs/limits.md). The root itself is never made again: gone, the write fails."""
+        parts = rel.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            try:
+                os.mkdir(f"{self._root}/{'/'.join(parts[:end])}")
+            except FileExistsError:
+                continue
 
     @staticmethod
     def _check_relative(rel: str) -> None:
@@ -86,7 +95,12 @@ class FolderWriter:
     def write(self, rel: str, data: bytes | str) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        write_file(self._place(rel), data)
+        path = self._place(rel)
+        try:
+            write_file(path, data)
+        except FileNotFoundError:  # its folder not made yet
+            self._make_folder(rel)
+            write_file(path, data)
         self.bytes_written += len(data)
 
     def write_pieces(self, rel: str, pieces: Iterable[str] | Iterable[bytes]) -> None:
@@ -99,7 +113,11 @@ class FolderWriter:
             self.write(rel, b"".join(whole) if whole and isinstance(whole[0], bytes) else "".join(whole))
             return
         path = self._place(rel)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except FileNotFoundError:  # its folder not made yet
+            self._make_folder(rel)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             chunk: list[Any] = []
             size = 0

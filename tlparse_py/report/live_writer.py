@@ -85,12 +85,12 @@ class LiveWriter(FolderWriter):
                 (self.root / rel).unlink()
             except OSError:
                 continue
-        for folder in sorted(self._dirs - {""}, key=lambda f: f.count("/"), reverse=True):  # the deepest first
+        folders = {rel[:end] for rel in self.written for end in range(len(rel)) if rel[end] == "/"}  # each folder above a file
+        for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):  # the deepest first
             try:
-                os.rmdir(f"{self._root}/{folder}")
+                os.rmdir(f"{self._root}/{folder}")  # only if empty: a folder of files this process did not write stays
             except OSError:
                 continue
-        self._dirs = {""}
         self.written.clear()
         self.digests.clear()
         self.live_pages.clear()
