@@ -112,7 +112,29 @@ def test_directory_entries_are_packed_and_read_back_as_they_were_listed():
     named = Artifact(url="-_0_0_0/x.y_12.txt", name="x.y_12.txt", number=12, kind="x.y")  # named after its kind, with a dot
     unnamed = Artifact(url="-_0_0_0/x_12.txt", name="x_12.txt", number=12, kind="")  # not named after its kind
     again = Files(FactSpool(), [named, unnamed])
-    assert list(again) == [named, unnamed] and list.__getitem__(again, 0).count(b"x.y") == 1
+    assert list(again) == [named, unnamed] and again._small.count(b"x.y") == 1
+
+
+def test_a_small_compile_ids_files_are_one_bytes_object_until_they_are_many():
+    """Up to Files.SMALL entries are one msgpack array in one bytes object (the list itself empty);
+    the next moves them into the list, one packed entry each, and reads the same."""
+    def entry(number: int) -> Artifact:
+        return Artifact(url=f"-_0_0_0/dynamo_output_graph_{number}.txt", name=f"dynamo_output_graph_{number}.txt", number=number,
+                        kind="dynamo_output_graph", raw=f"-_0_0_0/dynamo_output_graph_{number}.txt")
+
+    entries = [entry(number) for number in range(Files.SMALL + 3)]
+    files = Files(FactSpool())
+    for count, item in enumerate(entries, start=1):
+        files.append(item)
+        in_one = count <= Files.SMALL
+        assert (list.__len__(files) == 0 and len(files._small) > 0) if in_one else (list.__len__(files) == count and files._small == b"")
+        assert len(files) == count and list(files) == entries[:count] and files[count - 1] == entries[count - 1]
+        assert files[-1] == entries[count - 1] and files[: count - 1] == entries[: count - 1] and files == entries[:count]
+    assert pickle.loads(pickle.dumps(Files(FactSpool(), entries[:3]))) == entries[:3]
+    # an entry that does not pack, among a few that do: the list holds them all from then on
+    odd = Artifact(url="-_0_0_0/x_99.txt", name="x_99.txt", number=99, subgraph="\ud800 lone")
+    mixed = Files(FactSpool(), [*entries[:2], odd, entries[2]])
+    assert list(mixed) == [*entries[:2], odd, entries[2]] and mixed._small == b"" and list.__len__(mixed) == 4
 
 
 def test_metric_fields_read_as_the_dict_of_the_summary_fields():

@@ -143,7 +143,7 @@ def test_a_compile_ids_files_past_the_first_page_are_spooled_and_read_back_in_or
     for i, a in enumerate(expected, start=1):
         files.append(a)
         assert len(files) == i and list(files) == expected[:i] and files == expected[:i] and bool(files)
-    assert list.__len__(files) == 5 and files.spilled() == 12  # the first HEAD in the list, the rest in the spool
+    assert files._head_len() == 5 and files.spilled() == 12  # the first HEAD in memory, the rest in the spool
     assert files[:5] == expected[:5] and files[:9] == expected[:9] and files[-1] == expected[-1] and files[6] == expected[6]
     assert files[2:] == expected[2:] and list(reversed(files)) == expected[::-1] and files.copy() == expected
     copied = pickle.loads(pickle.dumps(files))

@@ -31,6 +31,7 @@ from ..model import Artifact
 _TOKENS = itertools.count()
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(tuple).decode
+_DECODE_SMALL = msgspec.msgpack.Decoder(list[tuple]).decode  # type: ignore[type-arg]
 
 
 def _pack(item: Artifact) -> bytes | Artifact:
@@ -51,7 +52,11 @@ def _pack(item: Artifact) -> bytes | Artifact:
 def _unpack(packed: bytes | Artifact) -> Artifact:
     if type(packed) is not bytes:
         return packed  # type: ignore[return-value]
-    url, name, number, suffix, readable_url, kind, is_link, raw, subgraph = _DECODE(packed)
+    return _artifact(_DECODE(packed))
+
+
+def _artifact(fields: tuple[Any, ...]) -> Artifact:
+    url, name, number, suffix, readable_url, kind, is_link, raw, subgraph = fields
     return Artifact(url, url.rpartition("/")[2] if name is None else name, number, suffix, readable_url,
                     _named_after(url, number) if kind is True else kind, is_link, url if raw is True else raw, subgraph)
 
@@ -146,27 +151,45 @@ class _Spilled:
 class Files(list[Artifact]):
     """A list of a compile id's directory entries, in the order they were numbered.
 
-    It is the list itself up to HEAD entries (what every page shows, `limits.PAGE_FILES`), each
-    packed (`_pack`); later entries are pickled to the analysis' fact spool (`spools.FactSpool`) in
-    batches of BATCH, so memory stays flat however many there are. Iterating, `len`, indexing,
-    slicing and comparing see them all, as Artifacts (a new one at each read: entries are not
-    changed once listed); a slice within the first HEAD reads nothing back. It pickles (and
-    copies) as a plain list.
+    Up to SMALL entries (a compile id of a small compile has three) are one msgpack array of the
+    packed entries (`_pack`), in one bytes object (`_small`; the list itself empty): a bytes object
+    and a list slot an entry cost more than the entry. Past SMALL it is the list itself, of packed
+    entries, up to HEAD entries (what every page shows, `limits.PAGE_FILES`); later entries are
+    pickled to the analysis' fact spool (`spools.FactSpool`) in batches of BATCH, so memory stays
+    flat however many there are. Iterating, `len`, indexing, slicing and comparing see them all,
+    as Artifacts (a new one at each read: entries are not changed once listed); a slice within the
+    first HEAD reads nothing back. It pickles (and copies) as a plain list.
     """
 
-    __slots__ = ("_spill",)
+    __slots__ = ("_spill", "_small")
     HEAD = PAGE_FILES
     BATCH = 1000
+    SMALL = 15  # the most entries kept in `_small`: a msgpack fixarray, its header one byte (0x90 | count)
 
     def __init__(self, spool: Any, items: Iterable[Artifact] = ()):
         super().__init__()
         self._spill: Any = spool  # the fact spool until the first entry past HEAD, then a _Spilled
+        self._small = b""
         for item in items:
             self.append(item)
 
+    def _head_len(self) -> int:
+        small = self._small
+        return small[0] & 0x0F if small else list.__len__(self)
+
     def append(self, item: Artifact) -> None:
-        if list.__len__(self) < self.HEAD:
-            list.append(self, _pack(item))  # type: ignore[misc]
+        if self._head_len() < self.HEAD:
+            packed = _pack(item)
+            small = self._small
+            if type(packed) is bytes and not list.__len__(self):
+                count = small[0] & 0x0F if small else 0
+                if count < self.SMALL:
+                    self._small = bytes((0x90 | (count + 1),)) + small[1:] + packed
+                    return
+            if small:  # past SMALL, or an entry that does not pack: the list holds them from here on
+                list.extend(self, [_ENCODE(fields) for fields in _DECODE_SMALL(small)])  # type: ignore[misc]
+                self._small = b""
+            list.append(self, packed)  # type: ignore[misc]
             return
         spill = self._spill
         if not isinstance(spill, _Spilled):
@@ -191,17 +214,22 @@ class Files(list[Artifact]):
         return spill.batches * self.BATCH + len(spill.pending) if isinstance(spill, _Spilled) else 0
 
     def __len__(self) -> int:
-        return list.__len__(self) + self.spilled()
+        return self._head_len() + self.spilled()
 
     def __bool__(self) -> bool:
-        return list.__len__(self) > 0 or self.spilled() > 0
+        return self._head_len() > 0 or self.spilled() > 0
 
     def copy(self) -> list[Artifact]:
         return list(self)
 
+    def _head(self) -> Iterator[Artifact]:
+        small = self._small
+        if small:
+            return map(_artifact, _DECODE_SMALL(small))
+        return map(_unpack, list.__iter__(self))
+
     def __iter__(self) -> Iterator[Artifact]:
-        for packed in list.__iter__(self):
-            yield _unpack(packed)
+        yield from self._head()
         spill = self._spill
         if isinstance(spill, _Spilled):
             batches, pending = spill.batches, list(spill.pending)
@@ -214,6 +242,8 @@ class Files(list[Artifact]):
         return reversed(list(self))
 
     def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        if self._small:  # SMALL entries at most in the head
+            return list(self._head() if not self.spilled() else self)[index]
         head = list.__len__(self)
         if isinstance(index, slice):
             start, stop, step = index.start or 0, index.stop, index.step or 1
