@@ -26,7 +26,7 @@ from ..model import CompileId, Record, display_key
 from . import questions
 from .files import FileSizes
 from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
-from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store, compile_place
+from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store, compile_place, place_parts
 from .compile_memo import CompilesMemo, spooled
 from .spools import SpooledCompiles
 from .compile_times import CompileTimes
@@ -112,7 +112,7 @@ class Analysis(CompileTimes):
         found = self.memo.found(stamp)
         if found is not None:
             return found
-        frames: dict[CompileId, list[CompileId]] = {}
+        frames: dict[CompileId, CompileId | list[CompileId]] = {}
         compiles = list(followed(self, compiles_read(self, frames), frames))
         mark_unusual(compiles, self.configs.unusual(config_counts(compiles)))
         return self.memo.keep(stamp, compiles)
@@ -130,7 +130,8 @@ class Analysis(CompileTimes):
         """The compile a compile id (any attempt) names in one generation; None when it names none."""
         return self.memo.compile_at(compiles_stamp(self), key.frame_key(), generation, self.compiles)
 
-    def _compile(self, frame: CompileId, logged_attempts: list[CompileId], generation: int) -> CompileSummary:
+    def _compile(self, frame: CompileId, logged: CompileId | list[CompileId], generation: int) -> CompileSummary:
+        logged_attempts = logged if isinstance(logged, list) else [logged]  # (`compiles_read`'s frames: a lone attempt bare)
         # a reused id's attempts: those logged in this generation (the first, whatever it logged, names the compile)
         attempts = [k for k in logged_attempts if k == frame or self.generations.has_attempt(k, generation)] or logged_attempts
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
@@ -247,22 +248,25 @@ class Analysis(CompileTimes):
         return summary_dict(self.summary())
 
 
-def followed(analysis: Analysis, read: list[tuple[CompileId, int]], frames: dict[CompileId, list[CompileId]],
+def followed(analysis: Analysis, read: list[CompileId | tuple[CompileId, int]], frames: dict[CompileId, CompileId | list[CompileId]],
              spool: SpooledCompiles | None = None) -> Iterator[CompileSummary]:
     """The compiles `compiles_read` listed, each after its frame's previous one (`_follow`,
     `follow_config`). `spool`: where the caller appends each compile yielded, in turn; the frame's
     previous compile is then read back from there, where it is needed (a frame that compiles again),
     not kept a frame (its strings cost 330 bytes a frame at the peak of `ready_for_pages`)."""
-    previous: dict[FrameIdentity, CompileSummary | int] = {}  # the frame's latest compile, or its place in `spool`
-    for at, (frame, generation) in enumerate(read):
+    previous: dict[int | FrameIdentity, CompileSummary | int] = {}  # the frame's latest compile, or its place in `spool`
+    for at, place in enumerate(read):
+        frame, generation = place_parts(place)
         compile_ = analysis._compile(frame, frames[frame], generation)
         identity = compile_.frame_identity
         if identity is not None:
-            found = previous.get(identity)
+            # a frame of the first process and generation, without compiled autograd (most), by its frame id alone
+            known = identity[2] if identity[0] == 0 and identity[1] is None and identity[3] == 0 and identity[2] is not None else identity
+            found = previous.get(known)
             before = spool[found] if isinstance(found, int) and spool is not None else None if isinstance(found, int) else found
             _follow(compile_, before)
             follow_config(compile_, before, analysis.configs)
-            previous[identity] = at if spool is not None else compile_
+            previous[known] = at if spool is not None else compile_
         yield compile_
 
 
@@ -271,7 +275,7 @@ def spool_compiles(analysis: Analysis, stamp: tuple[int, ...]) -> bool:
     is, and keep them for `stamp` (the analysis' `kept_compiles`): never a list of them all (at
     100,000 compiles, 119 MB while it lasted). False where they are to be built as a list: fewer,
     or one that does not pack (a lone surrogate in a name)."""
-    frames: dict[CompileId, list[CompileId]] = {}
+    frames: dict[CompileId, CompileId | list[CompileId]] = {}
     read = compiles_read(analysis, frames)
     if not spooled(len(read)):
         return False
@@ -315,26 +319,30 @@ def process_list(analysis: Analysis, compiles_: Iterable[CompileSummary]) -> lis
     return [{"process": i, "pid": pid, "logs": logs, "compiles": compiles[i]} for i, (pid, logs) in enumerate(zip(processes.pids, processes.logs))]
 
 
-def compiles_read(store: Store, frames: dict[CompileId, list[CompileId]], keys_from: int = 0, starts_from: int = 0) -> list[tuple[CompileId, int]]:
+def compiles_read(store: Store, frames: dict[CompileId, CompileId | list[CompileId]], keys_from: int = 0,
+                  starts_from: int = 0) -> list[CompileId | tuple[CompileId, int]]:
     """The compiles of the directory's keys from place `keys_from` on and of the ids that started
     again in a later generation from `later_starts[starts_from]` on (`Generations.in_log_order`), as
-    (frame compile, generation), in log order; `frames` (frame compile → its attempts, in directory
-    order) takes in the keys."""
-    found = []
+    `compile_place`s (`place_parts`: (frame compile, generation)), in log order; `frames` (frame
+    compile → its attempts, in directory order; a lone one bare, not in a list) takes in the keys.
+    At 100,000 compiles a pair and a list a compile cost 16 MB while the compiles were built."""
+    found: list[CompileId | tuple[CompileId, int]] = []
     for key, generation in store.generations.in_log_order(store.directory, keys_from, starts_from):
         if key is None or not questions.is_compile(key):
             continue
         if generation is not None:  # an id that compiled in an earlier generation, where it started again
             if key in frames:
-                found.append((key, generation))
+                found.append(compile_place(key, generation))
             continue
         frame = key.frame_key()
         attempts = frames.get(frame)
         if attempts is None:
-            frames[frame] = [key]
-            found.append((frame, store.first_generation(frame)))
-        else:
+            frames[frame] = key
+            found.append(compile_place(frame, store.first_generation(frame)))
+        elif isinstance(attempts, list):
             attempts.append(key)
+        else:
+            frames[frame] = [attempts, key]
     return found
 
 

@@ -31,6 +31,7 @@ from ..model import CompileId
 from . import questions
 from .compiles import Analysis, _follow, compiles_read, follow_config, keep_compiles, keep_timeline, mark_unusual
 from .configs import UnusualSetting
+from .store import place_parts
 from .summary import CompileSummary
 from .timeline import TOP_FRAMES, CompileSpan, FrameTime, Timeline, compile_span, frame_key, frame_time, last_record_s, run_origin, timeline_of, under_way
 
@@ -61,7 +62,7 @@ class LiveCompiles:
         analysis.live = True  # until `forget_compiles(finished=True)`: the final report
         self.keys_seen = 0  # directory keys taken into `frames`
         self.starts_seen = 0  # `later_starts` taken into `compiles`
-        self.frames: dict[CompileId, list[CompileId]] = {}  # frame compile → its attempts, in directory order
+        self.frames: dict[CompileId, CompileId | list[CompileId]] = {}  # frame compile → its attempts, in directory order (`compiles_read`)
         self.functions: dict[Function, list[CompileId]] = {}  # a function's frame compiles, in the same order
         self.by_frame: dict[CompileId, dict[int, CompileSummary]] = {}  # frame compile → generation → its compile
         self.compiles: list[CompileSummary] = []  # in log order: `Analysis.compiles()`
@@ -143,13 +144,18 @@ class LiveCompiles:
                 replaced.append((position, compile_, again))
         return replaced
 
+    def attempts_of(self, frame: CompileId) -> list[CompileId]:
+        """The attempts of a frame compile listed so far, in directory order."""
+        found = self.frames.get(frame)
+        return [] if found is None else found if isinstance(found, list) else [found]
+
     def _take_new(self, frames: set[CompileId]) -> list[tuple[CompileId, int]]:
         """The compiles read since the last refresh, (frame, generation) in log order, after every
         compile listed (`compiles_read`); their frames join `frames`, the frames to build again."""
         analysis = self.analysis
         if len(analysis.directory) == self.keys_seen and len(analysis.generations.later_starts) == self.starts_seen:
             return []  # (reading the directory up to where it was read last costs a step a compile id)
-        new = compiles_read(analysis, self.frames, self.keys_seen, self.starts_seen)
+        new = [place_parts(place) for place in compiles_read(analysis, self.frames, self.keys_seen, self.starts_seen)]
         for frame in dict.fromkeys(frame for frame, _ in new if frame not in self.by_frame):  # never built: read first now
             self.functions.setdefault(function_of(frame), []).append(frame)
         frames.update(frame for frame, _ in new)

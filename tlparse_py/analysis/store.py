@@ -96,6 +96,13 @@ def compile_place(key: CompileId, generation: int) -> CompileId | tuple[CompileI
     return (key, generation) if generation else key
 
 
+def place_parts(place: CompileId | tuple[CompileId, int]) -> tuple[CompileId, int]:
+    """(frame compile, generation) of a `compile_place`."""
+    if type(place) is tuple:  # (a CompileId is a tuple of another type)
+        return place  # type: ignore[return-value]
+    return place, 0  # type: ignore[return-value]
+
+
 def _metrics_url(compile_id: CompileId | None, number: int) -> str:
     return f"{compile_id.dirname if compile_id is not None else ''}/compilation_metrics_{number}.html"
 

@@ -207,7 +207,7 @@ class LiveIndex:
         report = self.analysis
         dirty = set(touched)
         for frame in frames:
-            dirty.update(self.live_compiles.frames.get(frame, ()))
+            dirty.update(self.live_compiles.attempts_of(frame))
         graphs = {(c.key.process, c.key.compiled_autograd_id) for _, _, c in changed if c.key.compiled_autograd_id is not None}
         for graph in graphs:
             dirty.update(self.captures.get(graph, ()))
