@@ -230,6 +230,35 @@ def test_long_gaps_are_compressed_and_marked():
     assert axis.at(50.0) < axis.at(100.0)
 
 
+def test_the_axis_is_the_same_whatever_order_the_spans_come_in():
+    """compressed_axis walks spans as they come while they start in order, and in order of their
+    starts otherwise (ranks, processes): a list or a generator, in any order, gives one axis, the one
+    the plain way gives (sort every (start, end), then walk them)."""
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(200):
+        count = rnd.randint(0, 12)
+        spans = []
+        for n in range(count):
+            start = rnd.choice([0.0, 1.0, 5.0, 30.0, 60.0, 90.0, float(rnd.randint(0, 100))])
+            end = None if rnd.random() < 0.1 else start + rnd.choice([0.0, 0.5, 2.0, 40.0])
+            spans.append(timeline_module.CompileSpan(f"[{n}/0]", 0, n % 2, None if end is None and rnd.random() < 0.5 else start,
+                                                     end, "ok", "first", False, ()))
+        end = max([s.end_s for s in spans if s.end_s is not None] + [100.0])
+        timed = sorted((s.start_s, s.end_s) for s in spans if s.start_s is not None and s.end_s is not None)
+        threshold = max(timeline_module.GAP_MIN_S, timeline_module.GAP_SHARE * end)
+        expected, reached = [], 0.0
+        for start, stop in [*timed, (end, end)]:
+            if start - reached > threshold:
+                expected.append((round(reached, 6), round(start, 6)))
+            reached = max(reached, stop)
+        in_order = sorted(spans, key=lambda s: s.start_s if s.start_s is not None else -1.0)
+        for given in (spans, in_order, iter(spans), (s for s in reversed(spans))):
+            axis = timeline_module.compressed_axis(given, end)
+            assert [(g.start_s, g.end_s) for g in axis.gaps] == expected
+
+
 # -- in a real browser -------------------------------------------------------------------------------
 
 

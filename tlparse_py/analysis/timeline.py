@@ -355,14 +355,13 @@ def compressed_axis(spans: Iterable[CompileSpan], end: float) -> Axis:
     """The run's axis, each stretch with no compile longer than GAP_SHARE of the run (and GAP_MIN_S)
     compressed to GAP_DRAWN of the axis: from the start to the first compile, between two, and
     from the last compile to the last record."""
-    busy = sorted((s.start_s, s.end_s) for s in spans if s.start_s is not None and s.end_s is not None)
     threshold = max(GAP_MIN_S, GAP_SHARE * end)
-    gaps = []
-    reached = 0.0
-    for start, stop in [*busy, (end, end)]:
-        if start - reached > threshold:
-            gaps.append(Gap(round(reached, 6), round(start, 6)))
-        reached = max(reached, stop)
+    if iter(spans) is spans:  # read once only (a generator): kept for a second walk
+        spans = list(spans)
+    gaps = _gaps(_timed(spans), end, threshold)
+    if gaps is None:  # the spans do not start in log order (processes, threads): walked in order of their starts
+        gaps = _gaps(iter(sorted(_timed(spans))), end, threshold)
+    assert gaps is not None
     if not gaps:
         return Axis(end)
     kept = end - sum(g.end_s - g.start_s for g in gaps)
@@ -370,6 +369,29 @@ def compressed_axis(spans: Iterable[CompileSpan], end: float) -> Axis:
     share = min(GAP_DRAWN * len(gaps), 0.5)
     gap_length = (kept * share / (1 - share)) / len(gaps) if kept > 0 else 1.0
     return Axis(end, tuple(gaps), gap_length)
+
+
+def _timed(spans: Iterable[CompileSpan]) -> Iterator[tuple[float, float]]:
+    return ((s.start_s, s.end_s) for s in spans if s.start_s is not None and s.end_s is not None)
+
+
+def _gaps(busy: Iterator[tuple[float, float]], end: float, threshold: float) -> list[Gap] | None:
+    """The stretches longer than `threshold` that no compile covers, walking `busy` (start, end) in
+    order of their starts; None at the first that starts before the one walked before it (the
+    order among equal starts changes nothing: the later ones start where the first already
+    reached). Walked as they come, the spans of a long run are never listed (100,000s of pairs)."""
+    gaps = []
+    reached, last_start = 0.0, float("-inf")
+    for start, stop in busy:
+        if start < last_start:
+            return None
+        last_start = start
+        if start - reached > threshold:
+            gaps.append(Gap(round(reached, 6), round(start, 6)))
+        reached = max(reached, stop)
+    if end - reached > threshold:  # from the last compile to the last record
+        gaps.append(Gap(round(reached, 6), round(end, 6)))
+    return gaps
 
 
 def bucketed(spans: Iterable[CompileSpan], axis: Axis, count: int = BUCKETS) -> list[Bucket]:
@@ -461,8 +483,14 @@ class FrameSums:
 
 
 def frame_key(compile_: CompileSummary) -> Any:
-    """The frame a compile's time counts to in the chart: its compiled frame's identity, else its own."""
-    return compile_.frame_identity or (compile_.key, compile_.generation)
+    """The frame a compile's time counts to in the chart: its compiled frame's identity, else its own.
+    A frame of the first process and generation without compiled autograd (most) is its frame id
+    alone: an int, not a tuple a frame (100,000s of them while the summary is made)."""
+    identity = compile_.frame_identity
+    if identity is None:
+        return (compile_.key, compile_.generation)
+    process, autograd, frame, generation = identity
+    return frame if process == 0 and autograd is None and generation == 0 else identity
 
 
 def frame_time(compiles: Sequence[tuple[CompileSummary, CompileSpan]]) -> FrameTime | None:
