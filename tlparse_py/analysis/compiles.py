@@ -26,7 +26,7 @@ from ..model import CompileId, Record, display_key
 from . import questions
 from .files import FileSizes
 from .configs import ConfigChange, ConfigDiff, ConfigSnapshots, UnusualSetting, names_setting
-from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store, compile_place, place_parts
+from .store import BY_DESIGN, LoggedBreak, MetricsEntry, Store, as_list, compile_place, place_parts
 from .compile_memo import CompilesMemo, spooled
 from .spools import SpooledCompiles
 from .compile_times import CompileTimes
@@ -34,7 +34,7 @@ from .compile_groups import distinct_breaks
 from .summary import (
     CAUSE_FIRST, CAUSE_RECOMPILE, CAUSE_RETRY, STATUS_BREAK, STATUS_EMPTY, STATUS_ERROR, STATUS_LIMIT, STATUS_MISSING, STATUS_OK,
     STATUS_RESTART, STATUS_SEVERITY, STATUS_SKIPPED, CacheLookup, CompileSummary, CompileTime, Failure, GraphBreak,
-    FrameIdentity, LibraryFrame, Summary, first_line, over_recompile_limit,
+    FrameIdentity, Summary, first_line, identity_key, over_recompile_limit,
 )
 from .timeline import CompileClock, Timeline, last_record_s, timeline, timeline_of, under_way
 from .totals import Value, nested, totals_of
@@ -131,7 +131,7 @@ class Analysis(CompileTimes):
         return self.memo.compile_at(compiles_stamp(self), key.frame_key(), generation, self.compiles)
 
     def _compile(self, frame: CompileId, logged: CompileId | list[CompileId], generation: int) -> CompileSummary:
-        logged_attempts = logged if isinstance(logged, list) else [logged]  # (`compiles_read`'s frames: a lone attempt bare)
+        logged_attempts = as_list(logged)  # (`compiles_read`'s frames: a lone attempt bare)
         # a reused id's attempts: those logged in this generation (the first, whatever it logged, names the compile)
         attempts = [k for k in logged_attempts if k == frame or self.generations.has_attempt(k, generation)] or logged_attempts
         metrics = [m for m in self.metrics.get(frame, []) if m.generation == generation]
@@ -260,10 +260,11 @@ def followed(analysis: Analysis, read: list[CompileId | tuple[CompileId, int]], 
         compile_ = analysis._compile(frame, frames[frame], generation)
         identity = compile_.frame_identity
         if identity is not None:
-            # a frame of the first process and generation, without compiled autograd (most), by its frame id alone
-            known = identity[2] if identity[0] == 0 and identity[1] is None and identity[3] == 0 and identity[2] is not None else identity
-            found = previous.get(known)
-            before = spool[found] if isinstance(found, int) and spool is not None else None if isinstance(found, int) else found
+            known = identity_key(identity)
+            before = previous.get(known)
+            if isinstance(before, int):
+                assert spool is not None  # a place is kept only where the compiles go to a spool
+                before = spool[before]
             _follow(compile_, before)
             follow_config(compile_, before, analysis.configs)
             previous[known] = at if spool is not None else compile_

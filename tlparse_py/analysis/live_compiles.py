@@ -31,7 +31,7 @@ from ..model import CompileId
 from . import questions
 from .compiles import Analysis, _follow, compiles_read, follow_config, keep_compiles, keep_timeline, mark_unusual
 from .configs import UnusualSetting
-from .store import place_parts
+from .store import as_list, place_parts
 from .summary import CompileSummary
 from .timeline import TOP_FRAMES, CompileSpan, FrameTime, Timeline, compile_span, frame_key, frame_time, last_record_s, run_origin, timeline_of, under_way
 
@@ -146,8 +146,7 @@ class LiveCompiles:
 
     def attempts_of(self, frame: CompileId) -> list[CompileId]:
         """The attempts of a frame compile listed so far, in directory order."""
-        found = self.frames.get(frame)
-        return [] if found is None else found if isinstance(found, list) else [found]
+        return as_list(self.frames.get(frame))
 
     def _take_new(self, frames: set[CompileId]) -> list[tuple[CompileId, int]]:
         """The compiles read since the last refresh, (frame, generation) in log order, after every

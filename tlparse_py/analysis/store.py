@@ -89,6 +89,15 @@ class MetricsEntry(msgspec.Struct):
             self.page = int(number)
 
 
+def as_list(kept: _T | list[_T] | None) -> list[_T]:
+    """The items of a table value that keeps a lone item bare and a list only from the second
+    (`MetricsByFrame`, `KeysByFunction`, `compiles_read`'s frames): 100,000s of one-item lists cost
+    a list each. A new list for a lone item; None (absent) is none."""
+    if kept is None:
+        return []
+    return kept if isinstance(kept, list) else [kept]
+
+
 def compile_place(key: CompileId, generation: int) -> CompileId | tuple[CompileId, int]:
     """What a compile (frame compile, generation) is keyed by in tables of every compile: its frame
     compile alone in the first generation (most compiles: no tuple a compile), else the pair (a
@@ -138,8 +147,7 @@ class MetricsByFrame(Mapping["CompileId | None", "list[MetricsEntry]"]):
         return known[-1] if isinstance(known, list) else known
 
     def __getitem__(self, key: CompileId | None) -> list[MetricsEntry]:
-        known = self._entries[key]
-        return known if isinstance(known, list) else [known]
+        return as_list(self._entries[key])
 
     @overload
     def get(self, key: CompileId | None, /) -> list[MetricsEntry] | None: ...
@@ -148,9 +156,7 @@ class MetricsByFrame(Mapping["CompileId | None", "list[MetricsEntry]"]):
 
     def get(self, key: CompileId | None, default: Any = None) -> Any:
         known = self._entries.get(key)
-        if known is None:
-            return default
-        return known if isinstance(known, list) else [known]
+        return default if known is None else as_list(known)
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries
@@ -523,8 +529,7 @@ class KeysByFunction(dict["int | tuple[int, int | None, int | None]", "CompileId
 
     def of(self, key: CompileId) -> list[CompileId]:
         """The frame compiles of the function of `key`."""
-        found = self.get(_function_of(key))
-        return [] if found is None else found if isinstance(found, list) else [found]
+        return as_list(self.get(_function_of(key)))
 
 
 def _function_of(key: CompileId) -> int | tuple[int, int | None, int | None]:

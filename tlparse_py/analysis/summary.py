@@ -93,6 +93,14 @@ CAUSE_RETRY = "retry"  # the frame's previous compile failed, and no guard failu
 CACHE_RESULTS = ("hit", "miss", "bypass")
 # A compiled function: (process, compiled autograd id, frame id, generation). Frames are numbered per process.
 FrameIdentity = tuple[int, int | None, int | None, int]
+
+
+def identity_key(identity: FrameIdentity) -> int | FrameIdentity:
+    """What a table of every frame keys a `FrameIdentity` by: a frame of the first process and
+    generation without compiled autograd (most) by its frame id alone, an int, not a tuple a frame
+    (a run may have 100,000s); any other by the identity (an int never equals a tuple)."""
+    process, autograd, frame, generation = identity
+    return frame if process == 0 and autograd is None and generation == 0 and frame is not None else identity
 # torch's words for the compile over the limit: "Dynamo recompile limit exceeded" (2.7+), "recompile_limit reached"
 # / "cache_size_limit reached" (earlier); "Hard failure due to fail_on_recompile_limit_hit" or "... fullgraph=True"
 # (FailOnRecompileLimitHit) is an error: the program raised

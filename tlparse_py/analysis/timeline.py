@@ -33,7 +33,7 @@ from . import questions
 from .phases import compile_time_split
 from .spools import Reading, typed_spool
 from .store import MetricsEntry, Store, compile_place
-from .summary import CACHE_RESULTS, CAUSE_RECOMPILE, CompileSummary
+from .summary import CACHE_RESULTS, CAUSE_RECOMPILE, CompileSummary, identity_key
 
 # Past this many compiles with known times, the timeline draws buckets of compiles (per process,
 # BUCKETS of them across the axis, with their counts by outcome), not one bar each: a bar costs
@@ -485,12 +485,9 @@ class FrameSums:
 def frame_key(compile_: CompileSummary) -> Any:
     """The frame a compile's time counts to in the chart: its compiled frame's identity, else its own.
     A frame of the first process and generation without compiled autograd (most) is its frame id
-    alone: an int, not a tuple a frame (100,000s of them while the summary is made)."""
+    alone (`identity_key`), not a tuple a frame (100,000s of them while the summary is made)."""
     identity = compile_.frame_identity
-    if identity is None:
-        return (compile_.key, compile_.generation)
-    process, autograd, frame, generation = identity
-    return frame if process == 0 and autograd is None and generation == 0 else identity
+    return (compile_.key, compile_.generation) if identity is None else identity_key(identity)
 
 
 def frame_time(compiles: Sequence[tuple[CompileSummary, CompileSpan]]) -> FrameTime | None:
