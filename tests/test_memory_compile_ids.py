@@ -168,10 +168,29 @@ def test_metric_fields_are_packed_and_read_back_as_logged():
 
 def test_the_records_of_one_compile_id_share_one_compile_id_object():
     """A log of 100,000s of records of a few compile ids keeps one object an id, not one a record."""
+    from tlparse_py.model import CompileIds
     from tlparse_py.reading.records import compile_id_of
 
+    ids = CompileIds()
     envelope = {"frame_id": 7, "frame_compile_id": 0, "attempt": 0}
-    assert compile_id_of(dict(envelope)) is compile_id_of(dict(envelope))
-    assert compile_id_of(dict(envelope), process=2) is compile_id_of(dict(envelope), process=2)
-    assert compile_id_of(dict(envelope), process=2) != compile_id_of(dict(envelope))
+    assert compile_id_of(dict(envelope), ids=ids) is compile_id_of(dict(envelope), ids=ids)
+    assert compile_id_of(dict(envelope), process=2, ids=ids) is compile_id_of(dict(envelope), process=2, ids=ids)
+    assert compile_id_of(dict(envelope), process=2, ids=ids) != compile_id_of(dict(envelope), ids=ids)
+    assert len(ids) == 2
+    assert compile_id_of(dict(envelope)) is not compile_id_of(dict(envelope))  # without a table: made each time
+
+
+def test_every_table_of_a_report_holds_the_same_object_for_a_compile_id(tmp_path):
+    """However many compile ids (past the 65,536 a table shared by the whole process once held),
+    the tables keyed by compile id share one object an id, and a report's ids are its own."""
+    log = tiny_compiles_log(tmp_path / "dedicated_log_torch_trace_tiny.log", 40)
+    first = analyze_logs([log], Options(scanning_child=False))
+    second = analyze_logs([log], Options(scanning_child=False))
+    assert len(first.directory) == len(first.compile_ids) == 40
+    kinds = {key: key for key in first.kinds}
+    assert all(kinds[key] is key for key in first.directory)
+    assert all(first.metrics[key][0].compile_id is key for key in first.directory)
+    clock = {key: key for key in first.start_stacks}
+    assert len(clock) == 40 and all(clock[key] is key for key in first.directory)
+    assert not any(key is other for key, other in zip(first.directory, second.directory))
 

@@ -39,3 +39,15 @@ def test_each_page_is_linked_as_a_list_made_at_once_links_it(name):
         pages[len(expected)]
     if name.startswith("reset"):
         assert any(page.others for page in pages), "a reused id's pages name each other"
+
+
+@pytest.mark.parametrize("name", ["recompile_restart", "compiled_autograd", "graph_break", "processes", "many_small"])
+def test_a_log_without_a_reset_places_each_page_as_the_general_order_does(name):
+    """Without a reset every page is its id's in generation 0, read from the directory as it comes:
+    the same pages, in the same order, as the general walk over generations and restarts."""
+    from tlparse_py.report.views.compile import _pages_after_resets
+
+    log = next(p for p in sorted((TRACES / name).iterdir()) if p.name.startswith("dedicated_log"))
+    report = analyze_logs([log])
+    assert not report.generations.resets
+    assert list(pages_in_log_order(report)) == _pages_after_resets(report) != []

@@ -77,7 +77,8 @@ class LiveReport:
         self.analysis: Analysis = new_analysis(self.source(), self.options, self.echo)
         self.pipeline = Pipeline(self.analysis, self.writer, self.options)
         reader = LogReader(self.log, self.analysis.stats, self.analysis.diagnostics, strings=self.analysis.strings,
-                           limits=self.options.limits, scanning_child=self.options.scanning_child, processes=self.analysis.processes)
+                           limits=self.options.limits, scanning_child=self.options.scanning_child, processes=self.analysis.processes,
+                           compile_ids=self.analysis.compile_ids)
         reader.on_rank_detected = self.on_rank
         reader.on_time = self.pipeline.note_time  # as the one-shot reading does (pipeline.read_logs)
         self.tail = LogTail(self.log, self.analysis.stats, self.analysis.diagnostics, self.analysis.strings, reader)

@@ -191,6 +191,30 @@ class DiagnosticLog:
             self.echo(diagnostic)
 
 
+class CompileIds:
+    """One `CompileId` per distinct compile id of a report, for every record that names it: the
+    tables keyed by compile id (directory, kinds, clocks, metrics...) then share one object, where
+    an id made per record cost 89 bytes in each table it reached first. One per report (the logs
+    of a run read together share it), gone with it: a long process reading report after report
+    keeps none."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[Any, ...], CompileId] = {}
+
+    def of(self, parts: tuple[Any, ...]) -> CompileId:
+        """The id of these fields (`CompileId`'s, in order), made the first time only."""
+        found = self._ids.get(parts)
+        if found is None:
+            found = CompileId(*parts)
+            self._ids[found] = found  # itself the key: a CompileId is a tuple equal to its parts
+        return found
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 class StringTable:
     """The `str` intern tables of one process's logs, or of a run's processes (never shared between ranks).
 

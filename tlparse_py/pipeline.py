@@ -322,7 +322,8 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
     for log, process in zip(logs, process_of_each(logs) if len(logs) > 1 else [0]):
         processes = LogProcesses(analysis.processes, process, owners, numbers) if len(logs) > 1 else analysis.processes
         reader = LogReader(log, analysis.stats, analysis.diagnostics, strings=analysis.strings, limits=pipeline.options.limits,
-                           scanning_child=pipeline.options.scanning_child, processes=processes)
+                           scanning_child=pipeline.options.scanning_child, processes=processes,
+                           compile_ids=analysis.compile_ids)
         reader.on_rank_detected = on_rank
         reader.on_time = pipeline.note_time  # the string-table records' times too: the log's first line is one
         for count, record in enumerate(reader.records(), start=1):

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, TypeVar, overload
 
 import msgspec
 
-from ..model import Artifact, CompileId, DiagnosticLog, Processes, Record, Stats, StringTable
+from ..model import Artifact, CompileId, CompileIds, DiagnosticLog, Processes, Record, Stats, StringTable
 from ..paths import compile_page_url
 from ..reading.inputs import LeftOut
 from .configs import ConfigSnapshots
@@ -648,6 +648,7 @@ class Store(Questions):
     strings: StringTable
     rank: int | None = None
     processes: Processes = field(default_factory=Processes)  # the run's processes, in the order first read
+    compile_ids: CompileIds = field(default_factory=CompileIds)  # one object per compile id, for every table (reading shares it)
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
     kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)

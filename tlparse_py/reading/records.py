@@ -31,6 +31,7 @@ from ..model import (
     CONTEXT_KEYS,
     HINTS,
     CompileId,
+    CompileIds,
     DiagnosticLog,
     Record,
     Processes,
@@ -70,24 +71,15 @@ def parse_envelope(data: bytes) -> tuple[Any, bool]:
         raise ValueError(str(exc)[:200]) from None
 
 
-_IDS: dict[tuple[Any, ...], CompileId] = {}  # one CompileId per distinct id (a log has few, in 100,000s of records)
-MAX_SHARED_IDS = 1 << 16
-
-
-def compile_id_of(envelope: dict[str, Any], process: int = 0) -> CompileId | None:
-    """The record's compile id in its process; None when an id field is present but not a small non-negative int."""
+def compile_id_of(envelope: dict[str, Any], process: int = 0, ids: CompileIds | None = None) -> CompileId | None:
+    """The record's compile id in its process, the one object `ids` holds for it (a new one without
+    `ids`); None when an id field is present but not a small non-negative int."""
     parts: tuple[Any, ...] = tuple(envelope.get(key) for key in COMPILE_ID_KEYS)
     for value in parts:  # checked first: True == 1 as a dict key, and a list is no key at all
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_ID):
             return None
-    parts = (*parts, process)  # the id's every field: equal to the CompileId made of it, its own key below
-    found = _IDS.get(parts)
-    if found is not None:
-        return found
-    compile_id = CompileId(*parts)
-    if len(_IDS) < MAX_SHARED_IDS:
-        _IDS[compile_id] = compile_id  # itself the key: a CompileId is a tuple equal to its parts (not a second tuple an id)
-    return compile_id
+    parts = (*parts, process)  # the id's every field
+    return ids.of(parts) if ids is not None else CompileId(*parts)
 
 
 # What `EventScanner.events` yields: tuples tagged with one of these.
@@ -133,6 +125,7 @@ class LogReader:
         limits: Limits | None = None,
         scanning_child: bool = True,
         processes: Processes | None = None,
+        compile_ids: CompileIds | None = None,
     ):
         self.path = path
         self.scanning_child = scanning_child  # may a big log be scanned in a forked child
@@ -142,6 +135,7 @@ class LogReader:
         self.strings = strings if strings is not None else StringTable()
         # the run's processes, shared by the readers of its logs
         self.processes = processes if processes is not None else Processes()
+        self.compile_ids = compile_ids if compile_ids is not None else CompileIds()  # the run's, shared likewise
         self._pid: int | None = None  # the pid of the last record, and its process
         self._process = 0
         self.expected_rank: int | None = None
@@ -295,7 +289,7 @@ class LogReader:
             lineno=lineno,
             envelope=envelope,
             kinds=[key for key in envelope if key not in CONTEXT_KEYS],
-            compile_id=compile_id_of(envelope, process),
+            compile_id=compile_id_of(envelope, process, self.compile_ids),
             rank=rank,
             payload=payload,
             payload_md5=md5,

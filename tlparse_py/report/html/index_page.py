@@ -45,7 +45,7 @@ def index_page_pieces(page: IndexPageModel, live: LiveMarkModel | None = None) -
     yield _diagnostics(page)
     yield from _compiles(page, live)
     yield _graph_breaks(page)
-    yield _recompiles(page)
+    yield from _recompiles(page)
     yield _slowest(page)
     yield from _stack_trie(page)
     yield _failures(page)
@@ -416,25 +416,27 @@ def _graph_break(g: Mapping[str, Any], links: SourceLinks) -> str:
             f"<td>{sites}</td>\n<td>{compile_ids}</td></tr>\n")
 
 
-def _recompiles(page: IndexPageModel) -> str:
-    out = ['\n<h2 id="recompiles">Recompiles</h2>\n']
+def _recompiles(page: IndexPageModel) -> Iterator[str]:
+    """A piece a frame: the frames are made as they are written (`views.index.Rows`), never all held."""
+    yield '\n<h2 id="recompiles">Recompiles</h2>\n'
     if not page.recompiles:
-        out.append("<p>No frame was compiled more than once.</p>")
+        yield "<p>No frame was compiled more than once.</p>"
     for f in page.recompiles:
-        name = f" <code>{esc(f['name'])}</code>" if f["name"] else ""
-        via = f' <span class="muted">({esc(f["via"])})</span>' if f["via"] else ""
-        compiled = f["compiled"]
-        each = "".join(_compile_link(c) + " " for c in compiled)
-        over = f["over_limit"]
-        limit = (f'then {_compile_link(over)} <a class="status status-limit" href="#problems">reached the recompile limit: runs eagerly</a>'
-                 if over else "")
-        out.append(f'<div class="frame-recompiles">\n<p><b>Frame {esc(f["frame"])}</b>{name}{via} compiled {len(compiled)} '
-                   f"time{'s' if len(compiled) != 1 else ''}: {each}{limit}</p>\n{_reasons(f)}")
-        if f["name_notes"]:
-            out.append(name_notes(f["name_notes"]))
-        out.append("</div>\n")
-    out.append("\n")
-    return "".join(out)
+        yield _recompiled_frame(f)
+    yield "\n"
+
+
+def _recompiled_frame(f: Mapping[str, Any]) -> str:
+    name = f" <code>{esc(f['name'])}</code>" if f["name"] else ""
+    via = f' <span class="muted">({esc(f["via"])})</span>' if f["via"] else ""
+    compiled = f["compiled"]
+    each = "".join(_compile_link(c) + " " for c in compiled)
+    over = f["over_limit"]
+    limit = (f'then {_compile_link(over)} <a class="status status-limit" href="#problems">reached the recompile limit: runs eagerly</a>'
+             if over else "")
+    notes = name_notes(f["name_notes"]) if f["name_notes"] else ""
+    return (f'<div class="frame-recompiles">\n<p><b>Frame {esc(f["frame"])}</b>{name}{via} compiled {len(compiled)} '
+            f"time{'s' if len(compiled) != 1 else ''}: {each}{limit}</p>\n{_reasons(f)}{notes}</div>\n")
 
 
 def _reasons(f: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, overload
 
 from msgspec import Struct
@@ -159,10 +159,17 @@ def page_ref(report: Analysis, key: CompileId | None, generation: int) -> PageRe
     return PageRef(key, generation, report.page_url(key, generation), generation_label(label(key), generation), questions.is_compile(key))
 
 
-def pages_in_log_order(report: Analysis) -> list[tuple[CompileId | None, int]]:
+def pages_in_log_order(report: Analysis) -> Iterable[tuple[CompileId | None, int]]:
     """Every page (compile id, generation) in log order: an id's first where it was first read, a
     reused id's later generation where it started again, with its restarts' attempts of that
     generation after it. Ids listed without a page (limits.PAGED_START_ONLY) have none."""
+    if not report.generations.resets:  # every id in generation 0 alone: its page where it was first read
+        # (made as read: a list and a set of 100,000s of pairs cost 15 MB at the peak of `page_refs`)
+        return ((key, 0) for key in report.directory if key not in report.pageless)
+    return _pages_after_resets(report)
+
+
+def _pages_after_resets(report: Analysis) -> list[tuple[CompileId | None, int]]:
     attempts: dict[CompileId, list[CompileId]] = {}  # frame compile → its restarts' attempts, in directory order
     for key in report.directory:
         if key is not None and key.attempt:

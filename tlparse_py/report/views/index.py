@@ -313,7 +313,7 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     compile_rows: Collection[dict[str, Any]]  # Rows, or a live report's list
     no_stack: list[dict[str, Any]]
     graph_breaks: list[dict[str, Any]]
-    recompiles: list[dict[str, Any]]
+    recompiles: Collection[dict[str, Any]]  # Rows: a frame's view made as it is written (10,000s of frames: 10s of MB)
     slowest: list[dict[str, Any]]
     unknown_kinds: list[tuple[str, int]]
     trie: Collection[dict[str, Any]]  # Rows, or [] (a live report's is a fragment)
@@ -405,21 +405,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None, summary: Summary
              "config_notes": list(dict.fromkeys(note for c, brk in g.breaks for note in c.config_notes(brk)))[:MAX_CONFIG_NOTES]}
             for g in groups
         ],
-        recompiles=[
-            {
-                "frame": f.frame,
-                "name": f.name,
-                "via": f.via,
-                "compiled": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiled],
-                "over_limit": {"label": f.over_limit.label, "page": f.over_limit.pages[0][1]} if f.over_limit else None,
-                "reasons": [{"label": c.label, "page": c.pages[0][1], "reason": first_line(r)} for c, r in f.reasons],
-                "retries": [{"label": c.label, "page": c.pages[0][1], "failed": failed.label, "failed_page": failed.pages[0][1],
-                             "failure": failed.failure.type if failed.failure else ""} for c, failed in f.retries],
-                "name_notes": f.name_notes,
-                "config": [{"label": c.label, "page": c.pages[0][1], "text": text} for c in f.compiles for text in c.config_texts],
-            }
-            for f in recompiled
-        ],
+        recompiles=Rows(len(recompiled), lambda: map(recompile_view, recompiled)),
         slowest=[compile_row(c) for c in slow],
         unknown_kinds=sorted(report.unknown_kinds.items()),
         trie=trie,
@@ -446,6 +432,22 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None, summary: Summary
         program=summary.program,
         timeline=report.timeline() if compiles else None,
     )
+
+
+def recompile_view(f: FrameRecompiles) -> dict[str, Any]:
+    """A recompiled frame as the index shows it: its compiles, why each compiled again, its retries."""
+    return {
+        "frame": f.frame,
+        "name": f.name,
+        "via": f.via,
+        "compiled": [{"label": c.label, "page": c.pages[0][1]} for c in f.compiled],
+        "over_limit": {"label": f.over_limit.label, "page": f.over_limit.pages[0][1]} if f.over_limit else None,
+        "reasons": [{"label": c.label, "page": c.pages[0][1], "reason": first_line(r)} for c, r in f.reasons],
+        "retries": [{"label": c.label, "page": c.pages[0][1], "failed": failed.label, "failed_page": failed.pages[0][1],
+                     "failure": failed.failure.type if failed.failure else ""} for c, failed in f.retries],
+        "name_notes": f.name_notes,
+        "config": [{"label": c.label, "page": c.pages[0][1], "text": text} for c in f.compiles for text in c.config_texts],
+    }
 
 
 class FailuresPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
