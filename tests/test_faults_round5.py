@@ -191,15 +191,14 @@ def test_sigterm_while_the_old_report_is_removed_leaves_no_old_folder(tmp_path):
     log, out = small_log(tmp_path / "a.log"), tmp_path / "out"
     assert tool(log, "-o", out).returncode == 0
     patch = """
-import shutil
 from tlparse_py.report import staging
-_rmtree = shutil.rmtree
-def rmtree(path, *args, **kwargs):
+_remove_tree = staging.remove_tree
+def remove_tree(path):
     if ".old-" in str(path):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.1)  # the handler runs here, inside the removal
-    return _rmtree(path, *args, **kwargs)
-staging.shutil.rmtree = rmtree
+    return _remove_tree(path)
+staging.remove_tree = remove_tree
 """
     proc, _ = faulty(tmp_path, patch, log, "-o", out, "--overwrite")
     assert proc.returncode == 143, proc.stderr

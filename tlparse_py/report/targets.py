@@ -29,18 +29,27 @@ NEVER_REPLACE = (".git", ".hg", ".svn")  # a folder holding these is someone's w
 
 
 def looks_like_report(folder: Path) -> bool:
-    """A folder we may replace: one of our reports (marker), tlparse's layout, or nothing at all."""
+    """A folder we may replace: one of our reports (marker), tlparse's layout, or nothing at all.
+    Its entries are read as they come, not gathered: a report holds a folder a compile id (100,000s)."""
+    never, single_names = set(NEVER_REPLACE), {"index.html", "compile_directory.json", "raw.jsonl"}
+    seen: set[str] = set()  # of single_names, and the marker
+    ranks = False  # a rank_N folder with its own index.html
+    empty = True
     try:
-        entries = {p.name for p in folder.iterdir()}
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                empty, name = False, entry.name
+                if name in never:
+                    return False
+                if name in single_names or name == MARKER:
+                    seen.add(name)
+                elif not ranks and name.startswith("rank_"):
+                    ranks = (folder / name / "index.html").is_file()
     except OSError:
         return False
-    if entries & set(NEVER_REPLACE):
-        return False
-    if not entries or MARKER in entries:
+    if empty or MARKER in seen:
         return True
-    single = {"index.html", "compile_directory.json", "raw.jsonl"} <= entries
-    multi = "index.html" in entries and any(name.startswith("rank_") and (folder / name / "index.html").is_file() for name in entries)
-    return single or multi
+    return single_names <= seen or ("index.html" in seen and ranks)
 
 
 class OutputTarget(NamedTuple):
