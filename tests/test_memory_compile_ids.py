@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tlparse_py.analysis import compile_memo
 from tlparse_py.analysis.compiles import summary_dict
@@ -230,3 +232,32 @@ def test_removing_a_tree_removes_links_and_never_what_they_point_to(tmp_path):
     remove_tree(str(tree))
     assert not tree.exists() and (outside / "deep" / "kept.txt").read_text() == "kept"
     remove_tree(str(tmp_path / "missing"))  # nothing there: nothing to do, no error
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "in"]), st.sampled_from([None, 0]), st.one_of(st.integers(0, 40), st.sampled_from([4095, 4096, 10**6, 2**32 - 1])),
+                          st.sampled_from([None, 0, 1, 7, 8, 300]), st.sampled_from([None, 0, 1])), max_size=60))
+def test_a_process_frame_compiles_answer_as_a_set_does(operations):
+    """`Generations.current`: bits for most frame compiles, a set for the rest; the same answers as a set."""
+    from tlparse_py.analysis.store import FrameCompiles
+    from tlparse_py.model import CompileId
+
+    kept, expected = FrameCompiles(), set()
+    for operation, autograd, frame, compile_, attempt in operations:
+        key = CompileId(autograd, frame, compile_, attempt)
+        if operation == "add":
+            kept.add(key)
+            expected.add(key)
+        assert (key in kept) == (key in expected)
+    assert all(key in kept for key in expected) and "[0/0]" not in kept
+    assert len(kept._bits) <= 8 * len(expected) + 4096
+
+
+def test_frame_compiles_keep_a_bit_a_compile_not_a_set_entry():
+    from tlparse_py.analysis.store import FrameCompiles
+    from tlparse_py.model import CompileId
+
+    kept = FrameCompiles()
+    for frame in range(20_000):
+        kept.add(CompileId(None, frame, 0, 0))
+    assert len(kept._bits) == 20_000 and not kept._others
+    assert CompileId(None, 19_999, 0, 0) in kept and CompileId(None, 19_999, 1, 0) not in kept and CompileId(None, 20_000, 0, 0) not in kept

@@ -54,6 +54,19 @@ def _unpacked(packed: bytes) -> Any:
     return values
 
 
+Packed = bytes | tuple[Any, ...]
+
+
+def pack(meta: Mapping[str, Any], **replaced: Any) -> Packed:
+    """`meta`'s METRIC_SUMMARY_FIELDS (those named in `replaced` with the value given there), packed:
+    msgpack, or a tuple of them where they do not pack (a lone surrogate, an integer past 64 bits)."""
+    values = [replaced[name] if name in replaced else meta.get(name) for name in METRIC_SUMMARY_FIELDS]
+    try:
+        return _PACK(values)
+    except (UnicodeEncodeError, TypeError, OverflowError):
+        return tuple(values)
+
+
 class MetricFields(Mapping[str, Any]):
     """A compilation_metrics record's METRIC_SUMMARY_FIELDS, read as a dict: their values packed, in
     that order (one whose values do not pack, a lone surrogate or an integer past 64 bits, keeps
@@ -63,11 +76,14 @@ class MetricFields(Mapping[str, Any]):
 
     def __init__(self, meta: Mapping[str, Any], **replaced: Any):
         """The fields of `meta`, those named in `replaced` with the value given there."""
-        values = [replaced[name] if name in replaced else meta.get(name) for name in METRIC_SUMMARY_FIELDS]
-        try:
-            self._packed: bytes | tuple[Any, ...] = _PACK(values)
-        except (UnicodeEncodeError, TypeError, OverflowError):
-            self._packed = tuple(values)
+        self._packed: Packed = pack(meta, **replaced)
+
+    @classmethod
+    def of(cls, packed: Packed) -> MetricFields:
+        """The fields `pack` made (a store keeps those, and makes this view when they are read)."""
+        fields = cls.__new__(cls)
+        fields._packed = packed
+        return fields
 
     def _values(self) -> Any:
         packed = self._packed

@@ -23,7 +23,8 @@ from ..model import Artifact, CompileId, CompileIds, DiagnosticLog, Processes, R
 from ..paths import compile_page_url
 from ..reading.inputs import LeftOut
 from .configs import ConfigSnapshots
-from .metric_fields import MetricFields
+from .metric_fields import MetricFields, Packed
+from .metric_fields import pack as pack_fields
 from .export_shapes import ExportShapes
 from .export_trace import ExportTrace
 from .program import ProgramExit
@@ -69,9 +70,16 @@ class MetricsEntry(msgspec.Struct):
     # the compilation_metrics page (`url`): its number alone when it lies in the compile id's folder
     # under the usual name (most do: a url string held 90 bytes a compile), else its url
     page: str | int
-    fields: Mapping[str, Any]  # METRIC_SUMMARY_FIELDS (a `MetricFields` once read from a log)
+    # METRIC_SUMMARY_FIELDS, as `metric_fields.pack` packed them when read from a log (read through
+    # `fields`: a view made when asked, where one kept per compile cost 40 bytes), or a mapping
+    kept_fields: Mapping[str, Any] | Packed
     generation: int = 0  # > 0: compiled after torch._dynamo.reset() (`Generations`)
     config: int | None = None  # the number of the config it logged (`Store.configs`); None: none logged
+
+    @property
+    def fields(self) -> Mapping[str, Any]:
+        kept = self.kept_fields
+        return MetricFields.of(kept) if type(kept) is bytes or type(kept) is tuple else kept  # type: ignore[return-value]
 
     def get(self, name: str) -> Any:
         return self.fields.get(name)
@@ -381,6 +389,48 @@ class InputInfo(msgspec.Struct, eq=False):  # one per log: never compared or pri
         return [(self.path, self.size)] + [(name, self.sizes.get(name)) for name in self.also]
 
 
+class FrameCompiles:
+    """A set of frame compiles of one process (`Generations.current`). Most are `[f/c]` with a frame
+    id torch numbered from 0 and a frame compile id below 8: each is a bit of its frame id's byte
+    (a set of 100,000s of ids cost 52 bytes an id); the others are in a set. The bytes grow with
+    the frame ids kept there, by at most 8 a frame compile added (a frame id far past those is
+    kept in the set): a log naming frame id 4,000,000,000 costs no 4 GB."""
+
+    __slots__ = ("_bits", "_others", "_added")
+
+    def __init__(self) -> None:
+        self._bits = bytearray()
+        self._others: set[CompileId] = set()
+        self._added = 0  # frame compiles kept as bits
+
+    @staticmethod
+    def _frame(key: CompileId) -> int:
+        """The frame id whose byte keeps `key`'s bit; -1: it is kept in the set."""
+        frame, compile_ = key.frame_id, key.frame_compile_id
+        if key.compiled_autograd_id is None and key.attempt == 0 and type(frame) is int and type(compile_) is int and 0 <= compile_ < 8:
+            return frame
+        return -1
+
+    def add(self, key: CompileId) -> None:
+        frame = self._frame(key)
+        if frame < 0 or frame >= 8 * self._added + 4096:
+            self._others.add(key)
+            return
+        bits = self._bits
+        if frame >= len(bits):
+            bits.extend(bytes(frame + 1 - len(bits)))
+        bits[frame] |= 1 << key.frame_compile_id  # type: ignore[operator]
+        self._added += 1
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, CompileId):
+            return False
+        frame = self._frame(key)
+        if 0 <= frame < len(self._bits) and self._bits[frame] >> key.frame_compile_id & 1:  # type: ignore[operator]
+            return True
+        return key in self._others
+
+
 class Generations:
     """torch._dynamo.reset() makes a process number its compiles from [0/0] again, in its next
     generation (0 before the first reset, then 1, 2, ...), and every later compile of the process is
@@ -395,7 +445,7 @@ class Generations:
 
     def __init__(self) -> None:
         self.resets: dict[int, list[int]] = {}  # process → the log lines where its generations 1, 2, ... begin
-        self.current: dict[int, set[CompileId]] = {}  # process → the frame compiles started or finished in its present generation
+        self.current: dict[int, FrameCompiles] = {}  # process → the frame compiles started or finished in its present generation
         self.of_key: dict[CompileId, list[int]] = {}  # frame compile → the generations it compiled in; absent: only 0
         # (directory size when it started, frame compile, generation) of each compile of an id in a later
         # generation than the id's first, in log order: where it goes among the compiles (`in_log_order`)
@@ -415,14 +465,14 @@ class Generations:
         """A start of frame compile `key` at `line`, with `listed` compile ids in the directory: its
         generation, and whether it began it (a reset). An id whose compile never logged its end and
         that starts again begins the next generation too: the compile that did not end stays in its own."""
-        current = self.current.setdefault(key.process, set())
+        current = self.current.setdefault(key.process, FrameCompiles())
         announced = self.announced.get(key.process)
         reset = key in current and not (announced and key in announced)
         if announced:
             announced.discard(key)
         if reset:
             self.resets.setdefault(key.process, []).append(line)
-            current = self.current[key.process] = set()
+            current = self.current[key.process] = FrameCompiles()
         current.add(key)
         generation = self.now(key.process)
         if generation:
@@ -436,13 +486,13 @@ class Generations:
         """A frame compile's recompile reasons or end (compilation_metrics) at `line`. One logged with no
         start in the present generation of its process, after a reset, is a compile of its own there: the
         compile over the recompile limit logs no `dynamo_start` (and a kill may leave only its reasons)."""
-        if self.now(key.process) and key not in self.current.setdefault(key.process, set()):
+        if self.now(key.process) and key not in self.current.setdefault(key.process, FrameCompiles()):
             self.start(key, line, listed)
             self.announced.setdefault(key.process, set()).add(key)  # its own start may follow: no reset then
 
     def finished(self, key: CompileId) -> None:
         """A frame compile logged its end (compilation_metrics): its id was used in the present generation."""
-        self.current.setdefault(key.process, set()).add(key)
+        self.current.setdefault(key.process, FrameCompiles()).add(key)
         announced = self.announced.get(key.process)
         if announced:
             announced.discard(key)
@@ -757,7 +807,7 @@ class Store(Questions):
         """
         logged = meta.get("restart_reasons")
         reasons = logged if isinstance(logged, list) else []
-        fields = MetricFields(meta, restart_reasons=[readable_restart(str(reason)) for reason in reasons])
+        fields = pack_fields(meta, restart_reasons=[readable_restart(str(reason)) for reason in reasons])
         key = record.compile_id.frame_key() if record.compile_id is not None else None
         generation = 0
         if key is not None:
@@ -770,7 +820,7 @@ class Store(Questions):
         key_place, place = self.metrics.add(key, entry)
         if place == 0 and key is not None:
             self.metric_keys_by_frame.add(key)
-        if fields.get("fail_type"):
+        if entry.get("fail_type"):
             self.failed_metrics.append((key_place if key_place >= 0 else self.metrics.place_of(key), place, entry))
 
     def note_backward_metrics(self, compile_id: CompileId | None, line: int, meta: dict[str, Any]) -> None:
