@@ -13,6 +13,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -128,7 +129,7 @@ def test_a_small_compile_ids_files_are_one_bytes_object_until_they_are_many():
     files = Files(FactSpool())
     for count, item in enumerate(entries, start=1):
         files.append(item)
-        in_one = count <= Files.SMALL
+        in_one = count < Files.SMALL  # their folder is kept once, first, as one of the SMALL elements
         assert (list.__len__(files) == 0 and len(files._small) > 0) if in_one else (list.__len__(files) == count and files._small == b"")
         assert len(files) == count and list(files) == entries[:count] and files[count - 1] == entries[count - 1]
         assert files[-1] == entries[count - 1] and files[: count - 1] == entries[: count - 1] and files == entries[:count]
@@ -137,6 +138,36 @@ def test_a_small_compile_ids_files_are_one_bytes_object_until_they_are_many():
     odd = Artifact(url="-_0_0_0/x_99.txt", name="x_99.txt", number=99, subgraph="\ud800 lone")
     mixed = Files(FactSpool(), [*entries[:2], odd, entries[2]])
     assert list(mixed) == [*entries[:2], odd, entries[2]] and mixed._small == b"" and list.__len__(mixed) == 4
+
+
+_FOLDERS = st.sampled_from(["-_0_0_0/", "-_12_3_1/", "p1_-_0_0_0/", "", "a/b/", "é/"])
+_KINDS = st.sampled_from(["dynamo_output_graph", "compilation_metrics", "x_1", "kind_", "", "a.b"])
+
+
+@st.composite
+def _entries(draw: Any) -> Artifact:
+    """Directory entries as outputs number them (`<kind>_<number>.<ext>`), and odd ones: a name that is
+    not the url's last part, a number the name does not end with, a suffix, a link, a subgraph, a raw
+    file of its own, no extension, a leading zero."""
+    folder, kind, number = draw(_FOLDERS), draw(_KINDS), draw(st.integers(-2, 10**6))
+    ext = draw(st.sampled_from([".txt", ".html", ".json", "", ".tar.gz"]))
+    name = draw(st.sampled_from([f"{kind}_{number}{ext}", f"{kind}_0{number}{ext}", f"other{ext}", f"{kind}_{number + 1}{ext}"]))
+    url = folder + name
+    if draw(st.booleans()):  # as outputs number most: only the raw file may be missing
+        return Artifact(url=url, name=name, number=number, kind=kind, raw=draw(st.sampled_from([url, None])))
+    return Artifact(url=url, name=draw(st.sampled_from([name, "shown name"])), number=number, suffix=draw(st.sampled_from(["", " (x)"])),
+                    readable_url=draw(st.sampled_from([None, url + ".html"])), kind=draw(st.sampled_from([kind, "other"])),
+                    is_link=draw(st.booleans()), raw=draw(st.sampled_from([url, None, "raw/elsewhere.txt"])),
+                    subgraph=draw(st.sampled_from([None, "sub"])))
+
+
+@given(st.lists(_entries(), max_size=20))
+def test_a_compile_ids_files_read_back_as_they_were_listed_whatever_their_form(entries):
+    """Each entry, kept short (its folder once, its name), packed whole, or in the list past SMALL,
+    reads back equal to the one listed, in order, whole and one at a time."""
+    files = Files(FactSpool(), entries)
+    assert list(files) == entries and len(files) == len(entries)
+    assert [files[at] for at in range(len(entries))] == entries and files[-1:] == entries[-1:]
 
 
 def test_metric_fields_read_as_the_dict_of_the_summary_fields():

@@ -31,7 +31,8 @@ from ..model import Artifact
 _TOKENS = itertools.count()
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(tuple).decode
-_DECODE_SMALL = msgspec.msgpack.Decoder(list[tuple]).decode  # type: ignore[type-arg]
+_DECODE_SMALL = msgspec.msgpack.Decoder().decode  # a `Files._small`: arrays (entries), strings and bytes (short ones)
+_STR_TYPES = frozenset((*range(0xA0, 0xC0), 0xD9, 0xDA, 0xDB))  # the first byte of a msgpack string
 
 
 def _pack(item: Artifact) -> bytes | Artifact:
@@ -59,6 +60,49 @@ def _artifact(fields: tuple[Any, ...]) -> Artifact:
     url, name, number, suffix, readable_url, kind, is_link, raw, subgraph = fields
     return Artifact(url, url.rpartition("/")[2] if name is None else name, number, suffix, readable_url,
                     _named_after(url, number) if kind is True else kind, is_link, url if raw is True else raw, subgraph)
+
+
+def _short(item: Artifact) -> tuple[str, str | bytes] | None:
+    """(its folder with the slash, its file name) for an entry its url says all of: the name is the
+    url's last part, the file is named after its kind and number (`dynamo_output_graph_12.txt`), it
+    has no suffix, readable page, link nor subgraph, and its raw file is the url itself (the name a
+    str) or none (bytes). None for any other (`_pack` keeps its every field)."""
+    url, raw = item.url, item.raw
+    folder, slash, name = url.rpartition("/")
+    if (not slash or item.name != name or item.suffix or item.readable_url is not None or item.is_link or item.subgraph is not None
+            or type(item.number) is not int or not (raw is None or raw == url) or not item.kind or item.kind != _named_after(url, item.number)):
+        return None
+    return folder + "/", name if raw is not None else name.encode()
+
+
+def _from_short(folder: str, name: str | bytes) -> Artifact:
+    """The entry `_short` gave (folder, name)."""
+    text = name if type(name) is str else name.decode()  # type: ignore[union-attr]
+    url = folder + text
+    stem, dot, _ = text.rpartition(".")
+    number = int((stem if dot else text).rpartition("_")[2])  # named after its kind and number: `<kind>_<number>`
+    return Artifact(url, text, number, "", None, _named_after(url, number), False, url if type(name) is str else None, None)
+
+
+def _small_folder(small: bytes) -> str | None:
+    """The folder a `Files._small` keeps first, for its short entries (None: it keeps none: its
+    first entry is no short one, and so none is). Read from the msgpack string's own header."""
+    if len(small) < 2 or small[1] not in _STR_TYPES:
+        return None
+    kind = small[1]
+    if kind < 0xD9:
+        start, size = 2, kind & 0x1F
+    else:
+        width = 1 << (kind - 0xD9)  # str8, str16, str32
+        start, size = 2 + width, int.from_bytes(small[2 : 2 + width], "big")
+    return small[start : start + size].decode()
+
+
+def _small_entries(small: bytes) -> Iterator[Artifact]:
+    elements = _DECODE_SMALL(small)
+    folder = elements[0] if elements and type(elements[0]) is str else None
+    for element in elements[1:] if folder is not None else elements:
+        yield _artifact(element) if type(element) is list else _from_short(folder, element)  # type: ignore[arg-type]
 
 
 def _named_after(url: str, number: int) -> str:
@@ -151,9 +195,11 @@ class _Spilled:
 class Files(list[Artifact]):
     """A list of a compile id's directory entries, in the order they were numbered.
 
-    Up to SMALL entries (a compile id of a small compile has three) are one msgpack array of the
-    packed entries (`_pack`), in one bytes object (`_small`; the list itself empty): a bytes object
-    and a list slot an entry cost more than the entry. Past SMALL it is the list itself, of packed
+    Up to SMALL entries (a compile id of a small compile has three) are one msgpack array in one
+    bytes object (`_small`; the list itself empty): a bytes object and a list slot an entry cost
+    more than the entry. An entry its url says all of (`_short`) is its file name alone there, after
+    its folder, kept once as the array's first element (163 bytes to 105 for a small compile's three);
+    the others are packed (`_pack`). Past SMALL it is the list itself, of packed
     entries, up to HEAD entries (what every page shows, `limits.PAGE_FILES`); later entries are
     pickled to the analysis' fact spool (`spools.FactSpool`) in batches of BATCH, so memory stays
     flat however many there are. Iterating, `len`, indexing, slicing and comparing see them all,
@@ -164,7 +210,7 @@ class Files(list[Artifact]):
     __slots__ = ("_spill", "_small")
     HEAD = PAGE_FILES
     BATCH = 1000
-    SMALL = 15  # the most entries kept in `_small`: a msgpack fixarray, its header one byte (0x90 | count)
+    SMALL = 15  # the most elements of `_small` (its folder one of them): a msgpack fixarray, its header one byte (0x90 | count)
 
     def __init__(self, spool: Any, items: Iterable[Artifact] = ()):
         super().__init__()
@@ -175,21 +221,19 @@ class Files(list[Artifact]):
 
     def _head_len(self) -> int:
         small = self._small
-        return small[0] & 0x0F if small else list.__len__(self)
+        if not small:
+            return list.__len__(self)
+        return (small[0] & 0x0F) - (small[1] in _STR_TYPES)  # less its folder, if it keeps one
 
     def append(self, item: Artifact) -> None:
         if self._head_len() < self.HEAD:
-            packed = _pack(item)
+            if not list.__len__(self) and self._append_small(item):
+                return
             small = self._small
-            if type(packed) is bytes and not list.__len__(self):
-                count = small[0] & 0x0F if small else 0
-                if count < self.SMALL:
-                    self._small = bytes((0x90 | (count + 1),)) + small[1:] + packed
-                    return
             if small:  # past SMALL, or an entry that does not pack: the list holds them from here on
-                list.extend(self, [_ENCODE(fields) for fields in _DECODE_SMALL(small)])  # type: ignore[misc]
+                list.extend(self, [_pack(entry) for entry in _small_entries(small)])  # type: ignore[misc]
                 self._small = b""
-            list.append(self, packed)  # type: ignore[misc]
+            list.append(self, _pack(item))  # type: ignore[misc]
             return
         spill = self._spill
         if not isinstance(spill, _Spilled):
@@ -199,6 +243,27 @@ class Files(list[Artifact]):
             spill.spool.add(spill.batch_key(spill.batches), spill.pending)
             spill.batches += 1
             spill.pending = []
+
+    def _append_small(self, item: Artifact) -> bool:
+        """`item` put in `_small`, as a short entry where its folder is the one kept (the first entry's,
+        kept first), else packed; False where it does not fit (SMALL elements) or does not pack."""
+        small = self._small
+        count = small[0] & 0x0F if small else 0
+        short = _short(item)
+        if short is not None and not small:
+            self._small = bytes((0x92,)) + _ENCODE(short[0]) + _ENCODE(short[1])
+            return True
+        if short is not None and short[0] == _small_folder(small):
+            element = _ENCODE(short[1])
+        else:
+            packed = _pack(item)
+            if type(packed) is not bytes:
+                return False
+            element = packed
+        if count >= self.SMALL:
+            return False
+        self._small = bytes((0x90 | (count + 1),)) + small[1:] + element
+        return True
 
     def extend(self, items: Iterable[Artifact]) -> None:
         for item in items:
@@ -225,7 +290,7 @@ class Files(list[Artifact]):
     def _head(self) -> Iterator[Artifact]:
         small = self._small
         if small:
-            return map(_artifact, _DECODE_SMALL(small))
+            return _small_entries(small)
         return map(_unpack, list.__iter__(self))
 
     def __iter__(self) -> Iterator[Artifact]:
