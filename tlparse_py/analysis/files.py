@@ -79,8 +79,7 @@ def _from_short(folder: str, name: str | bytes) -> Artifact:
     """The entry `_short` gave (folder, name)."""
     text = name if type(name) is str else name.decode()  # type: ignore[union-attr]
     url = folder + text
-    stem, dot, _ = text.rpartition(".")
-    number = int((stem if dot else text).rpartition("_")[2])  # named after its kind and number: `<kind>_<number>`
+    number = int(_stem(text).rpartition("_")[2])  # named after its kind and number: `<kind>_<number>`
     return Artifact(url, text, number, "", None, _named_after(url, number), False, url if type(name) is str else None, None)
 
 
@@ -105,12 +104,16 @@ def _small_entries(small: bytes) -> Iterator[Artifact]:
         yield _artifact(element) if type(element) is list else _from_short(folder, element)  # type: ignore[arg-type]
 
 
+def _stem(name: str) -> str:
+    """A file name without its last extension: `dynamo_output_graph_12.txt` → `dynamo_output_graph_12`."""
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot else name
+
+
 def _named_after(url: str, number: int) -> str:
     """What a numbered file is named after (`paths.numbered`): `a/dynamo_output_graph_12.txt` → `dynamo_output_graph`
     ("" when it is not numbered so)."""
-    stem, dot, _ = url.rpartition("/")[2].rpartition(".")
-    if not dot:
-        stem = url.rpartition("/")[2]
+    stem = _stem(url.rpartition("/")[2])
     tail = f"_{number}"
     return stem[: -len(tail)] if stem.endswith(tail) else ""
 
@@ -249,6 +252,8 @@ class Files(list[Artifact]):
         kept first), else packed; False where it does not fit (SMALL elements) or does not pack."""
         small = self._small
         count = small[0] & 0x0F if small else 0
+        if count >= self.SMALL:
+            return False
         short = _short(item)
         if short is not None and not small:
             self._small = bytes((0x92,)) + _ENCODE(short[0]) + _ENCODE(short[1])
@@ -260,8 +265,6 @@ class Files(list[Artifact]):
             if type(packed) is not bytes:
                 return False
             element = packed
-        if count >= self.SMALL:
-            return False
         self._small = bytes((0x90 | (count + 1),)) + small[1:] + element
         return True
 

@@ -456,6 +456,14 @@ class Generations:
         # process → frame compiles of its present generation known by their reasons, not yet started
         self.announced: dict[int, set[CompileId]] = {}
 
+    def _current(self, process: int) -> FrameCompiles:
+        """The process's frame compiles of its present generation (made once: `setdefault` would
+        make an empty one at every start and end of a compile)."""
+        current = self.current.get(process)
+        if current is None:
+            current = self.current[process] = FrameCompiles()
+        return current
+
     def now(self, process: int) -> int:
         """The generation a process is in, as far as the log was read."""
         resets = self.resets.get(process)
@@ -465,7 +473,7 @@ class Generations:
         """A start of frame compile `key` at `line`, with `listed` compile ids in the directory: its
         generation, and whether it began it (a reset). An id whose compile never logged its end and
         that starts again begins the next generation too: the compile that did not end stays in its own."""
-        current = self.current.setdefault(key.process, FrameCompiles())
+        current = self._current(key.process)
         announced = self.announced.get(key.process)
         reset = key in current and not (announced and key in announced)
         if announced:
@@ -486,13 +494,13 @@ class Generations:
         """A frame compile's recompile reasons or end (compilation_metrics) at `line`. One logged with no
         start in the present generation of its process, after a reset, is a compile of its own there: the
         compile over the recompile limit logs no `dynamo_start` (and a kill may leave only its reasons)."""
-        if self.now(key.process) and key not in self.current.setdefault(key.process, FrameCompiles()):
+        if self.now(key.process) and key not in self._current(key.process):
             self.start(key, line, listed)
             self.announced.setdefault(key.process, set()).add(key)  # its own start may follow: no reset then
 
     def finished(self, key: CompileId) -> None:
         """A frame compile logged its end (compilation_metrics): its id was used in the present generation."""
-        self.current.setdefault(key.process, FrameCompiles()).add(key)
+        self._current(key.process).add(key)
         announced = self.announced.get(key.process)
         if announced:
             announced.discard(key)

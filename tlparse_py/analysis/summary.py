@@ -101,6 +101,8 @@ def identity_key(identity: FrameIdentity) -> int | FrameIdentity:
     (a run may have 100,000s); any other by the identity (an int never equals a tuple)."""
     process, autograd, frame, generation = identity
     return frame if process == 0 and autograd is None and generation == 0 and frame is not None else identity
+
+
 # torch's words for the compile over the limit: "Dynamo recompile limit exceeded" (2.7+), "recompile_limit reached"
 # / "cache_size_limit reached" (earlier); "Hard failure due to fail_on_recompile_limit_hit" or "... fullgraph=True"
 # (FailOnRecompileLimitHit) is an error: the program raised
