@@ -193,11 +193,11 @@ def test_sigterm_while_the_old_report_is_removed_leaves_no_old_folder(tmp_path):
     patch = """
 from tlparse_py.report import staging
 _remove_tree = staging.remove_tree
-def remove_tree(path):
+def remove_tree(path, *rest):
     if ".old-" in str(path):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.1)  # the handler runs here, inside the removal
-    return _remove_tree(path)
+    return _remove_tree(path, *rest)
 staging.remove_tree = remove_tree
 """
     proc, _ = faulty(tmp_path, patch, log, "-o", out, "--overwrite")

@@ -10,6 +10,8 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import shutdown
@@ -159,22 +161,25 @@ def _remove_marked(folder: Path) -> None:
         pass
 
 
-def remove_tree(path: str) -> None:
+# Threads that remove a report's folders together: unlink and rmdir release the GIL and cost the
+# kernel's time, not ours, so a second core halves the removal of a big report (10,000 compile ids,
+# 600 MB: 1.06 s against 0.57 s on ext4, 0.48 against 0.29 on tmpfs).
+REMOVAL_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def remove_tree(path: str, threads: int = REMOVAL_THREADS) -> None:
     """`shutil.rmtree(path, ignore_errors=True)`, each folder's entries removed as they are read, not
     listed first: a report's folder holds a folder a compile id, and the list of 40,000 of them cost
-    31 MB (75 MB at 100,000) at the end of a run that replaced its last report. Links are removed,
-    never followed; a folder that is not empty after its pass (entries added meanwhile) is left to
-    `shutil.rmtree`."""
+    31 MB (75 MB at 100,000) at the end of a run that replaced its last report. The entries of `path`
+    itself are shared among `threads` threads. Links are removed, never followed; a folder that is
+    not empty after its pass (entries added meanwhile) is left to `shutil.rmtree`."""
     try:
         with os.scandir(path) as entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        remove_tree(entry.path)
-                    else:
-                        os.unlink(entry.path)
-                except OSError:
-                    pass
+            if threads > 1:
+                _remove_in_threads(entries, threads)
+            else:
+                for entry in entries:
+                    _remove_entry(entry)
     except OSError:
         pass
     try:
@@ -183,6 +188,39 @@ def remove_tree(path: str) -> None:
         pass
     except OSError:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_entry(entry: os.DirEntry[str]) -> None:
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            remove_tree(entry.path, 1)
+        else:
+            os.unlink(entry.path)
+    except OSError:
+        pass
+
+
+def _remove_in_threads(entries: Iterator[os.DirEntry[str]], threads: int) -> None:
+    """Each entry removed by whichever thread reads it next (one directory stream, read under a lock);
+    returns once every thread is done, whatever stops this one."""
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                entry = next(entries, None)
+            if entry is None:
+                return
+            _remove_entry(entry)
+
+    helpers = [threading.Thread(target=work, name="tlparse-py-removal", daemon=True) for _ in range(threads - 1)]
+    for helper in helpers:
+        helper.start()
+    try:
+        work()
+    finally:
+        for helper in helpers:
+            helper.join()
 
 
 def remove_stale_staging(out: Path) -> None:
