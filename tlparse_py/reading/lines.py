@@ -17,6 +17,11 @@ TAB = 0x09
 # A newline not followed by another payload line or a blank (LF or CRLF) line. A line that starts
 # with a lone CR is not payload (it may be a record: GLOG_PREFIX searches).
 _BLOCK_END = lazy(rb"\n(?!\t|\r?\n)")
+# The first newline not followed by a payload line: the block's end, unless a blank line follows it
+# (then blank lines lie inside the block, and _BLOCK_END finds its end). Most blocks hold none, and
+# this one search then tells so: no second pass over the payload looks for them.
+_NOT_TAB_LINE = lazy(rb"\n(?!\t)")
+_BLANK_LINE = lazy(rb"\r?\n")
 _CR_AT_EOL = lazy(rb"\r(?=\n|$)")
 _TAB_LINE = lazy(rb"\n\t")
 _BLANK_LINES = lazy(rb"(?:\r?\n)*")  # whole blank lines (LF or CRLF), as next_line sees them
@@ -210,7 +215,10 @@ class LineScanner(JunkSkipper):
     def _take_tab_lines(self, parts: list[bytes]) -> None:
         """The payload lines in the buffer from here: up to the block's end, or to the buffer's
         last complete line (the rest comes with the next chunk)."""
-        match = _BLOCK_END.search(self.buf, self.pos)
+        match = _NOT_TAB_LINE.search(self.buf, self.pos)
+        blank_lines = match is not None and _BLANK_LINE.match(self.buf, match.end()) is not None
+        if match is not None and blank_lines:
+            match = _BLOCK_END.search(self.buf, match.start())
         if match is not None and (match.start() < len(self.buf) - 2 or self.eof):  # else the next chunk decides
             end = match.start()
         else:
@@ -229,7 +237,7 @@ class LineScanner(JunkSkipper):
         self.bytes_read += len(chunk) + 1
         if len(chunk) > self.max_line and self._drop_long_lines(chunk, parts):
             return
-        self._add_block(chunk, parts)
+        self._add_block(chunk, parts, blank_lines)
 
     def _drop_long_lines(self, chunk: bytes, parts: list[bytes]) -> bool:
         """Payload lines over `max_line` (only possible when it is below the chunk size): dropped."""
@@ -245,11 +253,12 @@ class LineScanner(JunkSkipper):
                 self._add_block(line, parts)
         return True
 
-    def _add_block(self, chunk: bytes, parts: list[bytes]) -> None:
-        """Split a chunk of TAB lines (and stray blank lines between them) into payload lines."""
+    def _add_block(self, chunk: bytes, parts: list[bytes], blank_lines: bool = True) -> None:
+        """Split a chunk of TAB lines (and stray blank lines between them) into payload lines.
+        `blank_lines`: False when the caller knows the chunk holds none."""
         if b"\r" in chunk:
             chunk = _CR_AT_EOL.sub(b"", chunk)
-        if b"\n\n" not in chunk and not chunk.endswith(b"\n"):  # the usual case, done in C
+        if not (blank_lines and b"\n\n" in chunk) and not chunk.endswith(b"\n"):  # the usual case, done in C
             payload = chunk[1:].replace(b"\n\t", b"\n")
             parts.append(payload)
             # every line here starts with its TAB (a block ends at a line that does not), so the
