@@ -160,13 +160,7 @@ class Pipeline:
         self.writer.settle()  # the files written beside the reading: all there, before pages read them and forks
         self.outputs.pending.flush()  # the pages asked for: in their spool file, before a forked child reads it
         self.chromium.close()
-        if self.chromium.bytes_written <= EVENTS_SCRIPT_LIMIT:
-            self.writer.write(EVENTS_SCRIPT, events_script(self.writer.read("chromium_events.json") or b"[]"))
         self.analysis.note_cache_marks()
-        self.raw.write(self.writer, self.analysis.strings.as_list())
-        self.writer.copy_logs(self.logs_read, "raw.log", self.options.limits)
-        write_compile_directory(self.writer, self.analysis)
-        write_static(self.writer)
         # past limits.PAGED_START_ONLY, compile ids with nothing but a dynamo_start get no page (docs/limits.md)
         self.analysis.pageless = pageless_keys(self.analysis, PAGED_START_ONLY)
         keys = [key for key in self.analysis.directory if key not in self.analysis.pageless]
@@ -181,11 +175,17 @@ class Pipeline:
         # from the analysis as it stands; a page or the search index that could not be built changes
         # what they count, and they are written again
         written: list[object] = []
-        meanwhile = None if self.options.provenance else lambda: written.append(write_summaries(self.writer, self.inputs, self.options))
+
+        def meanwhile() -> None:
+            self._write_files_of_the_run()
+            if not self.options.provenance:
+                written.append(write_summaries(self.writer, self.inputs, self.options))
+
         jobs = Jobs((len(self.outputs.pending), partial(self._pending_page, build)),
                     (len(pages := page_refs(self.analysis)), partial(self._compile_page, pages, builder)))
         if not self.jobs.run(jobs, gathered=(self.index_parts.encode, self.index_parts.add_from), meanwhile=meanwhile):
             written.clear()
+            self._write_files_of_the_run()
         problem = self._write_search_index(builder, pages)
         if problem:  # a bug in the index must cost the search box (it stays hidden), not the report
             self.analysis.stats.add("fail_parser")
@@ -196,6 +196,17 @@ class Pipeline:
             write_summaries(self.writer, self.inputs, self.options)
         self.spool.handle.close()
         self.writer.close_behind()  # no thread left behind by each report a process writes
+
+    def _write_files_of_the_run(self) -> None:
+        """The files no page reads (the events' script copy, raw.jsonl, raw.log, compile_directory.json,
+        static/): written while a forked child starts on the pages, where there is one. Before
+        the search index, whose manifest replaces static/'s default one."""
+        if self.chromium.bytes_written <= EVENTS_SCRIPT_LIMIT:
+            self.writer.write(EVENTS_SCRIPT, events_script(self.writer.read("chromium_events.json") or b"[]"))
+        self.raw.write(self.writer, self.analysis.strings.as_list())
+        self.writer.copy_logs(self.logs_read, "raw.log", self.options.limits)
+        write_compile_directory(self.writer, self.analysis)
+        write_static(self.writer)
 
     def _write_search_index(self, builder: PageBuilder, pages: Sequence[PageRef]) -> str | None:
         """The search box's index (search.py); after write_static, so the report's manifest replaces the default one.
