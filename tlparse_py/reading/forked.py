@@ -23,7 +23,7 @@ from .. import shutdown
 Item = TypeVar("Item")
 BATCH_BYTES = 1 << 20  # items are sent in batches of about this size: few system calls, little held
 PIPE_BUFFER = 1 << 20
-AHEAD_BYTES = 8 << 20  # messages read out of the pipe before they are used, at most (`ReadAhead`)
+AHEAD_BYTES = 2 << 20  # messages read out of the pipe before they are used, at most (`ReadAhead`): two batches
 _LENGTH = struct.Struct("<Q")
 _ITEMS, _DONE, _FAILED = 0, 1, 2
 
