@@ -216,8 +216,9 @@ class LineScanner(JunkSkipper):
         """The payload lines in the buffer from here: up to the block's end, or to the buffer's
         last complete line (the rest comes with the next chunk)."""
         match = _NOT_TAB_LINE.search(self.buf, self.pos)
-        blank_lines = match is not None and _BLANK_LINE.match(self.buf, match.end()) is not None
-        if match is not None and blank_lines:
+        blank_lines = False
+        if match is not None and _BLANK_LINE.match(self.buf, match.end()) is not None:
+            blank_lines = True
             match = _BLOCK_END.search(self.buf, match.start())
         if match is not None and (match.start() < len(self.buf) - 2 or self.eof):  # else the next chunk decides
             end = match.start()
