@@ -157,7 +157,7 @@ class Pipeline:
     # -- the end -----------------------------------------------------------------------------
 
     def finish(self) -> None:
-        self.writer.settle()  # the files written beside the reading: all there, before pages read them and forks
+        self.writer.close_behind()  # the files written beside the reading: all there, before pages read them and forks
         self.outputs.pending.flush()  # the pages asked for: in their spool file, before a forked child reads it
         self.chromium.close()
         self.analysis.note_cache_marks()
@@ -336,6 +336,8 @@ def read_logs(logs: list[Path], pipeline: Pipeline, on_rank: Callable[[int], Non
                            scanning_child=pipeline.options.scanning_child, processes=processes,
                            compile_ids=analysis.compile_ids)
         reader.on_rank_detected = on_rank
+        if reader.may_fork(file_size(log)):  # a big log: its payload files are written by a child process too
+            pipeline.writer.write_behind_in_a_process()
         reader.on_time = pipeline.note_time  # the string-table records' times too: the log's first line is one
         for count, record in enumerate(reader.records(), start=1):
             pipeline.add(record)

@@ -40,7 +40,7 @@ def forked_items(produce: Callable[[], Iterator[Item]], size: Callable[[Item], i
     flat. Stopping early (an exception here, or the generator closed) kills the child.
     """
     read_fd, write_fd = os.pipe()
-    _widen(write_fd)
+    widen_pipe(write_fd)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
@@ -125,9 +125,9 @@ class ReadAhead:
             self.condition.notify()
 
 
-def _widen(fd: int) -> None:
+def widen_pipe(fd: int) -> None:
     """Make the pipe hold a whole batch where the system allows (Linux: 64 KB by default, up to
-    /proc/sys/fs/pipe-max-size): the child then writes a batch in one go, and the reader takes it in
+    /proc/sys/fs/pipe-max-size): the writer then writes a batch in one go, and the reader takes it in
     one read, instead of the two taking turns 16 times a batch."""
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
     if set_size is None:
@@ -162,7 +162,7 @@ def _child(produce: Callable[[], Iterator[Any]], size: Callable[[Any], int], rea
                 _send(out, (_ITEMS, batch))
                 _send(out, (_DONE, None))
             except Exception as exc:  # noqa: BLE001 - any failure of the generator is the parent's to raise
-                _send(out, (_FAILED, _picklable(exc)))
+                _send(out, (_FAILED, picklable_error(exc)))
         code = 0
     finally:
         os._exit(code)
@@ -187,7 +187,8 @@ def _receive(pipe: IO[bytes]) -> bytes | None:
     return data
 
 
-def _picklable(exc: Exception) -> Exception:
+def picklable_error(exc: BaseException) -> BaseException:
+    """`exc` if it pickles and unpickles (to be raised in the parent), else an OSError that says what it was."""
     try:
         pickle.loads(pickle.dumps(exc))  # noqa: S301 - our own bytes
         return exc

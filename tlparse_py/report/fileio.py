@@ -48,7 +48,7 @@ def write_file(path: str | Path, data: bytes) -> None:
         os.close(fd)
 
 
-def write_all(fd: int, data: bytes, path: str | Path) -> None:
+def write_all(fd: int, data: bytes | bytearray, path: str | Path) -> None:
     view = memoryview(data)
     try:
         while view:

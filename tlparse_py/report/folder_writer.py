@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from ..limits import Limits
 from ..reading.gunzip import LogAsRead
-from .behind import BehindWrites
+from .behind import BehindWrites, ForkedWrites
 from .fileio import copy_up_to, read_file, unlink_quietly, write_all, write_file
 
 
@@ -26,21 +26,35 @@ WRITE_CHUNK = 1 << 20
 class FolderWriter:
     """Writes report files under `root` (already inside a staging folder): the only file writer."""
 
-    _behind: BehindWrites | None = None  # the thread writing `write_behind`'s files, once one is asked for
+    _behind: BehindWrites | ForkedWrites | None = None  # what writes `write_behind`'s files, once one is asked for
+    _behind_in_a_process = False  # a forked child writes them, not a thread (`write_behind_in_a_process`)
 
     def __init__(self, root: Path):
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.bytes_written = 0
         self._root = os.fspath(root)
-        self._behind: BehindWrites | None = None
+        self._behind: BehindWrites | ForkedWrites | None = None
 
     def write_behind(self, rel: str, data: bytes | str) -> None:
-        """`write`, done by a thread while the caller goes on: for files nothing reads before
-        `settle` (payloads and outputs written while the log is read). `read` settles first."""
+        """`write`, done by a thread (or a forked child) while the caller goes on: for files nothing
+        reads before `settle` (payloads and outputs written while the log is read). `read` settles first."""
         if self._behind is None:
-            self._behind = BehindWrites(self.write)
-        self._behind.put(rel, data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+            self._behind = ForkedWrites(self.write) if self._behind_in_a_process else BehindWrites(self.write)
+        data = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        self._behind.put(rel, data)
+        if self._behind_in_a_process:  # counted here: the child's count is its own
+            self.bytes_written += len(data)
+
+    def write_behind_in_a_process(self) -> None:
+        """Have a forked child write `write_behind`'s files from now on (behind.ForkedWrites): for a big
+        log, where a fork and a second core are there. Not for a writer whose `write` keeps state in
+        this process (the live report's)."""
+        if (self._behind is None and type(self).write is FolderWriter.write and hasattr(os, "fork")
+                and (os.cpu_count() or 1) >= 2):
+            self._behind_in_a_process = True
+            self._behind = ForkedWrites(self.write)
+            self._behind.start()  # now: before the reading starts threads (its read-ahead)
 
     def drop_behind(self) -> None:
         """Stop writing what is queued (the report is abandoned); returns once no write is under way."""
