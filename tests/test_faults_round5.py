@@ -133,6 +133,14 @@ def kill_after_fork(self, work):
     os.kill(os.getpid(), signal.SIGKILL)
 jobs.PageJobs._fork = kill_after_fork
 """,
+    # removal: the old report (--overwrite, 260 folders) removed by this process and a forked
+    # child (staging.remove_tree), the run killed once its own half is done
+    "removal": """
+from tlparse_py.report import staging
+def kill(pid):
+    os.kill(os.getpid(), signal.SIGKILL)
+staging._reap = kill
+""",
     # commit: the old report moved aside (--overwrite), the new one not yet in place
     "commit": """
 from tlparse_py.report import staging
@@ -185,10 +193,12 @@ folder_writer.FolderWriter.write = write
     assert not out.exists() and hidden(tmp_path) == []
 
 
-def test_sigterm_while_the_old_report_is_removed_leaves_no_old_folder(tmp_path):
+@pytest.mark.parametrize("make_log", [small_log, many_compiles], ids=["one process", "shared with a child"])
+def test_sigterm_while_the_old_report_is_removed_leaves_no_old_folder(tmp_path, make_log):
     """Regression: SIGTERM while --overwrite removed the report it replaced left `.out.old-PID-*`
-    (a big report takes seconds to remove). The commit is finished first, then the run stops."""
-    log, out = small_log(tmp_path / "a.log"), tmp_path / "out"
+    (a big report takes seconds to remove). The commit is finished first, then the run stops; a big
+    old report is removed by this process and a forked child (staging.remove_tree) all the same."""
+    log, out = make_log(tmp_path / "a.log"), tmp_path / "out"
     assert tool(log, "-o", out).returncode == 0
     patch = """
 from tlparse_py.report import staging

@@ -245,6 +245,7 @@ class ForkedWrites:
         try:
             shutdown.die_with_parent(parent)
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides (it stops this child)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler (it would clean up the parent's report)
             # objects inherited from the parent are never scanned: a full collection would touch them
             # all, copying the parent's heap into this process page by page
             gc.freeze()
