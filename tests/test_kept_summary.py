@@ -121,3 +121,21 @@ def test_below_read_through_from_the_summary_reads_its_compiles_back_once(monkey
     kept = analysis.summary(kept=True)
     assert isinstance(analysis.memo.kept, compile_memo.Spool)
     assert type(kept.compiles) is not Reading and list(kept.compiles) == analysis.summary().compiles
+
+
+def test_spooled_compiles_hand_out_the_compile_read_last_and_marked_once_marked(tmp_path):
+    """A page asks for its compile several times: the spool decodes it once (the same object, as a
+    list of compiles hands out); once the spool is marked (the run's unusual settings), a compile
+    read before is read again, marked."""
+    from msgspec.structs import replace
+
+    from tlparse_py.analysis.spools import SpooledCompiles
+
+    log = sorted((Path(__file__).parent / "fixtures" / "traces" / "recompile").glob("dedicated_log*"))[0]
+    compiles = analyze_logs([log]).compiles()
+    spool = SpooledCompiles(compiles)
+    first = spool[0]
+    assert spool[0] is first and spool[1] is not first and spool[0] is not first  # the last one only
+    again = spool[0]
+    spool.marked = lambda read: read.__setitem__(0, replace(read[0], frame="marked"))
+    assert spool[0] is not again and spool[0].frame == "marked"

@@ -39,6 +39,8 @@ T = TypeVar("T")
 class Spool(Sequence[T], Generic[T]):
     """Items appended to a scratch file; read like a list."""
 
+    KEEPS_LAST = False  # the item read last is handed out again, not decoded again (items no caller changes)
+
     def __init__(self, encode: Callable[[T], bytes], decode: Callable[[bytes], T], items: Iterable[T] = (),
                  decode_many: Callable[[bytes], list[T]] | None = None) -> None:
         self._encode = encode
@@ -51,6 +53,7 @@ class Spool(Sequence[T], Generic[T]):
         self._file = tempfile.SpooledTemporaryFile(max_size=IN_MEMORY, mode="w+b", prefix=".tlparse-py-spool-")
         self._ends = array("Q")  # where each item ends in the file
         self._writing = True  # the file's position is its end
+        self._last: tuple[int, Any] = (-1, None)  # the item read last and its index, where `KEEPS_LAST`
         for item in items:
             self.append(item)
 
@@ -104,8 +107,13 @@ class Spool(Sequence[T], Generic[T]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("spool index out of range")
+        if self._last[0] == index:
+            return self._last[1]  # type: ignore[no-any-return]
         start = self._ends[index - 1] if index else 0
-        return self._decode(self._read(start, self._ends[index]))
+        item = self._decode(self._read(start, self._ends[index]))
+        if self.KEEPS_LAST:
+            self._last = (index, item)
+        return item
 
     def __iter__(self) -> Iterator[T]:
         """The items in order, read a chunk of about READ_CHUNK bytes at a time (not one read an item)."""
@@ -196,9 +204,22 @@ class SpooledCompiles(Spool[CompileSummary]):
     diff, an analysis' compiles built straight into it. `marked`: what each compile read back is
     given that was only known once all were written (their unusual settings, `compiles.mark_unusual`)."""
 
+    # a page asks for its compile five times or so (its status, times, config...): decoded once. A
+    # list of compiles (below SPOOLED_FROM) hands out the same objects too: no caller changes them
+    KEEPS_LAST = True
+
     def __init__(self, items: Iterable[CompileSummary] = ()) -> None:
-        self.marked: Callable[[list[CompileSummary]], None] | None = None
+        self._marked: Callable[[list[CompileSummary]], None] | None = None
         super().__init__(_COMPILE_ENCODER.encode, self._decode_one, items, self._decode_chunk)
+
+    @property
+    def marked(self) -> Callable[[list[CompileSummary]], None] | None:
+        return self._marked
+
+    @marked.setter
+    def marked(self, mark: Callable[[list[CompileSummary]], None] | None) -> None:
+        self._marked = mark
+        self._last = (-1, None)  # read before it was marked
 
     def _decode_one(self, data: bytes) -> CompileSummary:
         return self._decode_chunk_of([_COMPILE_DECODER.decode(data)])[0]
