@@ -57,3 +57,12 @@ def pytest_collection_modifyitems(config, items):
         missing.append("nbclient + ipykernel (the notebook test)")
     if missing:
         raise pytest.UsageError(f"TLPARSE_PY_REQUIRE_ALL=1 but {', '.join(missing)} missing: CI must run every test")
+
+
+def reaped(pid: int) -> bool:
+    """Whether `pid` is no child of this process any more (a forked helper waited for)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False

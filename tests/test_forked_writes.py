@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from conftest import TRACES
+from conftest import TRACES, reaped as gone
 from test_cache import files_of
 from tlparse_py.pipeline import write_report
 from tlparse_py.reading import records as reader
@@ -23,15 +23,6 @@ from tlparse_py.report.folder_writer import FolderWriter
 from tlparse_py.report.live_writer import LiveWriter
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")
-
-
-def gone(pid: int) -> bool:
-    """Whether `pid` is no child of this process any more (reaped)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
 
 
 def test_every_file_put_is_written_once_settled_and_the_child_ends_with_close(tmp_path):

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from conftest import reaped
 from tlparse_py.report import staging
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")
@@ -38,14 +39,6 @@ def helpers(monkeypatch):
 
     monkeypatch.setattr(staging.os, "fork", noted)
     return started
-
-
-def reaped(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
 
 
 def test_a_big_tree_is_removed_by_two_processes_and_nothing_it_links_to(tmp_path, helpers):

@@ -7,6 +7,7 @@ orphaned pool, fork-server and resource-tracker processes behind.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -81,6 +82,17 @@ def die_with_parent(parent: int) -> None:
             os._exit(1)
         return
     threading.Thread(target=_watch_parent, args=(parent,), name="tlparse-py parent watch", daemon=True).start()
+
+
+def become_helper(parent: int) -> None:
+    """In a helper just forked from `parent` that ends on its own (a file writer, half of a removal):
+    it dies with `parent` (`die_with_parent`), leaves Ctrl-C and SIGTERM to `parent` (which stops or
+    waits for it: the parent's SIGTERM handler, inherited, would clean up the parent's report), and
+    never runs a full collection over the heap it inherited (that would copy it page by page)."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.freeze()
 
 
 def die_with_starter() -> None:

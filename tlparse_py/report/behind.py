@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import errno
-import gc
 import os
 import pickle
 import signal
@@ -142,7 +141,8 @@ class BehindWrites:
                     self.condition.notify_all()
 
 
-ENDED_EARLY = OSError(errno.EIO, "the process writing the report's files ended early")
+def _ended_early() -> OSError:
+    return OSError(errno.EIO, "the process writing the report's files ended early")
 
 
 class ForkedWrites:
@@ -243,12 +243,7 @@ class ForkedWrites:
         any clean-up of the parent's."""
         code = 1
         try:
-            shutdown.die_with_parent(parent)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides (it stops this child)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler (it would clean up the parent's report)
-            # objects inherited from the parent are never scanned: a full collection would touch them
-            # all, copying the parent's heap into this process page by page
-            gc.freeze()
+            shutdown.become_helper(parent)
             failed: BaseException | None = None
             with open(pipe, "rb", buffering=1 << 20) as source:
                 while len(head := source.read(self._HEAD.size)) == self._HEAD.size:
@@ -282,7 +277,7 @@ class ForkedWrites:
             write_all(self.pipe, data, "the report's file writer")
         except OSError:  # the child died: the error it gave, if it said one
             self._take_reply(block=True)
-            raise (self.error or OSError(ENDED_EARLY.errno, ENDED_EARLY.strerror)) from None
+            raise (self.error or _ended_early()) from None
 
     def _take_reply(self, block: bool) -> None:
         """The child's reply, if one came (waited for: `block`): the error it gives kept in `self.error`.
@@ -297,11 +292,11 @@ class ForkedWrites:
         head = first + _read_up_to(self.replies, self._REPLY.size - len(first)) if first else b""
         reply = _read_up_to(self.replies, self._REPLY.unpack(head)[0]) if len(head) == self._REPLY.size else b""
         try:
-            error = pickle.loads(reply) if reply else ENDED_EARLY  # noqa: S301 - our own child's
+            error = pickle.loads(reply) if reply else _ended_early()  # noqa: S301 - our own child's
         except Exception:  # noqa: BLE001 - a reply cut short
-            error = ENDED_EARLY
+            error = _ended_early()
         if error is not None and self.error is None:
-            self.error = OSError(error.errno, error.strerror) if error is ENDED_EARLY else error
+            self.error = error
 
     def _raise(self) -> None:
         if self.error is not None:

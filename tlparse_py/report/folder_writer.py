@@ -40,7 +40,7 @@ class FolderWriter:
         """`write`, done by a thread (or a forked child) while the caller goes on: for files nothing
         reads before `settle` (payloads and outputs written while the log is read). `read` settles first."""
         if self._behind is None:
-            self._behind = ForkedWrites(self.write) if self._behind_in_a_process else BehindWrites(self.write)
+            self._behind = BehindWrites(self.write)  # (a forked one is made by write_behind_in_a_process)
         data = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
         self._behind.put(rel, data)
         if self._behind_in_a_process:  # counted here: the child's count is its own
