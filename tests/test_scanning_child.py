@@ -208,3 +208,15 @@ def test_stopping_early_stops_the_child(tmp_path, forks, monkeypatch):
     assert next(records).lineno == 1
     records.close()
     assert reaped(forks)
+
+
+def test_items_that_marshal_cannot_write_arrive_pickled(monkeypatch, forks):
+    """Batches are marshalled (the events: built-in types), and pickled when an item is not one:
+    either way the parent gets the same items, in order, dicts in their key order."""
+    from fractions import Fraction
+
+    monkeypatch.setattr(forked, "BATCH_BYTES", 64)  # several batches, some all built-in, some not
+    items = [(0, {"b": 1, "a": [True, None, 2.5, 2**70]}, b"\x00\xff", "\udcff")] * 5 + [Fraction(1, 3)] + [("x", {})] * 5
+    received = list(forked.forked_items(lambda: iter(items), lambda item: 32))
+    assert received == items and [list(r[1]) for r in received[:5]] == [["b", "a"]] * 5
+    assert received[0][1]["a"][0] is True and type(received[5]) is Fraction

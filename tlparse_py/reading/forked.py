@@ -10,6 +10,7 @@ import collections
 import errno
 import fcntl
 import gc
+import marshal
 import os
 import pickle
 import signal
@@ -51,7 +52,7 @@ def forked_items(produce: Callable[[], Iterator[Item]], size: Callable[[Item], i
     done = False
     try:
         while (data := ahead.next()) is not None:
-            kind, value = pickle.loads(data)  # noqa: S301 - written by our own child
+            kind, value = _decode(data)
             if kind == _ITEMS:
                 yield from value
             elif kind == _FAILED:
@@ -168,11 +169,29 @@ def _child(produce: Callable[[], Iterator[Any]], size: Callable[[Any], int], rea
         os._exit(code)
 
 
+# A message is marshalled where it can be (the events: tuples, dicts, lists, strings, bytes, numbers),
+# pickled where not (an exception): marshal writes a batch in half pickle's time and reads it back in
+# a tenth less (1 MB batches of a log of 10,000 small compiles: 3.4 against 6.9 ms to write).
+_MARSHALLED, _PICKLED = b"M", b"P"
+
+
 def _send(out: IO[bytes], message: tuple[int, Any]) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_LENGTH.pack(len(data)))
+    try:
+        how, data = _MARSHALLED, marshal.dumps(message)
+    except ValueError:  # not all built-in types
+        how, data = _PICKLED, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LENGTH.pack(len(how) + len(data)))
+    out.write(how)
     out.write(data)
     out.flush()
+
+
+def _decode(data: bytes) -> tuple[int, Any]:
+    """A message `_send` wrote (by our own child: trusted as this process's own data)."""
+    body = memoryview(data)[1:]
+    if data[:1] == _MARSHALLED:
+        return marshal.loads(body)
+    return pickle.loads(body)  # noqa: S301 - written by our own child
 
 
 def _receive(pipe: IO[bytes]) -> bytes | None:
