@@ -36,9 +36,9 @@ class ChildStopped(OSError):
 def forked_items(produce: Callable[[], Iterator[Item]], size: Callable[[Item], int]) -> Iterator[Item]:
     """The items of `produce()`, run in a forked child; an exception it raises is raised here.
 
-    `size(item)` is roughly how many bytes an item holds (for batching). Items must pickle. The
-    child holds at most one batch, and blocks while this process has not read it: memory stays
-    flat. Stopping early (an exception here, or the generator closed) kills the child.
+    `size(item)` is roughly how many bytes an item holds (for batching). Items must marshal or
+    pickle (`_send`). The child holds at most one batch, and blocks while this process has not read
+    it: memory stays flat. Stopping early (an exception here, or the generator closed) kills the child.
     """
     read_fd, write_fd = os.pipe()
     widen_pipe(write_fd)
@@ -74,7 +74,7 @@ class ReadAhead:
     The two processes' work varies along a log (a stretch of big payloads to check is the child's,
     one of many records or chromium events is this process's): with only the pipe between them, each
     waited for the other in turn (0.3 to 0.5 s each on a 200 MB log). The thread waits in a read
-    of the pipe, the GIL released, and holds at most AHEAD_BYTES of messages, still pickled."""
+    of the pipe, the GIL released, and holds at most AHEAD_BYTES of messages, still encoded."""
 
     def __init__(self, pipe: IO[bytes]):
         self.pipe = pipe
@@ -88,7 +88,7 @@ class ReadAhead:
         self.thread.start()
 
     def next(self) -> bytes | None:
-        """The next message, pickled; None once the pipe ended (raises what a read of it raised)."""
+        """The next message, still encoded; None once the pipe ended (raises what a read of it raised)."""
         with self.condition:
             while not self.ready and not self.ended:
                 self.condition.wait()
@@ -195,7 +195,7 @@ def _decode(data: bytes) -> tuple[int, Any]:
 
 
 def _receive(pipe: IO[bytes]) -> bytes | None:
-    """The next message, still pickled; None at the pipe's end (or a message cut short)."""
+    """The next message, still encoded; None at the pipe's end (or a message cut short)."""
     head = pipe.read(_LENGTH.size)
     if len(head) < _LENGTH.size:
         return None

@@ -287,9 +287,10 @@ def _pieces(analysis: Analysis, records_of: RecordsOf, builder: PageBuilder, par
     (reading each id's records once)."""
     last_key: Any = object()
     records: list[RecordSummary] = []
-    for position, page in enumerate(pages):
+    for position in range(len(pages)):
         pieces = parts.take(position) if parts is not None else None
         if pieces is None:
+            page = pages[position]  # (made only here: a page linked to its neighbours is three made)
             if page.key != last_key:
                 last_key, records = page.key, records_of(page.key)
             pieces = page_pieces(analysis, compile_outline(analysis, page, records, builder))
