@@ -59,6 +59,37 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"TLPARSE_PY_REQUIRE_ALL=1 but {', '.join(missing)} missing: CI must run every test")
 
 
+def noting_forks(monkeypatch) -> list[int]:
+    """The pids of the children this process forks from now on (os.fork, noted)."""
+    started: list[int] = []
+    fork = os.fork
+
+    def noted() -> int:
+        pid = fork()
+        if pid:
+            started.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", noted)
+    return started
+
+
+def full_disk_where(monkeypatch, full) -> None:
+    """Every report file whose path `full(rel)` says is written to a full disk (ENOSPC, naming it)."""
+    import errno
+
+    from tlparse_py.report import folder_writer
+
+    real_write = folder_writer.FolderWriter.write
+
+    def full_disk(self, rel, data):
+        if full(rel):
+            raise OSError(errno.ENOSPC, "No space left on device", rel)
+        real_write(self, rel, data)
+
+    monkeypatch.setattr(folder_writer.FolderWriter, "write", full_disk)
+
+
 def reaped(pid: int) -> bool:
     """Whether `pid` is no child of this process any more (a forked helper waited for)."""
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import TRACES
+from conftest import TRACES, full_disk_where
 from logs import cid, line
 from tlparse_py.cli import main
 from tlparse_py.report.targets import MARKER
@@ -151,16 +151,8 @@ def test_a_file_written_behind_the_reading_that_fails_fails_the_report_and_leave
     import errno
 
     from tlparse_py.pipeline import write_report
-    from tlparse_py.report import folder_writer as writer_module
 
-    real_write = writer_module.FolderWriter.write
-
-    def full_disk(self, rel, data):
-        if rel.startswith("payloads/"):
-            raise OSError(errno.ENOSPC, "No space left on device", rel)
-        real_write(self, rel, data)
-
-    monkeypatch.setattr(writer_module.FolderWriter, "write", full_disk)
+    full_disk_where(monkeypatch, lambda rel: rel.startswith("payloads/"))
     log = sorted((TRACES / "graph_break").glob("dedicated_log*"))[0]
     with pytest.raises(OSError) as raised:
         write_report(log, tmp_path / "out")

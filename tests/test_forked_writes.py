@@ -13,12 +13,11 @@ import signal
 
 import pytest
 
-from conftest import TRACES, reaped as gone
+from conftest import TRACES, full_disk_where, reaped as gone
 from test_cache import files_of
 from tlparse_py.pipeline import write_report
 from tlparse_py.reading import records as reader
 from tlparse_py.report import behind
-from tlparse_py.report import folder_writer as writer_module
 from tlparse_py.report.folder_writer import FolderWriter
 from tlparse_py.report.live_writer import LiveWriter
 
@@ -154,14 +153,7 @@ def test_a_report_written_by_the_child_is_the_threads_byte_for_byte(tmp_path, mo
 
 
 def test_a_full_disk_in_the_writing_child_fails_the_report_and_leaves_nothing(tmp_path, monkeypatch, children_writing):
-    real_write = writer_module.FolderWriter.write
-
-    def full_disk(self, rel, data):
-        if "dynamo_output_graph" in rel:
-            raise OSError(errno.ENOSPC, "No space left on device", rel)
-        real_write(self, rel, data)
-
-    monkeypatch.setattr(writer_module.FolderWriter, "write", full_disk)
+    full_disk_where(monkeypatch, lambda rel: "dynamo_output_graph" in rel)
     log = sorted((TRACES / "graph_break").glob("dedicated_log*"))[0]
     with pytest.raises(OSError) as raised:
         write_report(log, tmp_path / "out")

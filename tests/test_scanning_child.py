@@ -17,7 +17,7 @@ import orjson
 import pytest
 from msgspec.structs import replace
 
-from conftest import TRACES
+from conftest import TRACES, noting_forks
 from logs import cid, line, md5, write_log
 from tlparse_py.reading import forked
 from tlparse_py.reading import records as reader
@@ -33,18 +33,8 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1)
 @pytest.fixture
 def forks(monkeypatch):
     """Every plain log is scanned in a child; the list holds the pids of the children started."""
-    started = []
-    fork = os.fork
-
-    def noted() -> int:
-        pid = fork()
-        if pid:
-            started.append(pid)
-        return pid
-
     monkeypatch.setattr(reader, "SCANNING_CHILD_MIN_BYTES", 0)
-    monkeypatch.setattr(forked.os, "fork", noted)
-    return started
+    return noting_forks(monkeypatch)
 
 
 RAW_KEYS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

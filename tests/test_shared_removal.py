@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from conftest import reaped
+from conftest import noting_forks, reaped
 from tlparse_py.report import staging
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")
@@ -28,17 +28,7 @@ def big_tree(root, folders: int = 3 * staging.SHARED_REMOVAL_FOLDERS):
 @pytest.fixture
 def helpers(monkeypatch):
     """The pids of the removal children forked."""
-    started: list[int] = []
-    fork = os.fork
-
-    def noted() -> int:
-        pid = fork()
-        if pid:
-            started.append(pid)
-        return pid
-
-    monkeypatch.setattr(staging.os, "fork", noted)
-    return started
+    return noting_forks(monkeypatch)
 
 
 def test_a_big_tree_is_removed_by_two_processes_and_nothing_it_links_to(tmp_path, helpers):

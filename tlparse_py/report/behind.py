@@ -193,7 +193,7 @@ class ForkedWrites:
         if self.unsettled and self.error is None:
             self.gathered += self._HEAD.pack(self._SETTLE, 0, 0)
             self._send()
-            self._take_reply(block=True)
+            self._take_reply()
             self.unsettled = False
         self._raise()
 
@@ -235,7 +235,6 @@ class ForkedWrites:
             self._serve(pipe_out, replies_in, parent)
         os.close(pipe_out)
         os.close(replies_in)
-        os.set_blocking(replies_out, False)
         self.pid, self.pipe, self.replies = pid, pipe_in, replies_out
 
     def _serve(self, pipe: int, replies: int, parent: int) -> None:
@@ -276,20 +275,13 @@ class ForkedWrites:
         try:
             write_all(self.pipe, data, "the report's file writer")
         except OSError:  # the child died: the error it gave, if it said one
-            self._take_reply(block=True)
+            self._take_reply()
             raise (self.error or _ended_early()) from None
 
-    def _take_reply(self, block: bool) -> None:
-        """The child's reply, if one came (waited for: `block`): the error it gives kept in `self.error`.
-        The pipe's end, the child gone, is an error too."""
-        os.set_blocking(self.replies, block)
-        try:
-            first = os.read(self.replies, self._REPLY.size)
-        except BlockingIOError:
-            return
-        finally:
-            os.set_blocking(self.replies, True)  # a reply begun is read whole
-        head = first + _read_up_to(self.replies, self._REPLY.size - len(first)) if first else b""
+    def _take_reply(self) -> None:
+        """Wait for the child's reply: the error it gives kept in `self.error`. The pipe's end, the
+        child gone, is an error too."""
+        head = _read_up_to(self.replies, self._REPLY.size)
         reply = _read_up_to(self.replies, self._REPLY.unpack(head)[0]) if len(head) == self._REPLY.size else b""
         try:
             error = pickle.loads(reply) if reply else _ended_early()  # noqa: S301 - our own child's
