@@ -98,6 +98,8 @@ def hostile_log(tmp_path: Path) -> Path:
         'V1202 12:14:23.064000 7 torch/x.py:1] {"dynamo_start": {}, "frame_id": 9}\n\tpayload without has_payload\n',
         "V1202 12:14:23.064000 7 torch/x.py:1] {\"bad\": \"\xff\"}\n".encode("latin-1").decode("utf-8", "surrogateescape"),
         good[2].replace("\n", "\r\n"),
+        # numbers too long to be real, after a bad rank: the child sends the prefix's bytes, counted here in order
+        f"V1202 12:14:23.064000 {'9' * 30} torch/x.py:{'8' * 30}] " + '{"rank": -1, "dynamo_start": {}}\n',
         'V1202 12:14:23.064000 7 torch/x.py:1] {"rank": 1, "dynamo_start": {}}\n',
         'V1202 12:14:23.064000 7 torch/x.py:1] {"rank": 0, "dynamo_start": {}}\n',
     ])

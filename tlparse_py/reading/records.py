@@ -82,6 +82,8 @@ def compile_id_of(envelope: dict[str, Any], process: int = 0, ids: CompileIds | 
     return ids.of(parts) if ids is not None else CompileId(*parts)
 
 
+# A record's glog prefix as read: (ISO timestamp, pid, source path, source line).
+GlogFields = tuple[str, int, str, int]
 # What `EventScanner.events` yields: tuples tagged with one of these.
 RECORD, STRING, PROBLEM, JUNK, END = range(5)
 Event = tuple[Any, ...]
@@ -92,13 +94,17 @@ SCANNING_CHILD_MIN_BYTES = 8 * MB
 
 
 def _sendable(events: Iterator[Event], scanned: Callable[[], int],
-              raw_pieces: Callable[[dict[str, Any], re.Match[bytes]], tuple[bytes, bytes] | None]) -> Iterator[Event]:
-    """Events as a scanning child sends them: a record's glog match as its bytes (`records_of` matches
-    them again), how far the scan is (`scanned()`) for the progress bar, and its raw.jsonl line
-    but the payload file's name (`raw_pieces`)."""
+              glog_fields: Callable[[re.Match[bytes]], GlogFields | None]) -> Iterator[Event]:
+    """Events as a scanning child sends them: a record's glog prefix as the fields read from it
+    (`glog_fields`; where a number there is too long to be real, the prefix's bytes, which
+    `records_of` matches again and counts), how far the scan is (`scanned()`) for the progress bar,
+    and its raw.jsonl line but the payload file's name (`raw_line.pieces_of`). The child has a core
+    of its own and the analysing process does not: what one record's bytes alone decide is done here."""
     for event in events:
         if event[0] == RECORD:
-            event = (RECORD, event[1], event[2].group(0), *event[3:], scanned(), raw_pieces(event[3], event[2]))
+            envelope, fields = event[3], glog_fields(event[2])
+            raw = pieces_of(envelope, *fields) if fields is not None and type(envelope) is dict else None
+            event = (RECORD, event[1], fields if fields is not None else event[2].group(0), *event[3:], scanned(), raw)
         yield event
 
 
@@ -165,7 +171,7 @@ class LogReader:
             self.as_read = LogAsRead(self.path, handle)
             scanner = self._scanner = EventScanner(self.max_line)
             if self._worth_a_scanning_child(handle):
-                events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read, self._raw_pieces), _event_size)
+                events = forked_items(lambda: _sendable(scanner.events(handle), scanner.bytes_read, self._glog_fields), _event_size)
             else:
                 events = scanner.events(handle)
             yield from self.records_of(events)
@@ -188,7 +194,7 @@ class LogReader:
         """The events of the `size` bytes `handle` reads, scanned in a forked child when worth it."""
         scanner = self._scanner = EventScanner(self.max_line)
         if self.may_fork(size):
-            return forked_items(lambda: _sendable(scanner.events(handle, lineno, offset), scanner.bytes_read, self._raw_pieces), _event_size)
+            return forked_items(lambda: _sendable(scanner.events(handle, lineno, offset), scanner.bytes_read, self._glog_fields), _event_size)
         return scanner.events(handle, lineno, offset)
 
     def records_of(self, events: Iterator[Event]) -> Iterator[Record]:
@@ -198,8 +204,9 @@ class LogReader:
             if tag == RECORD:
                 lineno, header, envelope, payload, md5 = event[1:6]
                 raw = None
-                if type(header) is bytes:  # sent by a scanning child: a match does not pickle
-                    header = GLOG_PREFIX.match(header)
+                if type(header) is not re.Match:  # sent by a scanning child: its fields (a match does not pickle), or its bytes
+                    if type(header) is bytes:
+                        header = GLOG_PREFIX.match(header)
                     self.bytes_read, raw = event[6], event[7]
                 yield self._record(envelope, header, lineno, payload, md5, raw)
             elif tag == PROBLEM:
@@ -231,6 +238,15 @@ class LogReader:
         """`V1203 14:47:50.325000` → ISO time (glog writes no year: the log's is assumed)."""
         return f"{self._year_prefix}{when[1:3]}-{when[3:5]}T{when[6:14]}.{when[15:21]}Z"
 
+    def _read_glog(self, header: re.Match[bytes], lineno: int) -> GlogFields:
+        """A record's glog prefix read, a number too long to be real counted (and read as 0)."""
+        g = header.group
+        pid = self._number(g("pid"), "glog pid", lineno)
+        source_line = self._number(g("line"), "glog line number", lineno)
+        # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
+        when = header.string[header.start() : header.start() + 21].decode("ascii")
+        return self._timestamp(when), pid, self._pathname(g("path")), source_line
+
     def _number(self, digits: bytes, what: str, lineno: int) -> int:
         """A glog number; a counted bad field (read as 0) when it is too long to be real."""
         if len(digits) <= MAX_DIGITS:
@@ -246,19 +262,19 @@ class LogReader:
                 self._paths[path] = pathname
         return pathname
 
-    def _raw_pieces(self, envelope: Any, header: re.Match[bytes]) -> tuple[bytes, bytes] | None:
-        """In a scanning child: the record's raw.jsonl line but the payload file's name (`raw_line`),
-        from what `_record` makes of its glog prefix; None where only `_record` can say (a number
-        too long to be real is a counted problem there)."""
+    def _glog_fields(self, header: re.Match[bytes]) -> GlogFields | None:
+        """In a scanning child: what `_record` reads from a glog prefix; None where only `_record`
+        can say (a number too long to be real is a counted problem there)."""
         g = header.group
         pid, line = g("pid"), g("line")
-        if type(envelope) is not dict or len(pid) > MAX_DIGITS or len(line) > MAX_DIGITS:
+        if len(pid) > MAX_DIGITS or len(line) > MAX_DIGITS:
             return None
+        # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
         when = header.string[header.start() : header.start() + 21].decode("ascii")
-        return pieces_of(envelope, self._timestamp(when), int(pid), self._pathname(g("path")), int(line))
+        return self._timestamp(when), int(pid), self._pathname(g("path")), int(line)
 
     def _record(
-        self, envelope: dict[str, Any], header: re.Match[bytes], lineno: int, payload: bytes | None, md5: str | None,
+        self, envelope: dict[str, Any], header: re.Match[bytes] | GlogFields, lineno: int, payload: bytes | None, md5: str | None,
         raw_pieces: tuple[bytes, bytes] | None = None,
     ) -> Record:
         rank = envelope.get("rank")
@@ -278,13 +294,11 @@ class LogReader:
             self.stats.add("other_rank")
         else:
             self.stats.add("ok")
-        g = header.group
-        pid = self._number(g("pid"), "glog pid", lineno)
+        if isinstance(header, tuple):  # read by a scanning child
+            timestamp, pid, pathname, source_line = header
+        else:
+            timestamp, pid, pathname, source_line = self._read_glog(header, lineno)
         process = self._process_of(pid)
-        source_line = self._number(g("line"), "glog line number", lineno)
-        # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
-        when = header.string[header.start() : header.start() + 21].decode("ascii")
-        pathname = self._pathname(g("path"))
         return Record(
             lineno=lineno,
             envelope=envelope,
@@ -293,7 +307,7 @@ class LogReader:
             rank=rank,
             payload=payload,
             payload_md5=md5,
-            timestamp=self._timestamp(when),
+            timestamp=timestamp,
             pid=pid,
             pathname=pathname,
             source_line=source_line,
