@@ -7,6 +7,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import TRACES, read_json
 from linkcheck import broken_links
@@ -16,6 +18,7 @@ from tlparse_py.analysis import phases
 from tlparse_py.analysis import questions as summary
 from tlparse_py.analysis.store import MetricsEntry
 from tlparse_py.analysis.compile_groups import graph_break_groups, recompiled_frames
+from tlparse_py.analysis import tables as tables_module
 from tlparse_py.analysis.tables import TensorRow, compile_tables
 from tlparse_py.limits import PAGE_RECORDS_PER_KIND
 from tlparse_py.model import CompileId
@@ -232,6 +235,14 @@ def test_inputs_symbols_and_runtime_overheads(tmp_path, report_of):
     assert "L[&#39;x&#39;]</code></td><td><code>[s0, 4]</code>" in page and "(traced with <code>[4, 4]</code>)" in page
     assert "<td>float32</td><td>cpu</td><td><code>[4, 1]</code></td><td>64</td><td>requires_grad" in page
     assert "/u/m.py:9" in page and "compilation_metrics_runtime.runtime_cudagraphify_time_us" in page
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.text(max_size=5), st.integers(), st.lists(st.integers()), st.lists(st.booleans(), max_size=3),
+                 st.lists(st.one_of(st.integers(), st.floats(allow_nan=False), st.none()), max_size=4)))
+def test_a_logged_size_reads_as_json_dumps_writes_it(value):
+    """A tensor's sizes and strides are shown as `json.dumps` writes them (a list of ints without its encoder)."""
+    assert tables_module._text(value) == ("" if value is None else value if isinstance(value, str) else json.dumps(value))
 
 
 def test_huge_payloads_degrade_to_plain_text_and_links(tmp_path, report_of):

@@ -133,7 +133,12 @@ def _marked_dynamic(meta: dict[str, Any]) -> list[str]:
 def _text(value: Any) -> str:
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, str):
+        return value
+    if type(value) is list and all(type(v) is int for v in value):
+        # sizes and strides, a few a tensor: json.dumps' own text, without its encoder's set-up each time
+        return "[" + ", ".join(map(str, value)) + "]"
+    return json.dumps(value)
 
 
 def _id(value: Any) -> Any:
