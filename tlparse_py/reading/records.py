@@ -265,13 +265,9 @@ class LogReader:
     def _glog_fields(self, header: re.Match[bytes]) -> GlogFields | None:
         """In a scanning child: what `_record` reads from a glog prefix; None where only `_record`
         can say (a number too long to be real is a counted problem there)."""
-        g = header.group
-        pid, line = g("pid"), g("line")
-        if len(pid) > MAX_DIGITS or len(line) > MAX_DIGITS:
+        if len(header.group("pid")) > MAX_DIGITS or len(header.group("line")) > MAX_DIGITS:
             return None
-        # "V1203 14:47:50.325000": one decode, then slices (the groups are fixed-width digits)
-        when = header.string[header.start() : header.start() + 21].decode("ascii")
-        return self._timestamp(when), int(pid), self._pathname(g("path")), int(line)
+        return self._read_glog(header, 0)  # (nothing there to count)
 
     def _record(
         self, envelope: dict[str, Any], header: re.Match[bytes] | GlogFields, lineno: int, payload: bytes | None, md5: str | None,
