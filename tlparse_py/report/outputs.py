@@ -193,7 +193,7 @@ class Outputs:
             self.writer.write_behind(url, output.reformat(payload))
         else:
             data = output.data or {}
-            if output.view == "code":  # highlighted beside the reading, rendered at the end
+            if output.view == "code" and self.highlighter.on:  # highlighted beside the reading, rendered at the end
                 self.highlighter.request(record.payload_text(), data["lang"])
             self._pend(url, output.view, data, record)
 
