@@ -150,6 +150,21 @@ def test_a_compile_ids_files_past_the_first_page_are_spooled_and_read_back_in_or
     assert type(copied) is list and copied == expected  # a copied analysis holds a plain list
 
 
+def test_a_shared_read_of_facts_is_read_again_once_a_fact_is_added():
+    spool = FactSpool()
+    spool.add(("span", 1), (0, "a", ("a",), 1.0))
+    spool.add(("span", 2), (0, "b", ("b",), 2.0))
+    first = spool.get_shared(("span", 1))
+    assert first == spool.get(("span", 1)) == [(0, "a", ("a",), 1.0)]
+    assert spool.get_shared(("span", 1)) is first  # read once for callers in a row
+    assert spool.get_shared(("span", 2)) == [(0, "b", ("b",), 2.0)]
+    spool.add(("span", 2), (1, "c", ("c",), 3.0))  # a live report reads on: what was read is stale
+    assert spool.get_shared(("span", 2)) == [(0, "b", ("b",), 2.0), (1, "c", ("c",), 3.0)]
+    spool.add(("span", 1), (1, "d", ("d",), 4.0))
+    assert spool.get_shared(("span", 1)) == [(0, "a", ("a",), 1.0), (1, "d", ("d",), 4.0)]
+    spool.close()
+
+
 def test_files_keep_no_memory_per_file_past_the_first_page():
     spool = FactSpool()
     files = Files(spool, (artifact(i) for i in range(Files.HEAD + 2_000)))

@@ -297,8 +297,11 @@ class FactSpool:
         self._where: dict[Any, array[int]] = {}  # key → (offset, size) pairs, flattened
         self._buffer = bytearray()  # pickled facts not yet written, from offset `_flushed`
         self._flushed = 0
+        self._last: tuple[Any, list[Any]] | None = None  # `get_shared`'s last key and its values
+
 
     def add(self, key: Any, value: Any) -> None:
+        self._last = None
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix=".tlparse-py-facts-")
         data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
@@ -325,6 +328,14 @@ class FactSpool:
             return [pickle.loads(view[where[i] - start : where[i] - start + where[i + 1]]) for i in range(0, len(where), 2)]
         return [pickle.loads(os.pread(fd, where[i + 1], where[i])) for i in range(0, len(where), 2)]
 
+    def get_shared(self, key: Any) -> list[Any]:
+        """`get`, the list shared with the next caller asking the same key, read once for both: for
+        values nobody changes (tuples of numbers and strings). A compile's span facts are asked for
+        two or three times in a row, by its pages and the pictures."""
+        if self._last is None or self._last[0] != key:
+            self._last = (key, self.get(key))
+        return self._last[1]
+
     def _flush(self) -> None:
         view = memoryview(self._buffer)
         offset = self._flushed
@@ -342,6 +353,7 @@ class FactSpool:
             self._file = None
             self._where.clear()
             self._buffer.clear()
+            self._last = None
 
     def __getstate__(self) -> dict[str, Any]:  # a copied analysis keeps no facts (a file does not travel)
         return {"facts": "left behind"}
@@ -364,7 +376,7 @@ class SpanTotals:
     def get(self, key: Any, default: Any = None) -> Any:
         frame, generation = key if self.by_path else (key, None)
         totals: dict[Any, float] = {}
-        for span_generation, name, path, duration in self.spool.get(("span", frame)):
+        for span_generation, name, path, duration in self.spool.get_shared(("span", frame)):
             if self.by_path and span_generation != generation:
                 continue
             item = path if self.by_path else name
