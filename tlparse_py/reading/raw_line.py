@@ -30,13 +30,24 @@ def raw_line(envelope: dict[str, Any], timestamp: str, thread: int, pathname: st
     return line
 
 
+# Where the payload file's name goes: the line is encoded once with this in its place, and cut there
+_PLACE = "\x00tlparse-py: the payload file's name"
+_PLACED = orjson.dumps({PAYLOAD_KEY: _PLACE})[1:-1]
+
+
 def pieces_of(envelope: dict[str, Any], timestamp: str, thread: int, pathname: str, lineno: int) -> Pieces | None:
     """The line in its two pieces; None where only the whole line's own encoding can say what to do
     (a key conflict; a value orjson cannot encode, which the whole line encodes otherwise)."""
     line = raw_line(envelope, timestamp, thread, pathname, lineno)
     if line is None:
         return None
+    line[PAYLOAD_KEY] = _PLACE
     try:
+        text = orjson.dumps(line, option=_OPTIONS)
+        if text.count(_PLACED) == 1:  # (a log may hold the same bytes in a value: then cut by the keys)
+            # keys sorted, compact: the keys before the place, and after it, as objects of their own
+            before, _, after = text.partition(_PLACED)
+            return before[:-1] + b"}" if len(before) > 1 else b"{}", b"{" + after[1:] if len(after) > 1 else b"{}"
         return (orjson.dumps({k: v for k, v in line.items() if k < PAYLOAD_KEY}, option=_OPTIONS),
                 orjson.dumps({k: v for k, v in line.items() if k > PAYLOAD_KEY}, option=_OPTIONS))
     except (TypeError, orjson.JSONEncodeError):
