@@ -106,8 +106,8 @@ class Pipeline:
         if declared.step is not None or declared.section == "code":
             step = declared.step
             self.analysis.note_graph(key, step.stage if step else "", step.lineage if step else "", record.lineno)
-        if self.outputs.pages and self.highlighter.on:  # highlight it beside the reading, for its compile page
-            self.highlighter.request(record.payload_text(), declared.lang)
+        if self.outputs.pages:  # highlight it beside the reading, for its compile page
+            self.highlighter.request(record.payload_text, declared.lang)
 
     def note_time(self, timestamp: str) -> None:
         # the earliest and latest, not the first and last: threads may log slightly out of order

@@ -299,7 +299,6 @@ class FactSpool:
         self._flushed = 0
         self._last: tuple[Any, list[Any]] | None = None  # `get_shared`'s last key and its values
 
-
     def add(self, key: Any, value: Any) -> None:
         self._last = None
         if self._file is None:

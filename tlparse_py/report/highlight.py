@@ -15,6 +15,7 @@ import functools
 import hashlib
 import os
 import sys
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from markupsafe import escape
@@ -202,12 +203,16 @@ class Highlighter:
         self.used += len(text)
         return True
 
-    def request(self, text: str, lang: str) -> None:
+    def request(self, text: str | Callable[[], str], lang: str) -> None:
         """Decide now, in log order, whether the text gets highlighted; start it in the background
         when there are workers. Deciding early keeps the outcome the same whatever order the pages
-        are later built in (and whether or not the cross-run cache holds it)."""
+        are later built in (and whether or not the cross-run cache holds it). `text` may be what
+        makes it (a record's `payload_text`): a payload is decoded only where it may be highlighted,
+        and by default nothing is (on a 200 MB log, 92 MB decoded for nothing)."""
         if not self.on or lang not in LANGUAGES:
             return
+        if callable(text):
+            text = text()
         key = self._key(text, lang)
         if key in self.index or key in self.pending or key in self.approved or key in self.denied:
             return

@@ -193,8 +193,8 @@ class Outputs:
             self.writer.write_behind(url, output.reformat(payload))
         else:
             data = output.data or {}
-            if output.view == "code" and self.highlighter.on:  # highlighted beside the reading, rendered at the end
-                self.highlighter.request(record.payload_text(), data["lang"])
+            if output.view == "code":  # highlighted beside the reading, rendered at the end
+                self.highlighter.request(record.payload_text, data["lang"])
             self._pend(url, output.view, data, record)
 
     def _pend(self, url: str, view: str, data: dict[str, Any], record: Record) -> None:
