@@ -282,22 +282,14 @@ class RecordSpool:
     def records(self, key: CompileId | None, per_kind: int = PAGE_RECORDS_PER_KIND) -> SpooledRecords:
         """The id's record summaries in log order, at most `per_kind` of each kind per generation (a
         page never holds more: memory stays flat however many records one id logged)."""
+        self.flush()
+        few = self._few_records(key, per_kind)
+        if few is not None:
+            return few
         kept: dict[tuple[int, str], deque[tuple[int, Any]]] = {}  # (generation, kind) → its first records
         seen: Counter[tuple[int, str]] = Counter()
         first_left_out: dict[tuple[int, str], int] = {}  # where the first record past the bound lies
-        mask = (1 << self.SIZE_BITS) - 1
-        entry = self.last.get(key)
-        self.flush()
-        window, window_start = b"", 0  # the spool bytes read last: an id's records mostly lie close together
-        while entry is not None:  # from the id's latest record back to its first
-            offset, size = entry >> self.SIZE_BITS, entry & mask
-            if not (window_start <= offset and offset + size <= window_start + len(window)):
-                # one read for this entry and the READ_BACK bytes before it, where its earlier ones likely are
-                window_start = max(0, offset + size - max(size, self.READ_BACK))
-                window = read_at(self.handle, window_start, offset + size - window_start)
-            start = offset - window_start
-            previous, previous_size = self.HEADER.unpack_from(window, start)
-            data = loads(window[start + self.HEADER.size : start + size])
+        for offset, data in self._entries(key):
             line, kinds = data.get("line", 0), data.get("kinds") or ["(no kind)"]
             place = (self.generation_of(key, line) if self.generation_of is not None else 0, kinds[0])
             seen[place] += 1
@@ -307,13 +299,40 @@ class RecordSpool:
             if len(first) == first.maxlen:  # full: the record it pushes out (or this one, for a bound of 0) is past the bound
                 first_left_out[place] = first[-1][0] if first else offset
             first.appendleft((offset, data))
-            entry = ((previous - 1) << self.SIZE_BITS | previous_size) if previous else None
         first_records = sorted((item for first in kept.values() for item in first), key=lambda item: item[0])  # back in log order
         records = SpooledRecords(RecordSummary.from_json(data) for _, data in first_records)
         records.omitted = Counter()
         for place in sorted(first_left_out, key=first_left_out.__getitem__):  # in log order, as they were met
             records.omitted[place] = seen[place] - len(kept[place])
         return records
+
+    def _few_records(self, key: CompileId | None, per_kind: int) -> SpooledRecords | None:
+        """`records` of an id with at most `per_kind` records in all (most ids: a small compile logs
+        a few), where no kind can pass the bound; None for an id with more."""
+        entries = []
+        for entry in self._entries(key):
+            if len(entries) == per_kind:
+                return None
+            entries.append(entry[1])
+        records = SpooledRecords(RecordSummary.from_json(data) for data in reversed(entries))  # back in log order
+        records.omitted = Counter()
+        return records
+
+    def _entries(self, key: CompileId | None) -> Iterator[tuple[int, Any]]:
+        """The id's entries, (offset, decoded summary), from its latest back to its first."""
+        mask = (1 << self.SIZE_BITS) - 1
+        entry = self.last.get(key)
+        window, window_start = b"", 0  # the spool bytes read last: an id's records mostly lie close together
+        while entry is not None:
+            offset, size = entry >> self.SIZE_BITS, entry & mask
+            if not (window_start <= offset and offset + size <= window_start + len(window)):
+                # one read for this entry and the READ_BACK bytes before it, where its earlier ones likely are
+                window_start = max(0, offset + size - max(size, self.READ_BACK))
+                window = read_at(self.handle, window_start, offset + size - window_start)
+            start = offset - window_start
+            previous, previous_size = self.HEADER.unpack_from(window, start)
+            yield offset, loads(window[start + self.HEADER.size : start + size])
+            entry = ((previous - 1) << self.SIZE_BITS | previous_size) if previous else None
 
 
 class RawJsonl:
