@@ -11,6 +11,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tlparse_py
 from logs import cid, line, start, write_log
@@ -111,3 +113,25 @@ def test_diff_reads_back_a_report_whose_vllm_config_is_at_the_limit(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tlparse_py", "diff", str(tmp_path / "report"), str(tmp_path / "report"),
                            "-o", str(tmp_path / "d")], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@settings(max_examples=60, deadline=None)
+@given(depth=st.integers(MAX_JSON_DEPTH - 3, MAX_JSON_DEPTH + 3), kinds=st.lists(st.booleans(), min_size=1, max_size=8),
+       padding=st.sampled_from([0, 10, jsondepth.COUNT_UP_TO]), bracket_text=st.booleans())
+def test_a_text_is_refused_exactly_when_it_nests_deeper_than_the_limit_short_or_long(depth, kinds, padding, bracket_text):
+    """Short texts are cleared by counting their brackets, long ones by walking their value
+    (`jsondepth.COUNT_UP_TO`): either way a text is refused exactly when it is too deep, whatever
+    brackets its strings hold. The depth is the one the text was built with, level by level."""
+    filler = ("[{" if bracket_text else "ab") * (padding // 2)
+    text = ""
+    for level in range(depth):  # from the innermost out: a list or an object per level, a sibling string beside it
+        as_object = kinds[level % len(kinds)]
+        inner = text or "0"
+        text = f'{{"k": {inner}, "s": "{filler if level == 0 else ""}"}}' if as_object else f'[{inner}, "{filler if level == 0 else ""}"]'
+    for decode in (jsondepth.loads, jsondepth.loads_text):
+        for data in (text, text.encode()):
+            if depth > MAX_JSON_DEPTH:
+                with pytest.raises(TooDeep):
+                    decode(data)
+            else:
+                assert decode(data) is not None
