@@ -309,7 +309,7 @@ class RecordSpool:
     def _few_records(self, key: CompileId | None, per_kind: int) -> SpooledRecords | None:
         """`records` of an id with at most `per_kind` records in all (most ids: a small compile logs
         a few), where no kind can pass the bound; None for an id with more."""
-        entries = []
+        entries: list[Any] = []
         for entry in self._entries(key):
             if len(entries) == per_kind:
                 return None
