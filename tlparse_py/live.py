@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import orjson
@@ -37,7 +37,7 @@ from .reading.records import LogReader
 from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
-from .report.render import Model, render_page
+from .report.render import Model, render_page, render_pieces
 from .report.views.common import page_base
 from .report.views.compile import PageRef, compile_page, page_ref
 from .report.views.common import VLLM_USUAL_INDEX
@@ -177,12 +177,12 @@ class LiveReport:
         why (not counted: the final report builds it again, and counts it if it fails then)."""
         mark = LiveMark(url, "", banner, self.compiling)  # type: ignore[arg-type]
         try:
-            html = render_page(make(), mark)
+            pieces = list(render_pieces(make(), mark))  # the index in its pieces, never joined into one string
         except Exception as exc:  # noqa: BLE001 - a live page must not stop the watch
             error = ErrorPage(**page_base(self.pipeline.inputs, f"Page {url}", root="../" * url.count("/")),
                               what=url, detail=f"{type(exc).__name__}: {exc}")
-            html = render_page(error, mark)
-        write_live_page(self.writer, self.versions, url, html)
+            pieces = [render_page(error, mark)]
+        write_live_page(self.writer, self.versions, url, pieces)
 
     def _index_page(self, changes: CompileChanges | None, touched: set[CompileId | None]) -> IndexPage:
         """The index, rendering only its rows, sections and stack-trie nodes that changed (`LiveIndex`);
@@ -254,18 +254,28 @@ class LiveReport:
         self.writer.release()
 
 
-def write_live_page(writer: LiveWriter, versions: dict[str, str], url: str, html: str) -> None:
-    """A page rendered with its live mark, written with its version (noted in `versions`, the
-    page → version that live.js lists), unless it is the same as written last."""
+def write_live_page(writer: LiveWriter, versions: dict[str, str], url: str, html: str | Iterable[str]) -> None:
+    """A page rendered with its live mark (whole, or in its pieces), written with its version (noted
+    in `versions`, the page → version that live.js lists), unless it is the same as written last."""
     # the page's version is a digest of what it shows: an unchanged page is the same bytes (not
-    # rewritten, not reloaded). The mark is in <head>, before any text from the log.
-    data = html.encode("utf-8", "surrogatepass")
-    digest = content_digest(data)
+    # rewritten, not reloaded). The mark is in <head>, before any text from the log: in the first
+    # piece that holds its placeholder. A piece is encoded alone: most are ASCII, and copied as
+    # they are, where the joined page (any piece not ASCII makes it two bytes a character) was
+    # copied and converted whole (an index of 4,000 compiles: 8 MB an update).
+    pieces = [piece.encode("utf-8", "surrogatepass") for piece in ((html,) if isinstance(html, str) else html)]
+    digest = content_digest(*pieces)
     version = digest[:8].hex()
     if versions.get(url) == version:
         return  # the same bytes as written last (encoded and hashed once: an index may be megabytes)
-    writer.write(url, data.replace(b' data-version=""', b' data-version="%s"' % version.encode(), 1), digest=b"v" + digest)
+    for at, piece in enumerate(pieces):
+        if PLACEHOLDER in piece:
+            pieces[at] = piece.replace(PLACEHOLDER, b' data-version="%s"' % version.encode(), 1)
+            break
+    writer.write(url, b"".join(pieces), digest=b"v" + digest)
     versions[url] = version
+
+
+PLACEHOLDER = b' data-version=""'  # the live mark's, in the page's <head> (report/html/shell.py)
 
 
 def write_live_state(writer: LiveWriter, update: int, versions: dict[str, str]) -> None:

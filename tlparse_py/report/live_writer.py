@@ -178,10 +178,14 @@ class LiveSubWriter(LiveWriter):
         return self.parent.still_there()
 
 
-def content_digest(data: bytes) -> bytes:
-    """What tells one content from another (16 bytes): SHA-256, which current x86 and Arm cores run
-    in hardware, 2.5x faster here than BLAKE2b over the index a live update writes again (megabytes)."""
-    return hashlib.sha256(data).digest()[:16]
+def content_digest(*pieces: bytes) -> bytes:
+    """What tells one content from another (16 bytes), given whole or as its pieces in order (the
+    same digest): SHA-256, which current x86 and Arm cores run in hardware, 2.5x faster here than
+    BLAKE2b over the index a live update writes again (megabytes)."""
+    hashed = hashlib.sha256()
+    for piece in pieces:
+        hashed.update(piece)
+    return hashed.digest()[:16]
 
 
 def _identity(folder: Path) -> tuple[int, int] | None:

@@ -57,6 +57,11 @@ def index_page_pieces(page: IndexPageModel, live: LiveMarkModel | None = None) -
     yield page_foot(page)
 
 
+def _pieces(fragment: str | list[str]) -> Iterable[str]:
+    """A part a live report rendered before, in the pieces it was kept in (a row, a section each)."""
+    return (fragment,) if isinstance(fragment, str) else fragment
+
+
 def _get(value: Any, name: str) -> Any:
     """A field of a record or a key of a dict, as a template reads `value.name`."""
     return value[name] if type(value) is dict else getattr(value, name)
@@ -377,7 +382,7 @@ def _compiles(page: IndexPageModel, live: LiveMarkModel | None) -> Iterator[str]
            'Compile time <span class="muted">(forward + backward)</span></th><th data-sort="num">Graph ops</th><th data-sort="num">Cache</th>'
            "<th>Why it failed, restarted or recompiled</th></tr></thead>\n<tbody>\n")
     if "compile_rows" in page.fragments:
-        yield page.fragments["compile_rows"]
+        yield from _pieces(page.fragments["compile_rows"])
     else:
         yield from compile_row_pieces(rows, live.compiling if live is not None else None, STATUS_LABELS, STATUS_RANK)
     total = page.totals["compile_time_s"]
@@ -476,7 +481,7 @@ def _stack_trie(page: IndexPageModel) -> Iterator[str]:
            "merged on their common prefix. Each compile id links to its page and is coloured by its outcome.</p>\n"
            f'<p class="legend">{legend}</p>\n')
     if "trie" in page.fragments:
-        yield page.fragments["trie"]
+        yield from _pieces(page.fragments["trie"])
     elif page.trie:
         yield from trie_pieces(page.trie, page.root)
     else:
@@ -534,7 +539,7 @@ COMPILE_IDS = (
 def _compile_ids(page: IndexPageModel) -> Iterator[str]:
     yield COMPILE_IDS + _bounds(page)
     if "compiles" in page.fragments:
-        yield page.fragments["compiles"]
+        yield from _pieces(page.fragments["compiles"])
     else:
         for entry in page.compiles:
             yield compile_id_section(entry, page.root, STATUS_LABELS)
@@ -562,7 +567,7 @@ def _unknown_stacks(page: IndexPageModel) -> Iterator[str]:
     yield ('<h2 id="unknown-stacks">Unknown stacks</h2>\n<p>Records logged outside any compile id carry the stack of their call site instead '
            "(export, AOTInductor). These are those stacks.</p>\n")
     if fragment is not None:
-        yield fragment
+        yield from _pieces(fragment)
     else:
         yield from trie_pieces(page.unknown_trie, page.root)
     yield "\n"

@@ -290,7 +290,7 @@ class IndexPageModel(PageModel, Protocol):
     problems: list[dict[str, Any]]
     timeline: Any  # an analysis.timeline.Timeline, or None
     program: ProgramExitModel | None
-    fragments: Mapping[str, str]  # Markup: parts a live report rendered before
+    fragments: Mapping[str, str | list[str]]  # Markup: parts a live report rendered before, whole or in pieces (rows, sections)
 
 
 class ProgramExitModel(Protocol):

@@ -108,10 +108,9 @@ class LiveIndex:
         self._slowest(moved)
         frames = {c.key for _, _, c in moved}
         self._sections(touched, frames, moved)
-        fragments = {
-            "compile_rows": Markup("".join(self.row_html)),
-            "compiles": Markup("".join(self.section_html)),
-        }
+        # the rows and sections as kept, a piece each: joined, at 4,000 compiles, they were copied
+        # three times over (the join, the Markup, the page) before the page was encoded and written
+        fragments: dict[str, Markup | list[Markup]] = {"compile_rows": list(self.row_html), "compiles": list(self.section_html)}
         trie = self.trie.html(frames)
         if trie is not None:
             fragments["trie"] = trie
