@@ -310,10 +310,10 @@ class RecordSpool:
         """`records` of an id with at most `per_kind` records in all (most ids: a small compile logs
         a few), where no kind can pass the bound; None for an id with more."""
         entries: list[Any] = []
-        for entry in self._entries(key):
+        for _, data in self._entries(key):
             if len(entries) == per_kind:
                 return None
-            entries.append(entry[1])
+            entries.append(data)
         records = SpooledRecords(RecordSummary.from_json(data) for data in reversed(entries))  # back in log order
         records.omitted = Counter()
         return records

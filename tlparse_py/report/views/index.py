@@ -297,6 +297,11 @@ def headline_cards(values: dict[str, Value], notes: dict[str, str], has_rows: bo
     return cards
 
 
+# A part of the index a live report rendered before: whole, or as the list of its pieces (a row or a
+# section each: never joined into one string)
+Fragment = Markup | list[Markup]
+
+
 class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared or printed
     """The index: what happened and what went wrong, every compile and every compile id."""
 
@@ -336,9 +341,8 @@ class IndexPage(Page, kw_only=True, eq=False):  # a view model: never compared o
     timeline: Timeline | None = None  # the pictures' data (`Analysis.timeline`); None: no compile to draw
     program: ProgramExit | None = None  # how the program ended, under `tlparse-py run` (a red line when it failed)
     # parts already rendered, shown instead of rendering their data: "compile_rows", "compiles", "trie"
-    # (a live report's index, assembled from the rows, sections and trie nodes that did not change),
-    # whole or as the list of its pieces (a row or a section each: never joined into one string)
-    fragments: dict[str, Markup | list[Markup]] = field(default_factory=dict)
+    # (a live report's index, assembled from the rows, sections and trie nodes that did not change)
+    fragments: dict[str, Fragment] = field(default_factory=dict)
 
 
 class IndexParts(Struct, kw_only=True):
@@ -352,7 +356,7 @@ class IndexParts(Struct, kw_only=True):
     slowest: list[CompileSummary]  # slowest(compiles, 10)
     recompiled: list[FrameRecompiles]  # recompiled_frames(compiles)
     hits: list[LimitHit]  # limit_hits(compiles)
-    fragments: dict[str, Markup | list[Markup]]  # IndexPage.fragments
+    fragments: dict[str, Fragment]  # IndexPage.fragments
 
 
 def index_page(inputs: Inputs, parts: IndexParts | None = None, summary: Summary | None = None) -> IndexPage:
@@ -379,7 +383,7 @@ def index_page(inputs: Inputs, parts: IndexParts | None = None, summary: Summary
         entries = compile_entries(report, limits.INDEX_ROWS)
         trie = trie_rows(inputs, report.trie)
         unknown_trie = trie_rows(inputs, report.unknown_stacks) if report.unknown_stacks.size else []
-        fragments: dict[str, Markup | list[Markup]] = {}
+        fragments: dict[str, Fragment] = {}
         slow, recompiled, hits = slowest(compiles, 10), recompiled_frames(compiles), limit_hits(compiles)
     else:  # the trie and the unknown stacks are in the fragments
         rows, no_stack, values, entries, fragments = parts.rows, parts.no_stack, parts.totals, parts.entries, parts.fragments

@@ -45,7 +45,7 @@ from ...analysis.totals import Tally, Value, live_tallies
 from ...model import CompileId
 from ..render import render_macro
 from .common import Inputs, frame_view
-from .index import IndexPage, IndexParts, compile_entry, compile_row, index_page, terminal_view
+from .index import Fragment, IndexPage, IndexParts, compile_entry, compile_row, index_page, terminal_view
 
 STATUS_RANK = {status: rank for rank, status in enumerate(STATUS_SEVERITY)}  # as the index template's `status_rank`
 IDS_OPEN, IDS_CLOSE = '<span class="ids">', "</span>"  # around the `ids` macro's links
@@ -110,7 +110,7 @@ class LiveIndex:
         self._sections(touched, frames, moved)
         # the rows and sections as kept, a piece each: joined, at 4,000 compiles, they were copied
         # three times over (the join, the Markup, the page) before the page was encoded and written
-        fragments: dict[str, Markup | list[Markup]] = {"compile_rows": list(self.row_html), "compiles": list(self.section_html)}
+        fragments: dict[str, Fragment] = {"compile_rows": list(self.row_html), "compiles": list(self.section_html)}
         trie = self.trie.html(frames)
         if trie is not None:
             fragments["trie"] = trie
