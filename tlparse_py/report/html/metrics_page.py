@@ -3,6 +3,7 @@ compile, so a plain function of its model, in the order the page shows it."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -166,7 +167,14 @@ def _other_metrics(page: MetricsPageModel) -> str:
 def _other_metric(o: MetricModel, limit: int) -> str:
     """A field and its value: short ones whole, long ones collapsed behind their start (and cut past `limit`)."""
     if not o.preview:
-        return f'<tr><td class="k">{esc(o.name)}</td><td><code>{esc(o.text)}</code></td></tr>\n'
+        return _short_row(o.name, o.text)
     cut = f"… (cut at {esc(f'{limit:,}')} characters; raw.jsonl holds the whole record)" if o.chars > limit else ""
     return (f'<tr><td class="k">{esc(o.name)}</td><td><details><summary><code>{esc(o.preview)}</code> <span class="muted">'
             f'({esc(f"{o.chars:,}")} characters)</span></summary><pre class="meta">{esc(o.text)}{cut}</pre></details></td></tr>\n')
+
+
+# A short row is the same HTML on every page that logs the same field and value (most of them, with
+# many small compiles: `views.pages.metric_view`); made once. Bounded, as memory must not grow with the log.
+@functools.lru_cache(maxsize=4096)
+def _short_row(name: str, text: str) -> str:
+    return f'<tr><td class="k">{esc(name)}</td><td><code>{esc(text)}</code></td></tr>\n'
