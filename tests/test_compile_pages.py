@@ -392,6 +392,90 @@ def test_a_page_that_fails_in_the_child_is_reported(tmp_path, monkeypatch):
     assert positions == sorted(positions)  # in page order, whichever process built them
 
 
+def test_the_record_pages_started_ahead_of_the_compiles(tmp_path, monkeypatch):
+    """The pages kinds asked for (metrics, code...) are started on by a forked child while this
+    process builds the compiles; the other two take them too once free. A page none of them could
+    build is counted in page order; a child that dies has its pages built here; the report is the
+    one a serial run writes."""
+    import os
+    import time
+
+    from tlparse_py.report import jobs
+    from tlparse_py import pipeline
+
+    def files_of(out):
+        return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    monkeypatch.setattr(jobs, "PARALLEL_PAGES", 10**9)
+    pipeline.write_report(fixture("graph_break"), tmp_path / "serial")
+    monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
+    monkeypatch.setattr(jobs, "CLAIM_JOBS", 1)
+    parent, forks, fork = os.getpid(), [], jobs.PageJobs._fork
+
+    def counted_fork(self, work):
+        pid, reader = fork(self, work)
+        forks.append(pid)
+        return pid, reader
+
+    monkeypatch.setattr(jobs.PageJobs, "_fork", counted_fork)
+    original = dict(pipeline.PAGE_VIEWS)
+    monkeypatch.setattr(pipeline, "PAGE_VIEWS", {**original, "metrics": lambda build, page: os._exit(3) if os.getpid() != parent
+                                                 else original["metrics"](build, page)})
+    report = pipeline.write_report(fixture("graph_break"), tmp_path / "died")
+    assert len(forks) == 2 and report.diagnostics.kept == []  # the child ahead, then the compile pages' child
+    assert files_of(tmp_path / "died").keys() == files_of(tmp_path / "serial").keys()
+
+    def broken(build, page):
+        if os.getpid() == parent:
+            time.sleep(0.02)  # this process is slow: the children take pages too
+            return original[page.view](build, page)
+        raise RuntimeError(f"boom {page.url}")
+
+    monkeypatch.setattr(pipeline, "PAGE_VIEWS", {view: broken for view in original})
+    report = pipeline.write_report(fixture("graph_break"), tmp_path / "broken")
+    failed = [d.detail.rpartition(" ")[2] for d in report.diagnostics.kept]
+    assert failed and report.stats["fail_parser"] == len(failed)
+    numbers = [int(re.search(r"_(\d+)\.", url).group(1)) for url in failed]
+    assert numbers == sorted(numbers)  # in page order, whichever process built them
+    assert all("RuntimeError: boom" in (tmp_path / "broken" / url).read_text() for url in failed)
+
+
+def test_a_failure_while_the_compiles_are_built_stops_the_child_ahead(tmp_path, monkeypatch):
+    """Something fails in this process while the forked child is on the record pages: the child
+    is killed before the error goes up (it must not go on writing into the staging folder)."""
+    import os
+    import time
+
+    from tlparse_py.report import jobs
+    from tlparse_py import pipeline
+
+    monkeypatch.setattr(jobs, "PARALLEL_PAGES", 1)
+    monkeypatch.setattr(jobs, "CLAIM_JOBS", 1)
+    started, fork = [], jobs.PageJobs._fork
+
+    def slow_fork(self, work):
+        def slow():
+            time.sleep(1)  # long enough to outlive this process's failure
+            return work()
+        pid, reader = fork(self, slow)
+        started.append(pid)
+        return pid, reader
+
+    def broken(analysis):
+        raise RuntimeError("no compiles")
+
+    monkeypatch.setattr(jobs.PageJobs, "_fork", slow_fork)
+    monkeypatch.setattr(pipeline, "ready_for_pages", broken)
+    with pytest.raises(RuntimeError, match="no compiles"):
+        pipeline.write_report(fixture("graph_break"), tmp_path / "out")
+    assert len(started) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0], os.WNOHANG)  # reaped: killed and waited for
+    left = sorted(p.name for p in tmp_path.iterdir())
+    time.sleep(1.5)  # what a surviving child would write meanwhile
+    assert sorted(p.name for p in tmp_path.iterdir()) == left and not any(".partial-" in name for name in left)
+
+
 def test_the_search_index_from_the_pages_outlines(tmp_path, monkeypatch):
     """With forked pages, each process takes the search index's pieces from the outlines its pages
     are built from, and the child hands its own over: the index is the one a serial run writes. A

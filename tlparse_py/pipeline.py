@@ -167,10 +167,17 @@ class Pipeline:
         builder = PageBuilder(self.payloads.get, self.highlighter, inline_budget=self.options.inline_mb * 1e6)
         builder.plan_inline(keys, self.spool.records, self.inline_texts)
         self.highlighter.drain()
-        ready_for_pages(self.analysis)  # every page asks: once, before the page builder forks
         self.jobs.on_fork = [self._private_handles]
-        # the compile page jobs gather the search index's pieces (a forked child's handed over at its end)
         build = Builder(self.inputs, self.payloads.get, self.highlighter)
+        # the pages kinds asked for need nothing of the compiles: a forked child starts on them while
+        # this process builds the compiles, which every compile page and the index ask for
+        records_pages = (len(self.outputs.pending), partial(self._pending_page, build))
+        ahead = self.jobs.start_ahead(Jobs(records_pages))
+        try:
+            ready_for_pages(self.analysis)  # once, before the compile pages' builder forks
+        except BaseException:
+            self.jobs.stop_ahead(ahead)
+            raise
         # the summaries (index, summary.json...) are written while the forked child starts on the pages,
         # from the analysis as it stands; a page or the search index that could not be built changes
         # what they count, and they are written again
@@ -181,9 +188,9 @@ class Pipeline:
             if not self.options.provenance:
                 written.append(write_summaries(self.writer, self.inputs, self.options))
 
-        jobs = Jobs((len(self.outputs.pending), partial(self._pending_page, build)),
-                    (len(pages := page_refs(self.analysis)), partial(self._compile_page, pages, builder)))
-        if not self.jobs.run(jobs, gathered=(self.index_parts.encode, self.index_parts.add_from), meanwhile=meanwhile):
+        # the compile page jobs gather the search index's pieces (a forked child's handed over at its end)
+        jobs = Jobs(records_pages, (len(pages := page_refs(self.analysis)), partial(self._compile_page, pages, builder)))
+        if not self.jobs.run(jobs, gathered=(self.index_parts.encode, self.index_parts.add_from), meanwhile=meanwhile, ahead=ahead):
             written.clear()
             self._write_files_of_the_run()
         problem = self._write_search_index(builder, pages)
