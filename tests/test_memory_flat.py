@@ -12,6 +12,7 @@ import gc
 import importlib.util
 import itertools
 import json
+import math
 import pickle
 import random
 import tempfile
@@ -23,6 +24,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tlparse_py.analysis.files import Files
 from tlparse_py.analysis.spools import FactSpool
@@ -115,6 +118,54 @@ def test_the_record_spool_reads_back_what_it_did_when_it_kept_every_offset():
                 for per_kind in (0, 1, 3, 1000):
                     got = spool.records(key, per_kind)
                     assert ([r.to_json() for r in got], list(got.omitted.items())) == reference_records(entries, key, per_kind, generation_of)
+
+
+TEXTS = st.text(max_size=6) | st.text(st.sampled_from('a"\\é\x00\ud800\udc00'), max_size=6)  # lone surrogates too: msgspec cannot encode them
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.dictionaries(st.text(max_size=4), st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False) | TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8), max_size=4),
+    TEXTS, st.booleans()), min_size=1, max_size=6))
+def test_the_record_spool_gives_back_each_summary_as_json_would(items):
+    """An entry is encoded from the summary and decoded into one (msgspec); where msgspec cannot (a
+    lone surrogate), through `dumps` and `loads`. Either way the summary read back is the one a
+    round trip through JSON with sorted keys gives: the same values, keys in sorted order, ints
+    past 64 bits whole, an infinite float null (as orjson writes it). A summary holding both a lone
+    surrogate and an infinite float, which no JSON holds, keeps each kind's value as its repr."""
+    key = CompileId(None, 0, 0, 0)
+    summaries = [RecordSummary(line, ["k"], {"k": meta}, {"rank": 0} if external else {}, url or None, len(url),
+                               [OutputRef(url, external)]) for line, (meta, url, external) in enumerate(items)]
+    expected = []
+    for summary in summaries:
+        if holds_surrogate(summary.to_json()) and finite(summary.meta) != summary.meta:  # no JSON holds both
+            expected.append(json.loads(json.dumps({**summary.to_json(), "meta": {"k": repr(summary.meta["k"])[:2000]}})))  # the last resort: its repr
+        else:
+            expected.append(json.loads(json.dumps(finite(summary.to_json()), sort_keys=True)))  # (a surrogate pair comes back one character)
+    with tempfile.TemporaryFile() as handle:
+        spool = RecordSpool(handle)
+        for summary in summaries:
+            spool.add(key, summary)
+        got = spool.records(key)
+    assert [json.loads(json.dumps(back.to_json())) for back in got] == expected
+    assert [list(back.meta["k"]) for back in got] == [sorted(e["meta"]["k"]) if isinstance(e["meta"]["k"], dict) else list(back.meta["k"])
+                                                      for e, back in zip(expected, got)]  # keys in sorted order
+
+
+def holds_surrogate(value) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in json.dumps(value, ensure_ascii=False))
+
+
+def finite(value):
+    """`value` with its infinite floats as None (what JSON without NaN or Infinity holds)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
 
 
 def test_the_record_spool_keeps_no_memory_per_record():

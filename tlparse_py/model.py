@@ -360,11 +360,6 @@ class RecordSummary(Struct):
             "payload_bytes": self.payload_bytes, "outputs": [[o.url, o.external] for o in self.outputs],
         }
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RecordSummary:
-        outputs = [OutputRef(url, external) for url, external in data.get("outputs", [])]
-        return cls(data["line"], data["kinds"], data["meta"], data.get("context") or {}, data.get("payload"), data.get("payload_bytes"), outputs)
-
 
 class Artifact(Struct):
     """One entry of compile_directory.json: a numbered file (or external link) of a compile id."""
