@@ -179,6 +179,32 @@ def test_the_live_report_ends_byte_for_byte_as_the_one_shot_report(tmp_path, nam
     assert not any(LIVE_MARK.encode() in content for content in final.values())
 
 
+@pytest.mark.parametrize("name", ["recompile", "graph_break"])
+def test_live_compile_pages_show_inline_what_the_final_report_shows(tmp_path, name):
+    """--inline-mb is the report's: a live report's compile pages show inline the texts the report
+    they become shows, within one budget across updates (each update had a budget of its own, and
+    showed inline 27 of the 87 texts that report links, at 0.01 MB: recompile)."""
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_bytes(fixture_bytes(name))
+    options = Options(inline_mb=0.01)
+    write_report(log, tmp_path / "one_shot", options=options)
+    linked = "of text (--inline-mb)"
+    pages = sorted(p.relative_to(tmp_path / "one_shot").as_posix() for p in (tmp_path / "one_shot").glob("*/index.html"))
+    final = {page: (tmp_path / "one_shot" / page).read_text().count(linked) for page in pages}
+    assert 0 < sum(final.values())
+    live = LiveReport(log, tmp_path / "live", options)
+    data, pieces, position = log.read_bytes(), random.Random(1), 0
+    log.write_bytes(b"")
+    while position < len(data):
+        size = pieces.choice([100, 5000, 60_000])
+        with open(log, "ab") as handle:
+            handle.write(data[position : position + size])
+        position += size
+        live.update("test", live.read())
+    assert {page: (tmp_path / "live" / page).read_text().count(linked) for page in pages} == final
+    live.close()
+
+
 def raw_facts(data: bytes) -> dict:
     """The banner's facts, from the log text alone: the last glog time, the frame compiles started,
     and those with no compilation_metrics."""

@@ -12,7 +12,8 @@ when its rows or their compiles changed. `LiveReport.finish` reads the rest and 
 one-shot run writes (`Pipeline.finish`, every compile built again), then removes what only the live
 report had.
 
-Pages built for a live update use their own page builder and an unbudgeted highlighter, and
+Pages built for a live update use their own page builder (whose inline texts are planned within
+the report's one budget, as the final report's are) and an unbudgeted highlighter, and
 note nothing in the analysis: the final report is built as if the updates never happened.
 """
 
@@ -87,6 +88,12 @@ class LiveReport:
         self.touched: set[CompileId | None] = set()  # the compile ids read since the last update
         self._incremental()
         self.pages = LivePages(self.analysis)
+        # the texts the compile pages show inline, planned as their records are read, within the
+        # report's one budget (`PageBuilder.plan_inline_after`): planned through this log line so far
+        self.page_builder = PageBuilder(self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool),
+                                        inline_budget=self.options.inline_mb * 1e6)
+        self.planned_through = 0
+        self.last_line = 0  # the log line of the last record read
         self.failures_seen: tuple[int, str] | None = None  # (failure rows, usual index) at the last failures page
         self.failure_frames: set[CompileId] = set()  # the frame compiles of those rows
 
@@ -115,6 +122,7 @@ class LiveReport:
         with few_full_collections():  # what is read is kept: a full collection per batch would find nothing
             for record in self.tail.read(final):
                 self.pipeline.add(record)
+                self.last_line = max(self.last_line, record.lineno)
                 if not record.other_rank:
                     self.pids.add(record.pid)
                     touched.add(record.compile_id.directory_key() if record.compile_id is not None else None)
@@ -221,10 +229,11 @@ class LiveReport:
         """The compile pages of the compile ids that logged something, and of the compiles just
         before new ones (their "next" link): `LivePages.refresh`."""
         pages = self.pages.refresh(touched)
-        builder = PageBuilder(self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool),
-                              inline_budget=self.options.inline_mb * 1e6)
+        builder = self.page_builder
+        builder.highlighter = Highlighter(self.pipeline.highlighter.spool)
         records = {key: self.pipeline.spool.records(key) for key in dict.fromkeys(page.key for page in pages)}  # read back once
-        builder.plan_inline(list(records), records.__getitem__)
+        builder.plan_inline_after(list(records), records.__getitem__, self.planned_through)
+        self.planned_through = self.last_line
         for page in pages:
             self._write(page.url, lambda page=page: compile_page(  # type: ignore[misc]
                 self.pipeline.inputs, [page], 0, records[page.key], builder))

@@ -113,6 +113,21 @@ class PageBuilder:
                 self.inlined += size
                 self.inline.add((key, line))
 
+    def plan_inline_after(self, keys: list[CompileId | None], records_of: Callable[[CompileId | None], list[RecordSummary]],
+                          planned_through: int) -> None:
+        """`plan_inline` for a live report, whose plan is kept from one update to the next: the texts
+        of `keys` logged after line `planned_through` (an earlier update planned those before) are
+        planned in `keys`' order, within what the report's budget has left, as the texts before them
+        were. So a live report shows no more text inline than the report it becomes (a fresh budget an
+        update showed up to `--inline-mb` more each time, and a compile page rewritten for one link
+        read, split and diffed every text again)."""
+        if self.inline is None:
+            self.inline = set()
+        for key, line, size in _texts_read_back(keys, records_of):
+            if line > planned_through and size <= INLINE_LIMIT and self.inlined + size <= self.inline_budget:
+                self.inlined += size
+                self.inline.add((key, line))
+
     def plan(
         self, records: list[RecordSummary], key: CompileId | None = None, lineages: dict[int, str] | None = None
     ) -> dict[str, list[Section]]:
