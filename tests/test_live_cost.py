@@ -13,6 +13,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logs import cid, line, metrics, start
 from test_live import fixture_bytes
@@ -187,3 +189,24 @@ def test_the_trie_kept_per_node_is_the_trie_the_macro_writes(tmp_path, seed, mon
         html = kept.html(set())
         rows = trie_rows(inputs, trie)
         assert html == (render_macro("trie", rows, "") if rows else None)
+
+
+PIECES = st.lists(st.text(st.sampled_from("ab<é\ud800\U0001f600"), max_size=5), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PIECES, PIECES, PIECES)
+def test_an_index_written_again_is_encoded_and_versioned_as_if_written_first(before, page, other):
+    """The index's pieces kept from its last version (`KeptPieces`) are not encoded and hashed
+    again: a page's bytes and version are those it has when nothing was kept, the same pieces give
+    the same version, and other content another."""
+    from tlparse_py.live import KeptPieces
+
+    kept = KeptPieces()
+    kept.encoded(before)
+    again, version = kept.encoded(page)
+    fresh, fresh_version = KeptPieces().encoded(page)
+    assert again == fresh == [piece.encode("utf-8", "surrogatepass") for piece in page]
+    assert version == fresh_version == kept.encoded(page)[1]
+    if [piece.encode("utf-8", "surrogatepass") for piece in other] != fresh:
+        assert KeptPieces().encoded(other)[1] != version
