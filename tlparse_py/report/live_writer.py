@@ -121,7 +121,13 @@ class LiveWriter(FolderWriter):
         self.bytes_written += len(data)
 
     def write_behind(self, rel: str, data: bytes | str) -> None:
-        self.write(rel, data)  # a live page links files: they must be there when it is written
+        """A file written once (a payload, a numbered output), now: a live page links files, which must
+        be there when it is written. In place, as a one-shot report writes it: no page links it yet,
+        and it is never written again, so no temporary file and no digest (kept, one a file, they
+        grew with the log)."""
+        self._check_same()
+        self.written.add(rel)
+        FolderWriter.write(self, rel, data)
 
     def still_there(self) -> bool:
         """Whether the report folder is still the one this run made (not deleted, not replaced by a
