@@ -77,6 +77,7 @@ TEMPLATE_PARTS: dict[str, Callable[..., str]] = {
     "name_notes": parts.name_notes, "break_site": parts.break_site, "program_exit": parts.program_exit, "perfetto": parts.perfetto,
     "compile_rows": index_rows.compile_rows, "compile_row": index_rows.compile_row, "compile_id_sections": index_rows.compile_id_sections,
     "compile_id_section": index_rows.compile_id_section, "trie": index_rows.trie, "ids": index_rows.ids,
+    "recompiled_frame": index_rows.recompiled_frame,
 }
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...analysis.summary import STATUS_LABELS, STATUS_SEVERITY
 from .escaping import esc, safe_href
-from .index_rows import compile_id_section, compile_row_pieces, trie_pieces
+from .index_rows import compile_id_section, compile_link, compile_row_pieces, recompiled_frame, trie_pieces
 from .parts import break_site, name_notes, perfetto, plural, program_exit, seconds, source_link
 from .shell import VERSION, page_foot, page_head, source_path
 from .timeline_svg import frames_figure, timeline_figure
@@ -73,11 +73,6 @@ def _joined(items: Iterable[Any], piece: Callable[[Any], str], between: str) -> 
 
 def _code(value: Any) -> str:
     return f"<code>{esc(value)}</code>"
-
-
-def _compile_link(c: Mapping[str, Any]) -> str:
-    """A compile's label, linked to its page when it has one."""
-    return f'<a href="{esc(c["page"])}">{esc(c["label"])}</a>' if c["page"] else esc(c["label"])
 
 
 def _status_link(c: Mapping[str, Any]) -> str:
@@ -201,22 +196,22 @@ def _failure_problem(p: Mapping[str, Any], number: int, links: SourceLinks) -> s
     suppressed = ("<p><code>torch._dynamo.config.suppress_errors</code> was on: torch logged the error instead of raising it and ran the "
                   "frame eagerly (unless <code>fullgraph=True</code> made it raise).</p>") if p["suppressed"] else ""
     return (f'<div class="note problem problem-failure" id="problem-{number}"><p><span class="status status-error">Error</span> '
-            f"{_frame_words(p, links)}: its compile {_compile_link(p['compile'])} failed with <code>{esc(p['type'])}</code>{message}{failed_at}.</p>\n"
+            f"{_frame_words(p, links)}: its compile {compile_link(p['compile'])} failed with <code>{esc(p['type'])}</code>{message}{failed_at}.</p>\n"
             f"{suppressed}{FAILURES_LINK}")
 
 
 def _limit_problem(p: Mapping[str, Any], number: int, links: SourceLinks) -> str:
     limit = f" = {esc(p['limit'])}" if p["limit"] is not None else ""
     compiled = p["compiled"]
-    after = (f", after {len(compiled)} compile{'s' if len(compiled) != 1 else ''} ({_joined(compiled, _compile_link, ' ')})"
+    after = (f", after {len(compiled)} compile{'s' if len(compiled) != 1 else ''} ({_joined(compiled, compile_link, ' ')})"
              if compiled else "")
     out = [f'<div class="note problem problem-limit" id="problem-{number}"><p><span class="status status-limit">Recompile limit: runs eagerly</span> '
            f"{_frame_words(p, links)} reached torch's recompile limit (<code>torch._dynamo.config.{esc(p['limit_type'])}</code>{limit}) at "
-           f"{_compile_link(p['compile'])}{after}. From then on the frame runs eagerly, uncompiled, for every input its compiled graphs do not fit. "
+           f"{compile_link(p['compile'])}{after}. From then on the frame runs eagerly, uncompiled, for every input its compiled graphs do not fit. "
            "The program ran correctly: this is not a failure, but the time of those calls is eager time.</p>\n"]
     if p["guards"]:
         reasons = p["reasons"]
-        shown = "".join(f"<li>{_compile_link(r)}: <code>{esc(r['reason'])}</code></li>" for r in reasons[:8])
+        shown = "".join(f"<li>{compile_link(r)}: <code>{esc(r['reason'])}</code></li>" for r in reasons[:8])
         more = f"<li class=\"muted\">and {len(reasons) - 8} more on the compile's page</li>" if len(reasons) > 8 else ""
         out.append(f"<p>The guard that kept failing: {_joined(p['guards'], _code, ', ')}</p>\n"
                    f'<ul class="reasons">{shown}{more}</ul>\n')
@@ -426,36 +421,12 @@ def _recompiles(page: IndexPageModel) -> Iterator[str]:
     yield '\n<h2 id="recompiles">Recompiles</h2>\n'
     if not page.recompiles:
         yield "<p>No frame was compiled more than once.</p>"
-    for f in page.recompiles:
-        yield _recompiled_frame(f)
+    if "recompiled_frames" in page.fragments:  # a live report's, each frame's as it rendered it last (`views.live_index`)
+        yield from _pieces(page.fragments["recompiled_frames"])
+    else:
+        for f in page.recompiles:
+            yield recompiled_frame(f)
     yield "\n"
-
-
-def _recompiled_frame(f: Mapping[str, Any]) -> str:
-    name = f" <code>{esc(f['name'])}</code>" if f["name"] else ""
-    via = f' <span class="muted">({esc(f["via"])})</span>' if f["via"] else ""
-    compiled = f["compiled"]
-    each = "".join(_compile_link(c) + " " for c in compiled)
-    over = f["over_limit"]
-    limit = (f'then {_compile_link(over)} <a class="status status-limit" href="#problems">reached the recompile limit: runs eagerly</a>'
-             if over else "")
-    notes = name_notes(f["name_notes"]) if f["name_notes"] else ""
-    return (f'<div class="frame-recompiles">\n<p><b>Frame {esc(f["frame"])}</b>{name}{via} compiled {len(compiled)} '
-            f"time{'s' if len(compiled) != 1 else ''}: {each}{limit}</p>\n{_reasons(f)}{notes}</div>\n")
-
-
-def _reasons(f: Mapping[str, Any]) -> str:
-    """Why a frame compiled again: the guards that failed, its settings that changed, the retries."""
-    if not (f["reasons"] or f["retries"] or f["config"]):
-        return ""
-    items = [f'<li><a href="{esc(r["page"])}">{esc(r["label"])}</a>: <code>{esc(r["reason"])}</code></li>' for r in f["reasons"]]
-    items.extend(f"<li>{_compile_link(r)}: {esc(r['text'])}</li>" for r in f["config"])
-    for r in f["retries"]:
-        failed = f'<a href="{esc(r["failed_page"])}">{esc(r["failed"])}</a>' if r["failed_page"] else esc(r["failed"])
-        failure = f" (<code>{esc(r['failure'])}</code>)" if r["failure"] else ""
-        items.append(f"<li>{_compile_link(r)}: a retry, not a recompile: {failed} failed{failure} and the function was called again; "
-                     "no guard failed</li>")
-    return f'<ul class="reasons">{"".join(items)}</ul>'
 
 
 def _slowest(page: IndexPageModel) -> str:

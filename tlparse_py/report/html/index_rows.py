@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from .escaping import esc
-from .parts import artifact_list, frame, seconds, status
+from .parts import artifact_list, frame, name_notes, seconds, status
 
 Row = Mapping[str, Any]  # a dict of views.index
 
@@ -190,3 +190,37 @@ def _compiled_as(k: Row) -> str:
     if k["page"]:
         return f'<a class="status status-{esc(k["status"])}" href="{esc(k["page"])}">{esc(k["label"])}</a> '
     return f'<span class="status status-{esc(k["status"])}">{esc(k["label"])}</span> '
+
+
+def recompiled_frame(f: Row) -> str:
+    """A recompiled frame of the index's "Recompiles" (`views.index.recompile_view`): its compiles,
+    why each compiled again, its retries."""
+    name = f" <code>{esc(f['name'])}</code>" if f["name"] else ""
+    via = f' <span class="muted">({esc(f["via"])})</span>' if f["via"] else ""
+    compiled = f["compiled"]
+    each = "".join(compile_link(c) + " " for c in compiled)
+    over = f["over_limit"]
+    limit = (f'then {compile_link(over)} <a class="status status-limit" href="#problems">reached the recompile limit: runs eagerly</a>'
+             if over else "")
+    notes = name_notes(f["name_notes"]) if f["name_notes"] else ""
+    return (f'<div class="frame-recompiles">\n<p><b>Frame {esc(f["frame"])}</b>{name}{via} compiled {len(compiled)} '
+            f"time{'s' if len(compiled) != 1 else ''}: {each}{limit}</p>\n{_reasons(f)}{notes}</div>\n")
+
+
+def _reasons(f: Row) -> str:
+    """Why a frame compiled again: the guards that failed, its settings that changed, the retries."""
+    if not (f["reasons"] or f["retries"] or f["config"]):
+        return ""
+    items = [f'<li><a href="{esc(r["page"])}">{esc(r["label"])}</a>: <code>{esc(r["reason"])}</code></li>' for r in f["reasons"]]
+    items.extend(f"<li>{compile_link(r)}: {esc(r['text'])}</li>" for r in f["config"])
+    for r in f["retries"]:
+        failed = f'<a href="{esc(r["failed_page"])}">{esc(r["failed"])}</a>' if r["failed_page"] else esc(r["failed"])
+        failure = f" (<code>{esc(r['failure'])}</code>)" if r["failure"] else ""
+        items.append(f"<li>{compile_link(r)}: a retry, not a recompile: {failed} failed{failure} and the function was called again; "
+                     "no guard failed</li>")
+    return f'<ul class="reasons">{"".join(items)}</ul>'
+
+
+def compile_link(c: Row) -> str:
+    """A compile's label, linked to its page when it has one."""
+    return f'<a href="{esc(c["page"])}">{esc(c["label"])}</a>' if c["page"] else esc(c["label"])

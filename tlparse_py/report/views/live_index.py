@@ -45,7 +45,7 @@ from ...analysis.totals import Tally, Value, live_tallies
 from ...model import CompileId
 from ..render import render_macro
 from .common import Inputs, frame_view
-from .index import Fragment, IndexPage, IndexParts, compile_entry, compile_row, index_page, terminal_view
+from .index import Fragment, IndexPage, IndexParts, compile_entry, compile_row, index_page, recompile_view, terminal_view
 
 STATUS_RANK = {status: rank for rank, status in enumerate(STATUS_SEVERITY)}  # as the index template's `status_rank`
 IDS_OPEN, IDS_CLOSE = '<span class="ids">', "</span>"  # around the `ids` macro's links
@@ -74,6 +74,7 @@ class LiveIndex:
         self.times: list[float | None] = []  # position → its compile time
         self.by_time: list[tuple[float, int]] = []  # (-time, position) of each timed compile: the slowest first, as `slowest` sorts
         self.recompiled: dict[Any, tuple[int, FrameRecompiles]] = {}  # frame identity → (position of its first compile, what recompiled_frames says of it)
+        self.recompiled_html: dict[Any, Markup] = {}  # frame identity → its "Recompiles" entry, rendered while its compiles stay
         self.hits: dict[Any, list[LimitHit]] = {}  # frame identity → limit_hits of its compiles
         # "Files by compile id": per position
         self.keys: list[CompileId | None] = []
@@ -120,15 +121,25 @@ class LiveIndex:
         no_stack = [row for row, has in zip(self.rows, self.has_stack) if not has]
         compiles = self.live_compiles.compiles
         at = self.live_compiles.at
+        recompiled = sorted(self.recompiled.items(), key=lambda item: (-len(item[1][1].compiles), item[1][0]))
+        fragments["recompiled_frames"] = [self._recompiled_html(identity, frame) for identity, (_, frame) in recompiled]
         parts = IndexParts(
             rows=self.rows, no_stack=no_stack, totals=self._totals_now(), entries=self.entries, fragments=fragments,
             slowest=[compiles[position] for _, position in self.by_time[:10]],
-            recompiled=[frame for _, frame in sorted(self.recompiled.values(), key=lambda item: (-len(item[1].compiles), item[0]))],
+            recompiled=[frame for _, (_, frame) in recompiled],
             hits=sorted((hit for hits in self.hits.values() for hit in hits), key=lambda h: at[(h.compile.key, h.compile.generation)]),
         )
         page = index_page(self.inputs, parts)
         self.whole = True
         return page
+
+    def _recompiled_html(self, identity: Any, frame: FrameRecompiles) -> Markup:
+        """A recompiled frame's entry, rendered again only once its compiles changed (`_frames`)."""
+        html = self.recompiled_html.get(identity)
+        if html is None:
+            html = self.recompiled_html[identity] = render_macro("recompiled_frame", recompile_view(frame))
+            self.rendered["recompiled frames"] += 1
+        return html
 
     def _totals_now(self) -> dict[str, Value]:
         self.totals = {name: tally.value() for name, tally in self.tallies.items()}
@@ -193,6 +204,7 @@ class LiveIndex:
             compiles = [built[generation] for frame in live.functions[(process, graph, frame_id)]
                         if generation in (built := live.by_frame[frame])]
             recompiled = recompiled_frames(compiles)
+            self.recompiled_html.pop(identity, None)
             if recompiled:
                 self.recompiled[identity] = (live.at[(compiles[0].key, generation)], recompiled[0])
             else:
