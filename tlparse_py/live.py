@@ -39,6 +39,7 @@ from .reading.records import LogReader
 from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
+from .report.outputs import SpooledRecords
 from .report.render import Model, render_page, render_pieces
 from .report.views.common import page_base
 from .report.views.compile import PageRef, compile_page, page_ref
@@ -89,12 +90,7 @@ class LiveReport:
         self.touched: set[CompileId | None] = set()  # the compile ids read since the last update
         self._incremental()
         self.pages = LivePages(self.analysis)
-        # the texts the compile pages show inline, planned as their records are read, within the
-        # report's one budget (`PageBuilder.plan_inline_after`): planned through this log line so far
-        self.page_builder = PageBuilder(self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool),
-                                        inline_budget=self.options.inline_mb * 1e6)
-        self.planned_through = 0
-        self.last_line = 0  # the log line of the last record read
+        self.inline = LiveInline(self.pipeline, self.options)
         self.failures_seen: tuple[int, str] | None = None  # (failure rows, usual index) at the last failures page
         self.failure_frames: set[CompileId] = set()  # the frame compiles of those rows
 
@@ -124,7 +120,6 @@ class LiveReport:
         with few_full_collections():  # what is read is kept: a full collection per batch would find nothing
             for record in self.tail.read(final):
                 self.pipeline.add(record)
-                self.last_line = max(self.last_line, record.lineno)
                 if not record.other_rank:
                     self.pids.add(record.pid)
                     touched.add(record.compile_id.directory_key() if record.compile_id is not None else None)
@@ -232,11 +227,8 @@ class LiveReport:
         """The compile pages of the compile ids that logged something, and of the compiles just
         before new ones (their "next" link): `LivePages.refresh`."""
         pages = self.pages.refresh(touched)
-        builder = self.page_builder
-        builder.highlighter = Highlighter(self.pipeline.highlighter.spool)
         records = {key: self.pipeline.spool.records(key) for key in dict.fromkeys(page.key for page in pages)}  # read back once
-        builder.plan_inline_after(list(records), records.__getitem__, self.planned_through)
-        self.planned_through = self.last_line
+        builder = self.inline.planned(records, Highlighter(self.pipeline.highlighter.spool), self.tail.lineno)
         for page in pages:
             self._write(page.url, lambda page=page: compile_page(  # type: ignore[misc]
                 self.pipeline.inputs, [page], 0, records[page.key], builder))
@@ -325,6 +317,23 @@ def write_live_state(writer: LiveWriter, update: int, versions: dict[str, str]) 
     """live.js: the latest version of every page of the folder, which its open pages poll."""
     state = {"update": update, "done": False, "pages": versions}
     writer.write(LIVE_STATE, b"tlparseLive(" + orjson.dumps(state) + b");\n")
+
+
+class LiveInline:
+    """The texts a live report's compile pages show inline: planned as their records are read,
+    within the report's one --inline-mb budget (`PageBuilder.plan_inline_after`)."""
+
+    def __init__(self, pipeline: Pipeline, options: Options):
+        self.builder = PageBuilder(pipeline.payloads.get, Highlighter(pipeline.highlighter.spool), inline_budget=options.inline_mb * 1e6)
+        self.planned_through = 0  # the log line the plan has reached
+
+    def planned(self, records: dict[CompileId | None, SpooledRecords], highlighter: Highlighter, lines_read: int) -> PageBuilder:
+        """The page builder of an update, the texts of `records` (the ids whose pages it writes,
+        their records read back) planned up to the `lines_read` lines of the log read so far."""
+        self.builder.highlighter = highlighter
+        self.builder.plan_inline_after(list(records), records.__getitem__, self.planned_through)
+        self.planned_through = lines_read
+        return self.builder
 
 
 class LivePages:

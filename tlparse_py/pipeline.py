@@ -32,7 +32,7 @@ from .reading.gunzip import LogAsRead
 from .reading.inputs import LeftOut, file_size
 from .report.chromium import EVENTS_SCRIPT, EVENTS_SCRIPT_LIMIT, ChromiumEvents, events_script
 from .report.highlight import Highlighter, highlight_workers
-from .report.jobs import Jobs, PageJobs, private_reader
+from .report.jobs import Jobs, PageJobs, private_reader, started_ahead
 from .report.markdown import summary_markdown
 from .report.summary_json import summary_json
 from .report.views.vllm import USUAL_INDEX, vllm_page
@@ -172,12 +172,8 @@ class Pipeline:
         # the pages kinds asked for need nothing of the compiles: a forked child starts on them while
         # this process builds the compiles, which every compile page and the index ask for
         records_pages = (len(self.outputs.pending), partial(self._pending_page, build))
-        ahead = self.jobs.start_ahead(Jobs(records_pages))
-        try:
+        with started_ahead(self.jobs, Jobs(records_pages)) as ahead:
             ready_for_pages(self.analysis)  # once, before the compile pages' builder forks
-        except BaseException:
-            self.jobs.stop_ahead(ahead)
-            raise
         # the summaries (index, summary.json...) are written while the forked child starts on the pages,
         # from the analysis as it stands; a page or the search index that could not be built changes
         # what they count, and they are written again

@@ -10,6 +10,7 @@ built it); a child that dies has the jobs it did not finish rebuilt here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -141,7 +142,7 @@ class PageJobs:
         compiles, before the compile pages: `analysis.compiles.ready_for_pages`, 0.4 s at 10,000
         compile ids, with the other core idle). `run` is then given every job, these first,
         and this child with them. None where it is not worth a process (or there is no fork)."""
-        if not self._may_fork(len(first)):
+        if not worth_forking(len(first)):
             return None
         try:
             shared = SharedJobs(0, len(first))
@@ -175,7 +176,7 @@ class PageJobs:
         `start_ahead` started on the first jobs, which the others take too once they are free."""
         stages = [ahead.shared] if ahead is not None else []
         first_end = ahead.shared.end if ahead is not None else 0
-        forked = self._may_fork(len(jobs))
+        forked = worth_forking(len(jobs))
         if forked:
             try:
                 stages.append(SharedJobs(first_end, len(jobs)))
@@ -243,10 +244,6 @@ class PageJobs:
                     stage.done(index)
 
     @staticmethod
-    def _may_fork(count: int) -> bool:
-        return count >= PARALLEL_PAGES and hasattr(os, "fork") and (os.cpu_count() or 1) >= 2
-
-    @staticmethod
     def _run_here(jobs: Jobs) -> None:
         for job in jobs:
             job()
@@ -302,6 +299,23 @@ class PageJobs:
         if status != 0 or not failures.endswith(b"\n"):
             return False, []
         return True, json.loads(failures)
+
+
+def worth_forking(jobs: int) -> bool:
+    """Whether so many jobs are worth a forked process (there being a fork and a second core)."""
+    return jobs >= PARALLEL_PAGES and hasattr(os, "fork") and (os.cpu_count() or 1) >= 2
+
+
+@contextlib.contextmanager
+def started_ahead(page_jobs: PageJobs, first: Jobs) -> Iterator[Ahead | None]:
+    """`page_jobs.start_ahead(first)` for the time of the `with`: its child is stopped if what this
+    process does meanwhile fails."""
+    ahead = page_jobs.start_ahead(first)
+    try:
+        yield ahead
+    except BaseException:
+        page_jobs.stop_ahead(ahead)
+        raise
 
 
 _REPLACED: list[Any] = []  # the handles private_reader replaced in a forked child: never closed there
