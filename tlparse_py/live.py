@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -299,18 +300,17 @@ class KeptPieces:
 
     def encoded(self, pieces: Iterable[str]) -> tuple[list[bytes], bytes]:
         """The pieces encoded, and the page's digest; only these pieces are kept for the next version."""
-        kept, encoded, digests = self.kept, [], []
-        now: dict[str, tuple[bytes, bytes]] = {}
-        for piece in pieces:
-            found = kept.get(piece) or now.get(piece)
-            if found is None:
-                data = piece.encode("utf-8", "surrogatepass")
-                found = (data, hashlib.sha256(data).digest())
-            now[piece] = found
-            encoded.append(found[0])
-            digests.append(found[1])
-        self.kept = now
-        return encoded, hashlib.sha256(b"".join(digests)).digest()[:16]
+        pieces = list(pieces)
+        # looked up in C (map, zip, dict): a loop in Python over 8,900 pieces cost 3-6 ms an update
+        found: list[tuple[bytes, bytes] | None] = list(map(self.kept.get, pieces))
+        for at in itertools.compress(range(len(found)), map(operator.not_, found)):  # the new ones
+            data = pieces[at].encode("utf-8", "surrogatepass")
+            found[at] = (data, hashlib.sha256(data).digest())
+        self.kept = dict(zip(pieces, found))  # type: ignore[arg-type]
+        return list(map(_ENCODED, found)), hashlib.sha256(b"".join(map(_DIGEST, found))).digest()[:16]  # type: ignore[arg-type]
+
+
+_ENCODED, _DIGEST = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def write_live_state(writer: LiveWriter, update: int, versions: dict[str, str]) -> None:

@@ -107,10 +107,11 @@ class CompilesMemo:
         self.stamp, self.kept, self.held = stamp, spool, None
         self.places_stamp, self.places = stamp, places
 
-    def take(self, stamp: tuple[int, ...], compiles: list[CompileSummary], places: dict[tuple[CompileId, int], CompileSummary]) -> None:
-        """Take compiles (and where each is) built elsewhere for `stamp` (a live report's)."""
+    def take(self, stamp: tuple[int, ...], compiles: list[CompileSummary], places: dict[CompileId | tuple[CompileId, int], CompileSummary]) -> None:
+        """Take compiles (and each by its `compile_place`) built elsewhere for `stamp` (a live report's:
+        its own table, kept as its compiles change, and read only at this stamp)."""
         self.stamp, self.kept, self.held = stamp, compiles, None
-        self.places_stamp, self.places = stamp, {compile_place(key, generation): compile_ for (key, generation), compile_ in places.items()}
+        self.places_stamp, self.places = stamp, places  # type: ignore[assignment]
 
     def forget(self) -> None:
         self.__init__()  # type: ignore[misc]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from operator import attrgetter
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -313,9 +314,12 @@ def _graph_break(logged: LoggedBreak, pages: dict[CompileId | None, str | None])
                       logged.hints, logged.doc_url, logged.library_location, display_key(attempt), pages.get(attempt), logged.url)
 
 
+_PROCESS = attrgetter("process")
+
+
 def process_list(analysis: Analysis, compiles_: Iterable[CompileSummary]) -> list[dict[str, Any]]:
     """The run's processes as summary.json lists them: number, glog pid, the logs it wrote to, its compiles."""
-    compiles = Counter(c.process for c in compiles_)
+    compiles = Counter(map(_PROCESS, compiles_))  # counted in C: a live index asks at each update
     processes = analysis.processes
     return [{"process": i, "pid": pid, "logs": logs, "compiles": compiles[i]} for i, (pid, logs) in enumerate(zip(processes.pids, processes.logs))]
 
@@ -352,8 +356,8 @@ def compiles_stamp(store: Store) -> tuple[int, ...]:
     return (store.records, len(store.directory), len(store.metrics), len(store.pageless))
 
 
-def keep_compiles(analysis: Analysis, compiles: list[CompileSummary], index: dict[tuple[CompileId, int], CompileSummary]) -> None:
-    """Take `compiles` (and `index`, by (frame, generation)) as `analysis.compiles()` in its store's
+def keep_compiles(analysis: Analysis, compiles: list[CompileSummary], index: dict[CompileId | tuple[CompileId, int], CompileSummary]) -> None:
+    """Take `compiles` (and `index`, by `compile_place`) as `analysis.compiles()` in its store's
     present state: what `live_compiles.LiveCompiles` built by building again only what changed."""
     analysis.memo.take(compiles_stamp(analysis), compiles, index)
 

@@ -31,7 +31,7 @@ from ..model import CompileId
 from . import questions
 from .compiles import Analysis, _follow, compiles_read, follow_config, keep_compiles, keep_timeline, mark_unusual
 from .configs import UnusualSetting
-from .store import as_list, place_parts
+from .store import as_list, compile_place, place_parts
 from .summary import CompileSummary
 from .timeline import TOP_FRAMES, CompileSpan, FrameTime, Timeline, compile_span, frame_key, frame_time, last_record_s, run_origin, timeline_of, under_way
 
@@ -67,7 +67,9 @@ class LiveCompiles:
         self.by_frame: dict[CompileId, dict[int, CompileSummary]] = {}  # frame compile → generation → its compile
         self.compiles: list[CompileSummary] = []  # in log order: `Analysis.compiles()`
         self.at: dict[tuple[CompileId, int], int] = {}  # (frame, generation) → position in `compiles`
-        self.index: dict[tuple[CompileId, int], CompileSummary] = {}  # (frame, generation) → compile (`compile_of`)
+        # `compile_place` → compile: `compile_of`'s table, handed to the analysis as it is (a copy in
+        # another form cost a pass over every compile at each update)
+        self.index: dict[CompileId | tuple[CompileId, int], CompileSummary] = {}
         self.spans: dict[tuple[CompileId, int], float] = {}  # `backward_spans` at the last refresh
         self.built = 0  # compiles built (`_compile` calls), all refreshes together: what tests count
         self.config_counts: Counter[int] = Counter()  # compiles per logged config (`compiles.config_counts`), kept as they change
@@ -100,7 +102,7 @@ class LiveCompiles:
                     compile_ = analysis._compile(frame, self.frames[frame], generation)
                     _follow(compile_, latest.get(generation))
                     follow_config(compile_, latest.get(generation), analysis.configs)
-                    latest[generation] = built[generation] = self.index[(frame, generation)] = compile_
+                    latest[generation] = built[generation] = self.index[compile_place(frame, generation)] = compile_
                 self.built += len(built)
                 self.by_frame[frame] = built
                 for generation, compile_ in built.items():
@@ -140,7 +142,7 @@ class LiveCompiles:
             settings = list(unusual.get(compile_.config, ())) if compile_.config in moved and id(compile_) not in fresh else None
             if settings is not None and settings != compile_.config_unusual:  # (a count that moved may not change its words)
                 again = structs.replace(compile_, config_unusual=settings)
-                self.compiles[position] = self.index[(again.key, again.generation)] = self.by_frame[again.key][again.generation] = again
+                self.compiles[position] = self.index[compile_place(again.key, again.generation)] = self.by_frame[again.key][again.generation] = again
                 replaced.append((position, compile_, again))
         return replaced
 

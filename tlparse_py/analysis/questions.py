@@ -202,7 +202,7 @@ def is_draft_export(report: Store) -> bool:
     torch_version artifact)."""
     if any(name.replace("\\", "/").endswith("/torch/export/_draft_export.py") for name in report.strings.strings.values()):
         return True
-    seen = {kind for counts in report.kinds.values() for kind in counts}
+    seen = report.kinds_seen
     return bool(seen) and seen <= DRAFT_EXPORT_KINDS
 
 

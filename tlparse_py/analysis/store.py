@@ -710,6 +710,7 @@ class Store(Questions):
     # compile id → numbered artifacts, in first-appearance order; None = malformed compile id
     directory: dict[CompileId | None, list[Artifact]] = field(default_factory=dict)
     kinds: dict[CompileId | None, Counter[str]] = field(default_factory=dict)
+    kinds_seen: set[str] = field(default_factory=set)  # every kind `kinds` counts, of any compile id (a live index asks at each update)
     start_stacks: dict[CompileId, list[Frame]] = field(default_factory=dict)
     trie: StackTrie = field(default_factory=StackTrie)
     unknown_stacks: StackTrie = field(default_factory=StackTrie)

@@ -309,7 +309,7 @@ def timeline_of(store: Store, spans: Sequence[CompileSpan], frames: list[FrameTi
     axis = compressed_axis(spans, end)
     lanes = sorted({0, *range(processes), *(s.process for s in spans)})
     drawn = sum(1 for _ in placed(spans))
-    buckets = bucketed(placed(spans), axis) if drawn > MAX_BARS else None
+    buckets = bucketed(spans, axis) if drawn > MAX_BARS else None
     return Timeline(spans, lanes, axis, buckets, frames, frames_with_time, drawn)
 
 
@@ -396,19 +396,28 @@ def _gaps(busy: Iterator[tuple[float, float]], end: float, threshold: float) -> 
 
 def bucketed(spans: Iterable[CompileSpan], axis: Axis, count: int = BUCKETS) -> list[Bucket]:
     """Compiles gathered by process into `count` equal stretches of the axis, by where they start;
-    every compile is in one, its count kept by outcome."""
+    every compile with a known start and end is in one, its count kept by outcome."""
     length = axis.length or 1.0
-    found: dict[tuple[int, int], Bucket] = {}
+    at, last = axis.at, count - 1
+    # each bucket as a list while they are gathered, its outcomes counted at the end: a live index
+    # asks at each update, and a struct and a Counter updated a compile cost twice as much
+    found: dict[tuple[int, int], list[Any]] = {}  # place → [start, end, outcomes, seconds]
     for span in spans:
-        assert span.start_s is not None and span.end_s is not None
-        place = (span.process, min(int(axis.at(span.start_s) / length * count), count - 1))
-        bucket = found.get(place)
-        if bucket is None:
-            bucket = found[place] = Bucket(span.process, span.start_s, span.end_s)
-        bucket.start_s, bucket.end_s = min(bucket.start_s, span.start_s), max(bucket.end_s, span.end_s)
-        bucket.outcomes[span.outcome] += 1
-        bucket.seconds += span.seconds or 0.0
-    return [found[place] for place in sorted(found)]
+        start, end = span.start_s, span.end_s
+        if start is None or end is None:
+            continue
+        place = (span.process, min(int(at(start) / length * count), last))
+        gathered = found.get(place)
+        if gathered is None:
+            found[place] = [start, end, [span.outcome], span.seconds or 0.0]
+            continue
+        if start < gathered[0]:  # (as min and max: the first kept on a tie or a NaN)
+            gathered[0] = start
+        if end > gathered[1]:
+            gathered[1] = end
+        gathered[2].append(span.outcome)
+        gathered[3] += span.seconds or 0.0
+    return [Bucket(place[0], start, end, Counter(outcomes), seconds) for place, (start, end, outcomes, seconds) in sorted(found.items())]
 
 
 def frame_sums(compiles: Sequence[CompileSummary], spans: Iterable[CompileSpan]) -> FrameSums:

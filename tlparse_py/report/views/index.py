@@ -467,8 +467,14 @@ def failures_page(inputs: Inputs, summary: Summary | None = None, totals: dict[s
     """`totals`: the run's totals where they are at hand (a live index tallies them as compiles change)."""
     # what became of each row's compile, in the report's words: a frame torch skipped, or one over
     # the recompile limit, ran eagerly and is no failure, as the index and summary.json say
-    compiles = summary.compiles if summary is not None else inputs.analysis.compiles()
-    status_of = {(attempt, c.generation): c.status for c in compiles for attempt in c.attempts} if inputs.analysis.failures else {}
+    report = inputs.analysis
+
+    def status_of(key: CompileId | None, generation: int) -> str | None:
+        # the compile of the row's compile id, asked of the analysis (a table of every compile's
+        # attempts cost a pass over them all each time a live report wrote this page)
+        compile_ = report.compile_of(key, generation) if key is not None else None
+        return compile_.status if compile_ is not None and label(key) in compile_.attempts else None
+
     rows = [
         {
             "label": generation_label(label(row.compile_id), row.generation),
@@ -477,9 +483,11 @@ def failures_page(inputs: Inputs, summary: Summary | None = None, totals: dict[s
             "type": row.failure_type,
             "description": row.description,
             "source": row.source,
-            "status": status_of.get((label(row.compile_id), row.generation)),
+            "status": status_of(row.compile_id, row.generation),
         }
-        for row in inputs.analysis.failures
+        for row in report.failures
     ]
-    words = counted(totals if totals is not None else totals_of(compiles), FAILURES_PAGE_TOTALS)
+    if totals is None:
+        totals = totals_of(summary.compiles if summary is not None else report.compiles())
+    words = counted(totals, FAILURES_PAGE_TOTALS)
     return FailuresPage(**page_base(inputs, "Failures and restarts"), rows=rows, words=words)
