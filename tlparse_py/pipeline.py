@@ -149,9 +149,8 @@ class Pipeline:
     def _note_kinds(self, record: Record, key: CompileId | None) -> None:
         names = record.kinds or ["(no kind)"]
         self.kind_counts.add(self.analysis.kinds, key, names)
-        seen = self.analysis.kinds_seen
+        self.analysis.kinds_seen.update(names)
         for name in names:
-            seen.add(name)
             if not kinds.known(name) and name != "(no kind)":
                 self.analysis.stats.add("unknown")
                 self.analysis.unknown_kinds[name] += 1
