@@ -420,3 +420,34 @@ def test_raw_log_is_copied_by_the_kernel_or_read_and_written_alike(tmp_path, mon
 
     monkeypatch.setattr(os, "copy_file_range", refused)
     assert copy(10**9) == (len(data), data) and calls  # tried, refused, copied the usual way
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.binary(max_size=64), max_size=40), short=st.lists(st.integers(0, 300), max_size=8), iov=st.integers(1, 5))
+def test_a_file_written_from_its_pieces_holds_them_joined(tmp_path_factory, pieces, short, iov):
+    """A live page written from its pieces (never joined) holds what their join holds, however the
+    system cuts the writes short (writev and write may write less than asked) and however few
+    pieces one writev may take."""
+    import os
+    from unittest import mock
+
+    from tlparse_py.report import fileio
+
+    cuts = iter(short)
+    writev, write = os.writev, os.write
+
+    def short_writev(fd, batch):
+        limit = next(cuts, None)
+        if limit is None or not batch:
+            return writev(fd, batch)
+        return write(fd, b"".join(batch)[: max(1, limit)]) if any(batch) else writev(fd, batch)
+
+    def short_write(fd, data):
+        limit = next(cuts, None)
+        return write(fd, bytes(data)[: max(1, limit)] if limit is not None else data)
+
+    target = tmp_path_factory.mktemp("pieces") / "page.html"
+    with mock.patch.object(os, "writev", short_writev), mock.patch.object(os, "write", short_write), \
+            mock.patch.object(fileio, "IOV_MAX", iov):
+        fileio.write_pieces_file(target, pieces)
+    assert target.read_bytes() == b"".join(pieces)

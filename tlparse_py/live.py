@@ -281,7 +281,7 @@ def write_live_page(writer: LiveWriter, versions: dict[str, str], url: str, html
         if PLACEHOLDER in piece:
             pieces[at] = piece.replace(PLACEHOLDER, b' data-version="%s"' % version.encode(), 1)
             break
-    writer.write(url, b"".join(pieces), digest=b"v" + digest)
+    writer.write(url, pieces, digest=b"v" + digest)  # written from its pieces, never joined
     versions[url] = version
 
 

@@ -4,6 +4,7 @@ the slowest."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from collections.abc import Iterable, Sequence
@@ -208,7 +209,7 @@ _VALUE_GUARD = re.compile(r"([A-Za-z_]\w*(?:\[[^\]]*\]|\.\w+)*) == (\S+)")
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
-class LimitHit(Struct):
+class LimitHit(Struct, dict=True):  # dict: what is read from its compiles is kept (cached_property)
     """A frame that reached torch's recompile limit: the compile over it, the frame's compiles before
     it, the guard that kept failing (their recompile reasons), and the fix."""
 
@@ -233,26 +234,26 @@ class LimitHit(Struct):
     def user_location(self) -> str:
         return next((c.user_location for c in reversed(self.compiles) if c.user_location), "")
 
-    @property
+    @functools.cached_property  # a live index asks at each update, of every frame at the limit
     def limit_type(self) -> str:
         """The config torch checked: `recompile_limit`, or `accumulated_recompile_limit` (over all frames)."""
         found = _LIMIT_TYPE.search(self.compile.failure.reason or "") if self.compile.failure else None
         return found.group(1) if found else "recompile_limit"
 
-    @property
+    @functools.cached_property
     def limit(self) -> int | None:
         """Its value when torch said it ("currently set to 8"); None when it did not."""
         found = _LIMIT_VALUE.search(self.compile.failure.reason or "") if self.compile.failure else None
         return int(found.group(1)) if found else None
 
-    @property
+    @functools.cached_property
     def reasons(self) -> list[tuple[CompileSummary, str]]:
         """The recompile reasons of the frame's last compile that logged some (the one over the limit,
         as a rule): the guard of each compile torch had cached that failed for that input."""
         last = next((c for c in reversed(self.compiles) if c.recompile_reasons), None)
         return [(last, first_line(r)) for r in last.recompile_reasons] if last is not None else []
 
-    @property
+    @functools.cached_property
     def guards(self) -> list[str]:
         """The guards that kept failing, each once, the most frequent first: "tensor 'x' dtype mismatch"
         (the cached compile's id, the values and torch's source comment left out)."""
@@ -262,7 +263,7 @@ class LimitHit(Struct):
             counts[guard] = counts.get(guard, 0) + 1
         return sorted(counts, key=lambda g: -counts[g])
 
-    @property
+    @functools.cached_property
     def fixes(self) -> list[str]:
         """What to do, the likeliest first, by what the guard that kept failing is on: a tensor's size
         (mark that dimension dynamic), a value Dynamo passed on after a graph break (fix the break), a

@@ -314,7 +314,7 @@ def _graph_break(logged: LoggedBreak, pages: dict[CompileId | None, str | None])
                       logged.hints, logged.doc_url, logged.library_location, display_key(attempt), pages.get(attempt), logged.url)
 
 
-_PROCESS = attrgetter("process")
+_PROCESS = attrgetter("key.process")  # `CompileSummary.process`, read in C
 
 
 def process_list(analysis: Analysis, compiles_: Iterable[CompileSummary]) -> list[dict[str, Any]]:

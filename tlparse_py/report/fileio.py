@@ -48,7 +48,31 @@ def write_file(path: str | Path, data: bytes) -> None:
         os.close(fd)
 
 
-def write_all(fd: int, data: bytes | bytearray, path: str | Path) -> None:
+def write_pieces_file(path: str | Path, pieces: list[bytes]) -> None:
+    """`pieces`, one after another, as the whole content of `path`: written from where they lie
+    (os.writev, IOV_MAX at a time), never joined (a live index: 8 MB in 8,900 pieces, at each update)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for start in range(0, len(pieces), IOV_MAX):
+            batch = pieces[start : start + IOV_MAX]
+            try:
+                written = os.writev(fd, batch)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(path)) from None
+            for piece in batch:  # what a short write left: the rest of its piece, then the pieces after it
+                if written >= len(piece):
+                    written -= len(piece)
+                    continue
+                write_all(fd, memoryview(piece)[written:], path)
+                written = 0
+    finally:
+        os.close(fd)
+
+
+IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names else 16
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview, path: str | Path) -> None:
     view = memoryview(data)
     try:
         while view:

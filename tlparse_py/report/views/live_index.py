@@ -262,8 +262,8 @@ class NodeState:
     frame_html: str = ""
     eval_page: bool = False  # the frame is FX-generated code: it links to its dump_file page once there is one
     head: str = ""  # the row: links, "and N more", the frame
-    below: str = ""  # the rows of its children
-    block: tuple[bool, str] | None = None  # (in a branch, its rows with everything below them)
+    below: list[Markup] = field(default_factory=list)  # the rows of its children, in pieces (PIECE)
+    block: tuple[bool, list[Markup]] | None = None  # (in a branch, its rows with everything below them, in pieces)
 
 
 class LiveTrie:
@@ -286,9 +286,9 @@ class LiveTrie:
         self.fresh: set[tuple[int, int]] = set()  # (node, index) of the links listed in this update
         trie.inserted = []  # the stacks inserted from now on are noted for `html`
 
-    def html(self, frames: set[CompileId]) -> Markup | None:
-        """The trie's HTML after an update (None when it has no rows); `frames`: the frame compiles
-        whose compiles changed (their links show their status)."""
+    def html(self, frames: set[CompileId]) -> list[Markup] | None:
+        """The trie's HTML after an update, in pieces (None when it has no rows); `frames`: the frame
+        compiles whose compiles changed (their links show their status)."""
         heads: set[NodeState] = set()
         inserted, self.trie.inserted = self.trie.inserted or [], []
         if not self.built:  # the first time: every node
@@ -344,11 +344,11 @@ class LiveTrie:
         for state in sorted(below.values(), key=lambda s: -s.depth):
             children = state.node.children
             branching = len(children) > 1
-            state.below = "".join(self._block(self.states[id(child)], branching) for child in children.values())
+            state.below = _in_pieces([piece for child in children.values() for piece in self._block(self.states[id(child)], branching)])
         root = self.states.get(id(self.trie.root))
         if root is None or not root.node.children:
             return None
-        return Markup(f'<ul class="trie">\n{root.below}</ul>')
+        return [TRIE_OPEN, *root.below, TRIE_CLOSE]
 
     def _state(self, node: TrieNode, frame: Frame | None, parent: NodeState | None) -> NodeState:
         state = self.states.get(id(node))
@@ -374,19 +374,33 @@ class LiveTrie:
         assert html.startswith(IDS_OPEN) and html.endswith(IDS_CLOSE), html
         return str(html[len(IDS_OPEN) : -len(IDS_CLOSE)])
 
-    def _block(self, state: NodeState, branching: bool) -> str:
+    def _block(self, state: NodeState, branching: bool) -> list[Markup]:
         """A node's rows with everything below it, as the child of a node with several children (a
-        branch) or of a chain."""
+        branch) or of a chain, in pieces."""
         if state.block is not None and state.block[0] == branching:
             return state.block[1]
         if not branching:
-            html = f"<li>{state.head}</li>\n{state.below}"
+            pieces = [Markup(f"<li>{state.head}</li>\n"), *state.below]
         elif state.node.children:
-            html = f"<li>{state.head}{BRANCH}{state.below}</ul></details></li>\n"
+            pieces = [Markup(f"<li>{state.head}{BRANCH}"), *state.below, BRANCH_CLOSE]
         else:
-            html = f"<li>{state.head}</li>\n"
-        state.block = (branching, html)
-        return html
+            pieces = [Markup(f"<li>{state.head}</li>\n")]
+        state.block = (branching, _in_pieces(pieces))
+        return state.block[1]
+
+
+PIECE = 16_384  # characters of HTML below which a subtree is one string: past it, it stays in its children's pieces
+
+
+def _in_pieces(pieces: list[Markup]) -> list[Markup]:
+    """`pieces` joined when they are small. The trie's HTML is kept in pieces of about PIECE, so an
+    update joins only the small subtrees it changed, and hands the page the others as the same
+    strings as before (`live.KeptPieces` encodes and hashes only new ones): joined whole, at 4,347
+    compiles, 800 KB were copied up every node above a change and encoded and hashed at each update."""
+    return [Markup("".join(pieces))] if len(pieces) > 1 and sum(map(len, pieces)) <= PIECE else pieces
+
+
+TRIE_OPEN, TRIE_CLOSE, BRANCH_CLOSE = Markup('<ul class="trie">\n'), Markup("</ul>"), Markup("</ul></details></li>\n")
 
 
 def _frame_of(terminal: CompileId | Reuse | None) -> CompileId | None:
