@@ -8,6 +8,7 @@ Counted, never timed: `LiveReport.rendered` says what the last update built and 
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -27,11 +28,14 @@ from tlparse_py.model import CompileId
 from tlparse_py.options import Options
 from tlparse_py.pipeline import new_analysis, source_of
 from tlparse_py.report.render import render_macro, render_page
+from tlparse_py.report.highlight import Highlighter
 from tlparse_py.report.views.common import Inputs
+from tlparse_py.report.views.compile import compile_page, page_refs
 from tlparse_py.report.views.index import failures_page, index_page, trie_rows
 from tlparse_py.report.views.live import LiveMark
 from tlparse_py.report.views import live_index
 from tlparse_py.report.views.live_index import LiveTrie
+from tlparse_py.report.views.pages import PAGE_VIEWS, Builder
 
 
 def follow(live: LiveReport) -> list:
@@ -58,6 +62,29 @@ def as_built_whole(live: LiveReport, model) -> None:
     keep_compiles(analysis, live.compiles.compiles, live.compiles.index)
 
 
+VERSION = re.compile(rb' data-version="[0-9a-f]*"')  # a live page's version: what live.js lists, a digest of the page
+
+
+def pages_as_built_again(live: LiveReport) -> None:
+    """Every compile page and record page the live report wrote holds what building it again from
+    the analysis as it stands holds (its neighbours as the one-shot report links them): an update
+    writes again the pages whose content changed, not only those of the compile ids that logged
+    something (a restart's metrics end the compile every attempt's page shows, a capture's page
+    says what became of the compiles of its graph, a metrics page lists the files its compile id
+    wrote after it, vLLM's summary becoming the front page moves every page's link to the index)."""
+    inputs, out = live.pipeline.inputs, live.writer.out
+    written = {}
+    pages = page_refs(live.analysis)
+    for position, page in enumerate(pages):
+        model = compile_page(inputs, pages, position, live.pipeline.spool.records(page.key), live.inline.builder)
+        written[page.url] = render_page(model, LiveMark(page.url, "", None, live.compiling))
+    build = Builder(inputs, live.pipeline.payloads.get, Highlighter(live.pipeline.highlighter.spool))
+    for pending in live.pipeline.outputs.pending:
+        written[pending.url] = render_page(PAGE_VIEWS[pending.view](build, pending), LiveMark(pending.url, "", None, live.compiling))
+    for url, html in written.items():
+        assert VERSION.sub(b"", (out / url).read_bytes()) == VERSION.sub(b"", html.encode("utf-8", "surrogatepass")), url
+
+
 @pytest.mark.parametrize("name", ["recompile", "compiled_autograd", "reset_reuse", "export", "processes", "recompile_limit",
                                   "failure", "killed_midcompile", "training", "vllm_piecewise", "ddp_cache_race", "dynamic_backward",
                                   "config_patch"])
@@ -76,6 +103,7 @@ def test_each_update_shows_what_building_everything_again_shows(tmp_path, name):
         position += size
         live.update("test", live.read())
         as_built_whole(live, made[-1])
+        pages_as_built_again(live)
         updates += 1
     assert updates > 6
     live.close()

@@ -42,14 +42,14 @@ from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
 from .report.outputs import SpooledRecords
 from .report.render import Model, render_page, render_pieces
-from .report.views.common import page_base
+from .report.views.common import key_of, page_base, usual_index
 from .report.views.compile import PageRef, compile_page, page_ref
 from .report.views.common import VLLM_USUAL_INDEX
 from .report.views.index import IndexPage, failures_page, index_page
 from .report.views.live_index import LiveIndex
 from .report.views.vllm import vllm_page
 from .report.views.live import LiveMark, live_banner
-from .report.views.pages import PAGE_VIEWS, Builder
+from .report.views.pages import PAGE_VIEWS, Builder, PendingPage
 from .report.views.sections import PageBuilder
 from .report.live_writer import LiveWriter, content_digest
 
@@ -86,7 +86,7 @@ class LiveReport:
         reader.on_rank_detected = self.on_rank
         reader.on_time = self.pipeline.note_time  # as the one-shot reading does (pipeline.read_logs)
         self.tail = LogTail(self.log, self.analysis.stats, self.analysis.diagnostics, self.analysis.strings, reader)
-        self.pending_built = 0  # record pages (pipeline.outputs.pending) written so far
+        self.record_pages = LiveRecordPages(self.pipeline)
         self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
         self.touched: set[CompileId | None] = set()  # the compile ids read since the last update
         self._incremental()
@@ -165,8 +165,9 @@ class LiveReport:
         if self.version == 1:
             write_static(self.writer)
         builder = Builder(self.pipeline.inputs, self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool))
-        self._write_record_pages(builder)
-        self._write_compile_pages(touched)
+        every = self.pages.index_moved(usual_index(self.pipeline.inputs))  # (vLLM's summary became the front page: every page links it)
+        self._write_record_pages(builder, touched, every)
+        self._write_compile_pages(touched | self.compiles.keys_changed(changes), every)  # the pages of the compiles that changed too
         banner = live_banner(self.analysis, note)
         index = lambda: self._index_page(changes, touched)  # noqa: E731
         run = vllm_run(self.analysis)
@@ -216,18 +217,15 @@ class LiveReport:
         self.rendered["failures page"] += 1
         self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs, totals=self.index.totals))
 
-    def _write_record_pages(self, builder: Builder) -> None:
-        pending = self.pipeline.outputs.pending
-        for index in range(self.pending_built, len(pending)):
-            page = pending.get(index)
+    def _write_record_pages(self, builder: Builder, touched: set[CompileId | None], every: bool) -> None:
+        for page in self.record_pages.refresh(touched, every):
             self._write(page.url, lambda page=page: PAGE_VIEWS[page.view](builder, page))  # type: ignore[misc]
             self.rendered["record pages"] += 1
-        self.pending_built = len(pending)
 
-    def _write_compile_pages(self, touched: set[CompileId | None]) -> None:
+    def _write_compile_pages(self, touched: set[CompileId | None], every: bool) -> None:
         """The compile pages of the compile ids that logged something, and of the compiles just
         before new ones (their "next" link): `LivePages.refresh`."""
-        pages = self.pages.refresh(touched)
+        pages = self.pages.refresh(touched, every)
         records = {key: self.pipeline.spool.records(key) for key in dict.fromkeys(page.key for page in pages)}  # read back once
         builder = self.inline.planned(records, Highlighter(self.pipeline.highlighter.spool), self.tail.lineno)
         for page in pages:
@@ -336,6 +334,30 @@ class LiveInline:
         return self.builder
 
 
+class LiveRecordPages:
+    """The record pages of a live report (`pipeline.outputs.pending`): each written once it is read,
+    and a metrics page again whenever its compile id logs something (it lists the id's files and
+    its shape facts, which come after it)."""
+
+    def __init__(self, pipeline: Pipeline):
+        self.pending = pipeline.outputs.pending
+        self.built = 0  # the pages written so far
+        self.metrics: dict[CompileId | None, list[int]] = {}  # compile id → its metrics pages
+
+    def refresh(self, touched: set[CompileId | None], every: bool = False) -> list[PendingPage]:
+        """The pages read since the last update, and the metrics pages of the ids that logged
+        something; `every`: all of them."""
+        again = range(self.built) if every else sorted(i for key in touched for i in self.metrics.get(key, ()))
+        pages = [self.pending.get(index) for index in again]
+        for index in range(self.built, len(self.pending)):
+            page = self.pending.get(index)
+            if page.view == "metrics":
+                self.metrics.setdefault(key_of(page.compile_id), []).append(index)
+            pages.append(page)
+        self.built = len(self.pending)
+        return pages
+
+
 class LivePages:
     """The compile pages of a live report (`views.compile.page_refs`), kept from one update to the
     next: the pages of new compile ids are added at the end, and only the pages asked for are linked
@@ -348,10 +370,19 @@ class LivePages:
         self.at: dict[CompileId | None, list[int]] = {}  # compile id → its pages' positions (one per generation)
         self.compiles: list[int] = []  # the positions of the compiles' pages, in order
         self.rank: dict[int, int] = {}  # a compile page's position → its place in `compiles`
+        # (process, compiled autograd graph) → its captures: a capture's page says what became of the compiles of the graph it captured
+        self.captures: dict[tuple[int, int], list[CompileId]] = {}
+        self.index = "index.html"  # the front page every page links (`usual_index`) at the last update
 
-    def refresh(self, touched: set[CompileId | None]) -> list[PageRef]:
-        """The pages of the compile ids that logged something, and of the compiles just before the
-        new ones among them (whose "next" link is new), each linked as `page_refs` links it, in log order."""
+    def index_moved(self, index: str) -> bool:
+        """Whether the front page every page links moved to `index` since the last update."""
+        moved, self.index = index != self.index, index
+        return moved
+
+    def refresh(self, touched: set[CompileId | None], every: bool = False) -> list[PageRef]:
+        """The pages of the compile ids that logged something (or whose compile changed), of the
+        captures of their graphs, and of the compiles just before the new ones among them (whose
+        "next" link is new), each linked as `page_refs` links it, in log order; `every`: all pages."""
         report = self.analysis
         grown = [key for key in touched if key in self.at and len(report.generations_of(key)) != len(self.at[key])]
         if grown:  # an id reused after reset(): its new page goes after its others, mid-list
@@ -360,6 +391,9 @@ class LivePages:
         for key in itertools.islice(report.directory, self.keys_seen, None):
             if key in report.pageless:  # listed without a page (limits.PAGED_START_ONLY)
                 continue
+            if questions.is_capture(key):
+                assert key is not None and key.compiled_autograd_id is not None
+                self.captures.setdefault((key.process, key.compiled_autograd_id), []).append(key)
             for generation in report.generations_of(key):
                 page = page_ref(report, key, generation)
                 self.at.setdefault(key, []).append(len(self.plain))
@@ -368,7 +402,9 @@ class LivePages:
                     self.compiles.append(len(self.plain))
                 self.plain.append(page)
         self.keys_seen = len(report.directory)
-        positions = {p for key in touched for p in self.at.get(key, ())}
+        graphs = {(key.process, key.compiled_autograd_id) for key in touched if key is not None and key.compiled_autograd_id is not None}
+        touched = touched | {capture for graph in graphs for capture in self.captures.get(graph, ())}
+        positions = set(range(len(self.plain))) if every else {p for key in touched for p in self.at.get(key, ())}
         # a compile's page already written links to the one after it: only a new compile changes its neighbour's link
         positions |= {self.compiles[self.rank[p] - 1] for p in list(positions) if self.rank.get(p, 0) >= max(linked, 1)}
         return [self._linked(p) for p in sorted(positions)]
