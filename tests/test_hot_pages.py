@@ -27,6 +27,7 @@ class HasHtml:
 
 @pytest.mark.parametrize("value", [
     "plain", HOSTILE, "", 0, 12, -3, 1.5, None, True, Markup("<b>safe</b>"), HasHtml(), ["<a>"], ("x", "&"),
+    HOSTILE * 40, "plain " * 100,  # long texts (escaped in one pass past LONG_TEXT)
 ])
 def test_a_value_is_escaped_as_markupsafe_escapes_it(value):
     assert esc(value) == str(escape(value))

@@ -152,7 +152,7 @@ class LiveCompiles:
         settings moved, every page of a compile whose unusual ones changed)."""
         if changes is None:
             return set()
-        return {attempt for _, _, compile_ in changes.changed for attempt in self.attempts_of(compile_.key)}
+        return {attempt for _, old, compile_ in changes.changed if old != compile_ for attempt in self.attempts_of(compile_.key)}  # (built again the same: no page changes)
 
     def attempts_of(self, frame: CompileId) -> list[CompileId]:
         """The attempts of a frame compile listed so far, in directory order."""

@@ -25,6 +25,8 @@ def esc(value: Any) -> str:
     if kind is str:
         # most texts have nothing to escape: looking is cheaper than five replaces that find nothing
         if "&" in value or "<" in value or ">" in value or "'" in value or '"' in value:
+            if len(value) > LONG_TEXT:  # (a record's metadata as JSON: one pass in C beats five replaces, 8 against 12 µs at 3.5 KB)
+                return str(escape(value))
             return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;").replace('"', "&#34;")
         return value
     if kind is int:
@@ -33,6 +35,8 @@ def esc(value: Any) -> str:
         return value
     return str(escape(value))
 
+
+LONG_TEXT = 256  # characters past which a text to escape is escaped by markupsafe in one pass
 
 SAFE_SCHEMES = {"http", "https"}
 
