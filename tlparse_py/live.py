@@ -36,14 +36,14 @@ from .model import CompileId, Diagnostic
 from .options import Options
 from .heap import few_full_collections
 from .pipeline import Pipeline, new_analysis, source_of, write_static
-from .reading.records import LogReader
+from .reading.records import LogReader, PieceServer
 from .reading.tail import LogReset, LogTail
 from .report.highlight import Highlighter
 from .report.jobs import ErrorPage
 from .report.outputs import SpooledRecords
 from .report.render import Model, render_page, render_pieces
 from .report.views.common import key_of, page_base, usual_index
-from .report.views.compile import PageRef, compile_page, page_ref
+from .report.views.compile import PageRef, compile_page, page_ref, unusual_shown
 from .report.views.common import VLLM_USUAL_INDEX
 from .report.views.index import IndexPage, failures_page, index_page
 from .report.views.live_index import LiveIndex
@@ -75,6 +75,7 @@ class LiveReport:
         self.versions: dict[str, str] = {}  # page → the version written last (what live.js lists)
         self.compiling: frozenset[str] = frozenset()  # the compiles under way at the last update
         self.rendered: Counter[str] = Counter()  # what the last update built and rendered (tests count it)
+        self.serve = writer is None  # (a rank's report, among many: no process of its own)
         self._start()
 
     def _start(self) -> None:
@@ -86,6 +87,8 @@ class LiveReport:
         reader.on_rank_detected = self.on_rank
         reader.on_time = self.pipeline.note_time  # as the one-shot reading does (pipeline.read_logs)
         self.tail = LogTail(self.log, self.analysis.stats, self.analysis.diagnostics, self.analysis.strings, reader)
+        if self.serve:  # each piece appended scanned by a process forked now, while the heap is small
+            PieceServer.start(reader)
         self.record_pages = LiveRecordPages(self.pipeline)
         self.pids: set[int] = set()  # the glog pids of the records read: the processes writing the log
         self.touched: set[CompileId | None] = set()  # the compile ids read since the last update
@@ -107,6 +110,7 @@ class LiveReport:
         self.pipeline.highlighter.close()
         self.pipeline.spool.handle.close()
         self.pipeline.chromium.close()
+        PieceServer.stop(self.tail.reader)
         self.writer.forget_written()
         self.version = 0
         self.versions.clear()
@@ -167,7 +171,7 @@ class LiveReport:
         builder = Builder(self.pipeline.inputs, self.pipeline.payloads.get, Highlighter(self.pipeline.highlighter.spool))
         every = self.pages.index_moved(usual_index(self.pipeline.inputs))  # (vLLM's summary became the front page: every page links it)
         self._write_record_pages(builder, touched, every)
-        self._write_compile_pages(touched | self.compiles.keys_changed(changes), every)  # the pages of the compiles that changed too
+        self._write_compile_pages(touched | pages_changed(self.compiles, changes), every)
         banner = live_banner(self.analysis, note)
         index = lambda: self._index_page(changes, touched)  # noqa: E731
         run = vllm_run(self.analysis)
@@ -176,7 +180,7 @@ class LiveReport:
             self._write("index.html", lambda: vllm_page(self.pipeline.inputs, run), banner)
         else:
             self._write("index.html", index, banner, self.index_pieces)
-        self._write_failures({c.key for _, _, c in changes.changed} if changes is not None else None)  # after the index (its totals)
+        write_failures(self, {c.key for _, _, c in changes.changed} if changes is not None else None)  # after the index (its totals)
         write_live_state(self.writer, self.version, self.versions)
 
     def _write(self, url: str, make: Callable[[], Model], banner: object = None, kept: KeptPieces | None = None) -> None:
@@ -204,19 +208,6 @@ class LiveReport:
             if not self.index.whole:  # it failed half way: the next update renders everything again
                 self.index = LiveIndex(self.pipeline.inputs, self.compiles)
 
-    def _write_failures(self, frames: set[CompileId] | None) -> None:
-        """The failures page, when its rows, or the compiles they show the outcome of, changed."""
-        failures = self.analysis.failures
-        seen = (len(failures), self.pipeline.inputs.analysis.vllm.active and VLLM_USUAL_INDEX or "index.html")
-        for row in itertools.islice(failures, self.failures_seen[0] if self.failures_seen else 0, None):
-            if row.compile_id is not None and questions.is_compile(row.compile_id):
-                self.failure_frames.add(row.compile_id.frame_key())
-        if seen == self.failures_seen and frames is not None and self.failure_frames.isdisjoint(frames):
-            return
-        self.failures_seen = seen
-        self.rendered["failures page"] += 1
-        self._write("failures_and_restarts.html", lambda: failures_page(self.pipeline.inputs, totals=self.index.totals))
-
     def _write_record_pages(self, builder: Builder, touched: set[CompileId | None], every: bool) -> None:
         for page in self.record_pages.refresh(touched, every):
             self._write(page.url, lambda page=page: PAGE_VIEWS[page.view](builder, page))  # type: ignore[misc]
@@ -240,6 +231,7 @@ class LiveReport:
         """Read the rest of the log and write the final report: what a one-shot run writes."""
         try:
             self.read(final=True)
+            PieceServer.stop(self.tail.reader)
             self.analysis.forget_indexes()
             forget_compiles(self.analysis, finished=True)  # built whole, as a one-shot run builds them
             self.analysis.trie.inserted = self.analysis.unknown_stacks.inserted = None
@@ -254,8 +246,36 @@ class LiveReport:
 
     def close(self) -> None:
         self.pipeline.highlighter.close()
+        PieceServer.stop(self.tail.reader)
         self.writer.release()
 
+
+
+
+def write_failures(report: LiveReport, frames: set[CompileId] | None) -> None:
+    """The failures page, when its rows, or the compiles they show the outcome of, changed."""
+    failures = report.analysis.failures
+    seen = (len(failures), report.pipeline.inputs.analysis.vllm.active and VLLM_USUAL_INDEX or "index.html")
+    for row in itertools.islice(failures, report.failures_seen[0] if report.failures_seen else 0, None):
+        if row.compile_id is not None and questions.is_compile(row.compile_id):
+            report.failure_frames.add(row.compile_id.frame_key())
+    if seen == report.failures_seen and frames is not None and report.failure_frames.isdisjoint(frames):
+        return
+    report.failures_seen = seen
+    report.rendered["failures page"] += 1
+    report._write("failures_and_restarts.html", lambda: failures_page(report.pipeline.inputs, totals=report.index.totals))
+
+
+def pages_changed(compiles: LiveCompiles, changes: CompileChanges | None) -> set[CompileId | None]:
+    """The compile ids whose page shows what `changes` changed, besides those that logged something:
+    each attempt of a compile built again otherwise (a restart's metrics, logged under its last
+    attempt, end the compile every attempt's page shows), or whose unusual settings, as its page
+    shows them, moved with the run's usual values."""
+    if changes is None:
+        return set()
+    return {attempt for position, old, new in changes.changed
+            if old != new and (position not in changes.settings_only or old is None or unusual_shown(old) != unusual_shown(new))
+            for attempt in compiles.attempts_of(new.key)}
 
 def write_live_page(writer: LiveWriter, versions: dict[str, str], url: str, html: str | Iterable[str],
                     kept: KeptPieces | None = None) -> None:

@@ -146,14 +146,6 @@ class LiveCompiles:
                 replaced.append((position, compile_, again))
         return replaced
 
-    def keys_changed(self, changes: CompileChanges | None) -> set[CompileId | None]:
-        """The compile ids whose compile `changes` changed: each of its attempts (a restart's metrics,
-        logged under its last attempt, end the compile every attempt's page shows; the run's usual
-        settings moved, every page of a compile whose unusual ones changed)."""
-        if changes is None:
-            return set()
-        return {attempt for _, old, compile_ in changes.changed if old != compile_ for attempt in self.attempts_of(compile_.key)}  # (built again the same: no page changes)
-
     def attempts_of(self, frame: CompileId) -> list[CompileId]:
         """The attempts of a frame compile listed so far, in directory order."""
         return as_list(self.frames.get(frame))

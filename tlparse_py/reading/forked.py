@@ -222,3 +222,108 @@ def _reap(pid: int, kill: bool) -> None:
         os.waitpid(pid, 0)
     except (ProcessLookupError, ChildProcessError):
         pass
+
+
+class ForkedServer:
+    """A process forked once that answers requests with items, streamed back in batches: a live
+    report's scanner, which scans each piece appended to the log while this process builds records
+    from what it sent. Forked before the report's heap grows, it shares little of it: a fork per
+    piece would copy the page tables of a heap of 100s of MB, and then each page this process wrote
+    to while the child lived (an update's pages, 30 ms more at 436 compiles).
+
+    `serve(request)` runs in the child; its items must marshal (or pickle). A request whose child is
+    gone before it answered anything is refused (`answer` returns None: the caller does the work
+    itself), as is every request after one that was not read to its end; one whose child stops half
+    way raises ChildStopped."""
+
+    def __init__(self, serve: Callable[[bytes], Iterator[Item]], size: Callable[[Item], int], batch_bytes: int = 1 << 16):
+        self.batch_bytes = batch_bytes
+        request_read, self.request_fd = os.pipe()
+        answer_read, answer_write = os.pipe()
+        widen_pipe(answer_write)
+        parent = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self.request_fd)
+            os.close(answer_read)
+            self._serve(serve, size, request_read, answer_write, parent)
+        os.close(request_read)
+        os.close(answer_write)
+        self.answers: IO[bytes] | None = open(answer_read, "rb", buffering=PIPE_BUFFER)
+        self.busy = False  # an answer is being read
+
+    def answer(self, request: bytes) -> Iterator[Item] | None:
+        """The items `serve(request)` gives, as they come; None where this server cannot answer (the
+        caller does the work itself: it then also meets what made `serve` fail at once)."""
+        if self.answers is None or self.busy:  # (an answer never read: what is left of it is in the pipe)
+            self.close()
+            return None
+        try:
+            os.write(self.request_fd, _LENGTH.pack(len(request)) + request)
+            first = _receive(self.answers)
+        except OSError:
+            first = None
+        if first is None:  # gone (killed; or ended with the thread that forked it): nothing was read
+            self.close()
+            return None
+        message = _decode(first)
+        if message[0] == _FAILED:  # before any item
+            return None
+        self.busy = True
+        return self._items(message)
+
+    def _items(self, message: tuple[int, Any]) -> Iterator[Item]:
+        done = False
+        try:
+            while True:
+                kind, value = message
+                if kind == _ITEMS:
+                    yield from value
+                elif kind == _FAILED:
+                    done, self.busy = True, False
+                    raise value
+                else:
+                    done, self.busy = True, False
+                    return
+                assert self.answers is not None
+                data = _receive(self.answers)
+                if data is None:
+                    raise ChildStopped(errno.EIO, "the process scanning the log stopped before the end of a piece")
+                message = _decode(data)
+        finally:
+            if not done:  # stopped half way (by the caller, or the child): what is left in the pipe is no answer to the next request
+                self.close()
+
+    def close(self) -> None:
+        """End the child (it holds nothing of the parent's that needs a clean-up)."""
+        if self.answers is None:
+            return
+        self.answers.close()
+        self.answers = None
+        os.close(self.request_fd)
+        _reap(self.pid, kill=True)
+
+    def _serve(self, serve: Callable[[bytes], Iterator[Item]], size: Callable[[Item], int], request_fd: int, answer_fd: int,
+               parent: int) -> None:
+        """In the forked child: answer each request until the parent closes its end."""
+        code = 1
+        try:
+            shutdown.become_helper(parent)  # dies with the parent; Ctrl-C is the parent's to handle
+            with open(request_fd, "rb") as requests, open(answer_fd, "wb") as out:
+                while (request := _receive(requests)) is not None:
+                    try:
+                        batch: list[Any] = []
+                        held = 0
+                        for item in serve(request):
+                            batch.append(item)
+                            held += size(item)
+                            if held >= self.batch_bytes:
+                                _send(out, (_ITEMS, batch))
+                                batch, held = [], 0
+                        _send(out, (_ITEMS, batch))
+                        _send(out, (_DONE, None))
+                    except Exception as exc:  # noqa: BLE001 - raised in the parent, where the items are used
+                        _send(out, (_FAILED, picklable_error(exc)))
+            code = 0
+        finally:
+            os._exit(code)

@@ -10,17 +10,21 @@ for bad input (an unreadable *file* is the caller's business).
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import os
 import re
+import stat
+import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
-from .forked import forked_items
+from .forked import ForkedServer, forked_items
 from .. import jsondepth
 from ..limits import MB, Limits
 from .gunzip import BoundedGunzip, LogAsRead, open_log
@@ -91,6 +95,7 @@ Event = tuple[Any, ...]
 # (a sixth faster on a 200 MB log on two cores); below it the fork and the pipe cost about what
 # they save.
 SCANNING_CHILD_MIN_BYTES = 8 * MB
+_PIECE = struct.Struct("<QQQQQ")  # a piece of the log to scan: offset, size, first line's number, st_dev, st_ino
 
 
 def _sendable(events: Iterator[Event], scanned: Callable[[], int],
@@ -155,6 +160,7 @@ class LogReader:
         self.limits = limits or Limits()
         self.max_line = self.limits.max_line
         self.as_read: LogAsRead | None = None
+        self.server: PieceServer | None = None  # scans the pieces of a live report's log
 
     def scanned_bytes(self) -> int:
         """How far into the log reading is (bytes of log text)."""
@@ -179,10 +185,8 @@ class LogReader:
 
     def _worth_a_scanning_child(self, handle: IO[bytes]) -> bool:
         """A big plain log is scanned in a forked child (see `EventScanner`) when there is a core for it."""
-        if isinstance(handle, BoundedGunzip):
-            return False
         try:
-            return self.may_fork(os.fstat(handle.fileno()).st_size)
+            return not isinstance(handle, BoundedGunzip) and self.may_fork(os.fstat(handle.fileno()).st_size)
         except (OSError, ValueError):
             return False
 
@@ -190,12 +194,13 @@ class LogReader:
         """Whether `size` bytes of plain log are worth a scanning child, and one may be forked."""
         return self.scanning_child and hasattr(os, "fork") and (os.cpu_count() or 1) >= 2 and size >= SCANNING_CHILD_MIN_BYTES
 
-    def events_of(self, handle: IO[bytes], size: int, lineno: int = 0, offset: int = 0) -> Iterator[Event]:
-        """The events of the `size` bytes `handle` reads, scanned in a forked child when worth it."""
+    def events_of(self, handle: IO[bytes], size: int, lineno: int = 0, offset: int = 0, file: IO[bytes] | None = None) -> Iterator[Event]:
+        """The events of the `size` bytes `handle` reads (at `offset` of `file`): scanned in a forked child when worth it, or a live report's `PieceServer`."""
         scanner = self._scanner = EventScanner(self.max_line)
         if self.may_fork(size):
             return forked_items(lambda: _sendable(scanner.events(handle, lineno, offset), scanner.bytes_read, self._glog_fields), _event_size)
-        return scanner.events(handle, lineno, offset)
+        served = self.server.events(file, offset, size, lineno) if self.server is not None and file is not None else None
+        return served if served is not None else scanner.events(handle, lineno, offset)
 
     def records_of(self, events: Iterator[Event]) -> Iterator[Record]:
         """Records, with the problems met on the way counted in log order, from a scanner's events."""
@@ -426,3 +431,64 @@ def _file_year(path: Path) -> int:
         return time.gmtime(path.stat().st_mtime).tm_year
     except OSError:
         return time.gmtime().tm_year
+
+
+class PieceServer:
+    """Scans the pieces a live report reads of its log (`LogReader.events_of`) in a process forked
+    once (`forked.ForkedServer`), before the report's heap grows, while this process builds records
+    from what it sends. A piece it cannot scan (its process gone, another file at the path) is
+    scanned here."""
+
+    def __init__(self, reader: LogReader):
+        self.path, self.max_line, self.glog_fields = reader.path, reader.max_line, reader._glog_fields
+        self.server = ForkedServer(self._scan, _event_size)
+
+    @staticmethod
+    def start(reader: LogReader) -> None:
+        """Give `reader` a server where there is a fork and a second core, and it may fork."""
+        if reader.server is None and reader.scanning_child and hasattr(os, "fork") and (os.cpu_count() or 1) >= 2:
+            reader.server = PieceServer(reader)
+
+    @staticmethod
+    def stop(reader: LogReader) -> None:
+        if reader.server is not None:
+            reader.server.server.close()
+            reader.server = None
+
+    def events(self, file: IO[bytes], offset: int, size: int, lineno: int) -> Iterator[Event] | None:
+        """The events of the `size` bytes at `offset` of `file` (the log, its line `lineno` first), or
+        None where the server cannot scan them."""
+        found = os.fstat(file.fileno())
+        return self.server.answer(_PIECE.pack(offset, size, lineno, found.st_dev, found.st_ino))
+
+    def _scan(self, request: bytes) -> Iterator[Event]:
+        """In the server: the events of one piece (`_PIECE`), of the file at the path, which must
+        be the one the report reads."""
+        offset, size, lineno, device, inode = _PIECE.unpack(request)
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO put at the path is not waited on)
+        with open(fd, "rb") as handle:
+            found = os.fstat(fd)
+            if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != (device, inode):
+                raise OSError(errno.ESTALE, "not the log being read", str(self.path))
+            handle.seek(offset)
+            scanner = EventScanner(self.max_line)
+            yield from _sendable(scanner.events(cast(IO[bytes], Window(handle, size)), lineno, offset), scanner.bytes_read, self.glog_fields)
+
+
+class Window(io.RawIOBase):
+    """The next `size` bytes of a file and nothing past them (a record being written is not read)."""
+
+    def __init__(self, handle: IO[bytes], size: int):
+        self.handle = handle
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        want = self.left if size < 0 else min(size, self.left)
+        data = self.handle.read(want)
+        self.left -= len(data)
+        return data

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import io
 import os
 import stat
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from typing import IO, cast
 from ..model import DiagnosticLog, Record, Stats, StringTable
 from .lines import TAB
 from .gunzip import LogAsRead
-from .records import JUNK, PROBLEM, RECORD, STRING, Event, EventScanner, LogReader
+from .records import JUNK, PROBLEM, RECORD, STRING, Event, EventScanner, LogReader, Window
 
 SEAM_BYTES = 64  # the bytes just before the read position, checked at each read: still the same log?
 BACK_BLOCK = 1 << 16  # the tail is searched backwards for the last record's line this much at a time
@@ -102,8 +101,8 @@ class LogTail:
             if end <= self.offset:
                 return
             handle.seek(self.offset)
-            window = cast(IO[bytes], _Window(handle, end - self.offset))
-            events = self._in_context(self.reader.events_of(window, end - self.offset, self.lineno, self.offset))
+            window = cast(IO[bytes], Window(handle, end - self.offset))
+            events = self._in_context(self.reader.events_of(window, end - self.offset, self.lineno, self.offset, file=handle))
             yield from self.reader.records_of(events)
             self.lineno = self.reader.lines_read
             self.offset = self.as_read.length = end
@@ -165,25 +164,6 @@ class LogTail:
         return stat.st_size
 
 
-class _Window(io.RawIOBase):
-    """The next `size` bytes of a file and nothing past them (a record being written is not read)."""
-
-    def __init__(self, handle: IO[bytes], size: int):
-        self.handle = handle
-        self.left = size
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        if self.left <= 0:
-            return b""
-        want = self.left if size < 0 else min(size, self.left)
-        data = self.handle.read(want)
-        self.left -= len(data)
-        return data
-
-
 def complete_end(handle: IO[bytes], start: int, size: int, max_line: int) -> int:
     """Where the complete records that follow `start` end: the log's complete lines, less the last
     record unless it is whole (a payload that matches its md5), and less the payload lines after a
@@ -201,7 +181,7 @@ def complete_end(handle: IO[bytes], start: int, size: int, max_line: int) -> int
     if line_end - last - 1 > max_line:
         return line_end  # too long to be read: dropped as one; what follows it waits like orphans
     handle.seek(last)
-    whole = _whole_record(cast(IO[bytes], _Window(handle, region_end - last)), max_line)
+    whole = _whole_record(cast(IO[bytes], Window(handle, region_end - last)), max_line)
     if whole is None:
         return line_end  # not a record with a payload: read it, and let the lines after it wait
     return region_end if whole else last

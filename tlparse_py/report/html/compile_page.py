@@ -193,8 +193,11 @@ def _config_note(page: CompilePageModel, root: str) -> str:
                               for c in config["changes"])
             out.append(f"<p>Config changed since this frame's previous compile {since}:</p>\n<ul>{changes}</ul>")
         if config["unusual"]:
+            # how many compiles had the usual value is the index's to say (its row): a count here would
+            # change this page with every compile that logs its config
             unusual = "".join(f'<li><code>{esc(u["setting"])}</code> = <code>{esc(u["value"])}</code> here; <code>{esc(u["usual"])}</code> in '
-                              f"{esc(u['usual_compiles'])} of the run's {esc(u['compiles'])} compiles</li>" for u in config["unusual"])
+                              f'most of the run\'s compiles (<a href="{root}{esc(page.usual_index)}#compiles">the index\'s table of compiles</a> says how many)</li>'
+                              for u in config["unusual"])
             out.append(f"<p>Settings unlike most of the run's compiles:</p>\n<ul>{unusual}</ul>")
         out.append("</div>\n")
     if config["since"] and not config["changes"]:

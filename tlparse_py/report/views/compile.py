@@ -414,8 +414,13 @@ def config_view(compile_: CompileSummary | None) -> dict[str, Any] | None:
     diff = compile_.config_changes
     return {"since": diff.since if diff is not None else None, "since_page": compile_.config_since_page,
             "changes": [{"setting": c.setting, "before": python_literal(c.before), "after": python_literal(c.after)} for c in diff.changes] if diff else [],
-            "unusual": [{"setting": u.setting, "value": python_literal(u.value), "usual": python_literal(u.usual),
-                         "usual_compiles": u.usual_compiles, "compiles": u.compiles} for u in compile_.config_unusual]}
+            "unusual": [{"setting": u.setting, "value": python_literal(u.value), "usual": python_literal(u.usual)} for u in compile_.config_unusual]}
+
+
+def unusual_shown(compile_: CompileSummary) -> list[tuple[str, Any, Any]]:
+    """What a compile's page shows of its unusual settings (`config_view`): not how many compiles had
+    the usual value, which changes with every compile that logs its config (the index's row says it)."""
+    return [(u.setting, u.value, u.usual) for u in compile_.config_unusual]
 
 
 def capture_view(report: Analysis, key: CompileId | None) -> dict[str, Any] | None:
