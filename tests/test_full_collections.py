@@ -136,7 +136,7 @@ def test_a_live_update_raises_the_thresholds_while_it_writes_and_restores_them(t
     live = LiveReport(log, tmp_path / "live", Options())
     during = []
     write_pages = LiveReport._write_compile_pages
-    monkeypatch.setattr(LiveReport, "_write_compile_pages", lambda self, touched: during.append(gc.get_threshold()) or write_pages(self, touched))
+    monkeypatch.setattr(LiveReport, "_write_compile_pages", lambda self, *args: during.append(gc.get_threshold()) or write_pages(self, *args))
     live.update("first", live.read())
     live.close()
     assert during and during[0][2] >= heap.FULL_EVERY
