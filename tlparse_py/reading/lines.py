@@ -177,7 +177,7 @@ class LineScanner(JunkSkipper):
             if length <= self.max_line:
                 parts.append(piece)
             elif len(parts) > 1 or len(parts[0]) > 120:
-                parts = [_head(parts, 120)]  # too long: keep what a diagnostic quotes, drop the rest
+                parts = [head_of(parts, 120)]  # too long: keep what a diagnostic quotes, drop the rest
             if newline >= 0:
                 self.buf, self.pos = data, newline + 1
                 break
@@ -290,8 +290,8 @@ class LineScanner(JunkSkipper):
             return rest[:1] == b"\t"
 
 
-def _head(parts: list[bytes], size: int) -> bytes:
-    """The first `size` bytes of the parts, without joining them all."""
+def head_of(parts: list[bytes], size: int) -> bytes:
+    """The first `size` bytes of the parts, without joining them all (a long line's, a page's)."""
     head = b""
     for part in parts:
         head += part[: size - len(head)]

@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from .. import shutdown
+from ..reading.lines import head_of
 from .fileio import current_umask, unlink_quietly, write_pieces_file
 from .folder_writer import FolderWriter
 from .lock import OutputLock
@@ -118,7 +119,7 @@ class LiveWriter(FolderWriter):
             unlink_quietly(temporary)
             raise
         self.digests[rel] = digest
-        if LIVE_MARK in _head(pieces):
+        if LIVE_MARK in head_of(pieces, 4096):
             self.live_pages.add(rel)
         self.bytes_written += sum(map(len, pieces))
 
@@ -203,13 +204,3 @@ def _identity(folder: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
-
-
-def _head(pieces: list[bytes], size: int = 4096) -> bytes:
-    """The first `size` bytes of the pieces, joined (where a page's live mark is)."""
-    head = b""
-    for piece in pieces:
-        head += piece[: size - len(head)]
-        if len(head) >= size:
-            break
-    return head
