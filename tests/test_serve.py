@@ -579,7 +579,9 @@ def test_watch_serve_serves_the_live_report_then_the_final_one(tmp_path):
         with running("watch", str(log), "-o", "out", "--serve", "--interval", "0.1", "--quiet-s", "0.3", cwd=tmp_path) as (process, err):
             url, port = wait_for_url(process, err)
             deadline = time.monotonic() + 60
-            while b"tlparse-live" not in fetch(port)[1]:  # 404 until the first update is written
+            # 404 until the first update is written: its pages, then live.js, which lists them (a busy
+            # machine may answer between the two)
+            while b"tlparse-live" not in fetch(port)[1] or fetch(port, f"/live.js?{time.time_ns()}")[0] != 200:
                 assert time.monotonic() < deadline and process.poll() is None, err.read_text()
                 time.sleep(0.1)
             status, live = fetch(port, f"/live.js?{time.time_ns()}")
